@@ -1,0 +1,13 @@
+//===- NNDialect.h - the nn dialect -----------------------------*- C++ -*-===//
+//
+// Declares the `nn` dialect: tensor-level graph ops imported from ONNX.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_DIALECT_NN_IR_NNDIALECT_H
+#define PIPE_DIALECT_NN_IR_NNDIALECT_H
+
+#include "mlir/IR/Dialect.h"
+
+#include "pipe/Dialect/NN/IR/NNOpsDialect.h.inc"
+
+#endif // PIPE_DIALECT_NN_IR_NNDIALECT_H

@@ -1,0 +1,36 @@
+//===- NNOps.h - nn dialect ops ---------------------------------*- C++ -*-===//
+//
+// The op classes of the `nn` dialect and their shape-inference interface.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_DIALECT_NN_IR_NNOPS_H
+#define PIPE_DIALECT_NN_IR_NNOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "pipe/Dialect/NN/IR/NNDialect.h"
+
+namespace pipe::nn {
+/// Verifier shared by all nn ops: re-infers the result types and checks that
+/// the declared ones agree (same element type; same rank and static dims
+/// where both are ranked).
+mlir::LogicalResult verifyInferredTypes(mlir::Operation *op);
+} // namespace pipe::nn
+
+#include "pipe/Dialect/NN/IR/NNInterfaces.h.inc"
+
+#define GET_OP_CLASSES
+#include "pipe/Dialect/NN/IR/NNOps.h.inc"
+
+namespace pipe::nn {
+
+/// Recomputes the result types of `op` through its ShapeInferenceOpInterface
+/// and stores them on the results. Ops without the interface are left alone.
+mlir::LogicalResult refineResultTypes(mlir::Operation *op);
+
+} // namespace pipe::nn
+
+#endif // PIPE_DIALECT_NN_IR_NNOPS_H

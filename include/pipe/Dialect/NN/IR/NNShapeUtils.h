@@ -1,0 +1,59 @@
+//===- NNShapeUtils.h - shape arithmetic shared by nn ops -------*- C++ -*-===//
+//
+// Broadcasting, axis normalisation, convolution/pooling geometry and access to
+// constant integer operands: the shape rules of ONNX, written once, used by
+// shape inference, verifiers and the cost model.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_DIALECT_NN_IR_NNSHAPEUTILS_H
+#define PIPE_DIALECT_NN_IR_NNSHAPEUTILS_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/SmallVector.h"
+#include <optional>
+
+namespace pipe::nn {
+
+/// The ranked tensor type of `v`, or null when it is unranked.
+mlir::RankedTensorType getRankedType(mlir::Value v);
+
+/// True when `v` is a ranked tensor with no dynamic dim.
+bool hasStaticShape(mlir::Value v);
+
+/// The values of a constant integer tensor operand (through nn.constant or any
+/// ConstantLike op), or nullopt when it is not a compile-time constant.
+std::optional<llvm::SmallVector<int64_t>> getConstantInts(mlir::Value v);
+
+/// Numpy broadcasting of two shapes; nullopt when they are incompatible.
+/// Dynamic dims broadcast to dynamic unless the other side is a known non-1.
+std::optional<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
+
+/// Maps a possibly negative axis into [0, rank); nullopt when out of range.
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+
+/// Window geometry of a convolution or pooling op on N spatial dims, with
+/// defaults filled in and auto_pad resolved against the input's spatial dims.
+struct WindowGeometry {
+  llvm::SmallVector<int64_t> kernel, strides, dilations, padsBegin, padsEnd;
+  bool ceilMode = false;
+
+  /// Output size of spatial dim `i` for an input of size `in`.
+  int64_t outputSize(unsigned i, int64_t in) const;
+};
+
+/// Builds the geometry; returns a message in `error` and nullopt when the
+/// attributes are inconsistent with each other or with the spatial rank.
+std::optional<WindowGeometry>
+computeWindowGeometry(llvm::ArrayRef<int64_t> spatialIn,
+                      llvm::ArrayRef<int64_t> kernel,
+                      std::optional<llvm::ArrayRef<int64_t>> strides,
+                      std::optional<llvm::ArrayRef<int64_t>> dilations,
+                      std::optional<llvm::ArrayRef<int64_t>> pads,
+                      llvm::StringRef autoPad, bool ceilMode,
+                      std::string &error);
+
+} // namespace pipe::nn
+
+#endif // PIPE_DIALECT_NN_IR_NNSHAPEUTILS_H

@@ -1,0 +1,29 @@
+//===- Passes.h - nn dialect passes -----------------------------*- C++ -*-===//
+#ifndef PIPE_DIALECT_NN_TRANSFORMS_PASSES_H
+#define PIPE_DIALECT_NN_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+#include "pipe/Dialect/NN/IR/NNDialect.h"
+
+namespace pipe::nn {
+
+#define GEN_PASS_DECL
+#include "pipe/Dialect/NN/Transforms/Passes.h.inc"
+
+/// Folds and re-infers the types of every op in `func` in order, then updates
+/// its signature. Shared by the pass and the ONNX importer.
+mlir::LogicalResult inferShapesInFunction(mlir::func::FuncOp func, bool requireStatic);
+
+/// Re-infers the result types of one op, then folds it when its operands are
+/// constants. Returns the values that now stand for its results (the op's own
+/// results, or folded replacements; the op is then dead but not erased).
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+inferAndFold(mlir::Operation *op, mlir::OpBuilder &builder);
+
+#define GEN_PASS_REGISTRATION
+#include "pipe/Dialect/NN/Transforms/Passes.h.inc"
+
+} // namespace pipe::nn
+
+#endif // PIPE_DIALECT_NN_TRANSFORMS_PASSES_H

@@ -1,0 +1,40 @@
+//===- OnnxImporter.h - ONNX model to the nn dialect ------------*- C++ -*-===//
+//
+// Reads a binary (.onnx) or textual (.onnxtext) ONNX model into a module with
+// one func of nn ops. Weights stay in their files: initializers become
+// nn.param ops that record where their bytes are.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_IMPORT_ONNX_ONNXIMPORTER_H
+#define PIPE_IMPORT_ONNX_ONNXIMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringMap.h"
+#include <optional>
+
+namespace pipe::onnx_import {
+
+struct ImportOptions {
+  /// Binds the leading (batch) dim of every graph input that is symbolic.
+  std::optional<int64_t> microBatchSize;
+  /// Binds symbolic dims by name (`--dim NAME=VALUE`); wins over the above.
+  llvm::StringMap<int64_t> dims;
+  /// Runs shape inference and folding, and requires static shapes.
+  bool inferShapes = true;
+  /// Name of the imported function.
+  std::string functionName = "main";
+};
+
+/// True when `path` names a model this importer reads (.onnx, .onnxtext).
+bool isOnnxFile(llvm::StringRef path);
+
+/// Imports the model at `path`. Errors are emitted as diagnostics on
+/// `context` (located at the offending node) and give a null module.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(llvm::StringRef path,
+                                                 mlir::MLIRContext *context,
+                                                 const ImportOptions &options);
+
+} // namespace pipe::onnx_import
+
+#endif // PIPE_IMPORT_ONNX_ONNXIMPORTER_H

@@ -1,0 +1,228 @@
+//===- NodeImporter.cpp - importing one ONNX node -------------------------===//
+#include "NodeImporter.h"
+
+#include "pipe/Dialect/NN/IR/NNOps.h"
+#include "pipe/Dialect/NN/Transforms/Passes.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/Support/Endian.h"
+
+using namespace mlir;
+using namespace pipe::onnx_import;
+using llvm::SmallVector;
+
+Type pipe::onnx_import::convertDataType(int32_t dataType, MLIRContext *context) {
+  Builder b(context);
+  switch (dataType) {
+  case onnx::TensorProto::FLOAT: return b.getF32Type();
+  case onnx::TensorProto::DOUBLE: return b.getF64Type();
+  case onnx::TensorProto::FLOAT16: return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16: return b.getBF16Type();
+  case onnx::TensorProto::INT8: return b.getIntegerType(8);
+  case onnx::TensorProto::INT16: return b.getIntegerType(16);
+  case onnx::TensorProto::INT32: return b.getIntegerType(32);
+  case onnx::TensorProto::INT64: return b.getIntegerType(64);
+  case onnx::TensorProto::UINT8: return b.getIntegerType(8, /*isSigned=*/false);
+  case onnx::TensorProto::UINT16: return b.getIntegerType(16, false);
+  case onnx::TensorProto::UINT32: return b.getIntegerType(32, false);
+  case onnx::TensorProto::UINT64: return b.getIntegerType(64, false);
+  case onnx::TensorProto::BOOL: return b.getIntegerType(1);
+  case 17: return Float8E4M3FNType::get(context);   // FLOAT8E4M3FN (ONNX 1.14)
+  case 18: return Float8E4M3FNUZType::get(context); // FLOAT8E4M3FNUZ
+  case 19: return Float8E5M2Type::get(context);     // FLOAT8E5M2
+  case 20: return Float8E5M2FNUZType::get(context); // FLOAT8E5M2FNUZ
+  default: return {};
+  }
+}
+
+FailureOr<DenseElementsAttr>
+pipe::onnx_import::convertTensor(const onnx::TensorProto &tensor, const char *rawBytes,
+                                 int64_t rawLength, Location loc) {
+  MLIRContext *context = loc.getContext();
+  Type element = convertDataType(tensor.data_type(), context);
+  if (!element)
+    return emitError(loc) << "tensor '" << tensor.name() << "' has unsupported data type "
+                          << tensor.data_type();
+  SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  auto type = RankedTensorType::get(shape, element);
+  int64_t count = type.getNumElements();
+  if (!rawBytes && tensor.has_raw_data()) {
+    rawBytes = tensor.raw_data().data();
+    rawLength = static_cast<int64_t>(tensor.raw_data().size());
+  }
+  unsigned bits = element.getIntOrFloatBitWidth();
+  unsigned bytes = element.isInteger(1) ? 1 : (bits + 7) / 8;
+  auto sizeError = [&](int64_t have) {
+    return emitError(loc) << "tensor '" << tensor.name() << "' holds " << have
+                          << " values, its shape needs " << count;
+  };
+  SmallVector<APInt> ints;
+  if (rawBytes) {
+    if (rawLength != count * static_cast<int64_t>(bytes))
+      return sizeError(rawLength / std::max(1u, bytes));
+    for (int64_t i = 0; i < count; ++i) {
+      uint64_t word = 0;
+      for (unsigned k = 0; k < bytes; ++k)
+        word |= static_cast<uint64_t>(static_cast<uint8_t>(rawBytes[i * bytes + k])) << (8 * k);
+      ints.push_back(APInt(bits, element.isInteger(1) ? (word != 0) : word));
+    }
+  } else if (tensor.float_data_size()) {
+    if (tensor.float_data_size() != count)
+      return sizeError(tensor.float_data_size());
+    for (float f : tensor.float_data())
+      ints.push_back(APFloat(f).bitcastToAPInt());
+  } else if (tensor.double_data_size()) {
+    if (tensor.double_data_size() != count)
+      return sizeError(tensor.double_data_size());
+    for (double d : tensor.double_data())
+      ints.push_back(APFloat(d).bitcastToAPInt());
+  } else if (tensor.int64_data_size()) {
+    if (tensor.int64_data_size() != count)
+      return sizeError(tensor.int64_data_size());
+    for (int64_t v : tensor.int64_data())
+      ints.push_back(APInt(bits, v, /*isSigned=*/true, /*implicitTrunc=*/true));
+  } else if (tensor.uint64_data_size()) {
+    if (tensor.uint64_data_size() != count)
+      return sizeError(tensor.uint64_data_size());
+    for (uint64_t v : tensor.uint64_data())
+      ints.push_back(APInt(bits, v, false, true));
+  } else if (tensor.int32_data_size()) {
+    // int32_data also carries the bits of int8/16, uint8/16, bool and float16.
+    if (tensor.int32_data_size() != count)
+      return sizeError(tensor.int32_data_size());
+    for (int32_t v : tensor.int32_data())
+      ints.push_back(APInt(bits, static_cast<uint64_t>(static_cast<int64_t>(v)), false, true));
+  } else if (count != 0) {
+    if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+      return emitError(loc) << "tensor '" << tensor.name()
+                            << "' keeps its data externally, which is only supported "
+                               "for initializers";
+    return sizeError(0);
+  }
+  if (auto floatType = dyn_cast<FloatType>(element)) {
+    SmallVector<APFloat> floats;
+    for (const APInt &v : ints)
+      floats.push_back(APFloat(floatType.getFloatSemantics(), v));
+    return DenseElementsAttr::get(type, floats);
+  }
+  return DenseElementsAttr::get(type, ints);
+}
+
+unsigned NodeImporter::numOutputs() const {
+  unsigned n = node.output_size();
+  while (n > 0 && node.output(n - 1).empty())
+    --n;
+  return n;
+}
+
+InFlightDiagnostic NodeImporter::error() const { return emitError(loc); }
+
+LogicalResult NodeImporter::expectInputs(unsigned min, unsigned max) {
+  if (numInputs() < min || numInputs() > max)
+    return error() << node.op_type() << " takes " << min
+                   << (min == max ? "" : (" to " + std::to_string(max)))
+                   << " inputs, the node has " << numInputs();
+  for (unsigned i = 0; i < min; ++i)
+    if (!input(i))
+      return error() << node.op_type() << " input #" << i << " is required";
+  return success();
+}
+
+LogicalResult NodeImporter::expectAttributes(std::initializer_list<llvm::StringRef> known) {
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    if (llvm::is_contained(known, llvm::StringRef(attr.name())))
+      continue;
+    return error() << "unsupported attribute '" << attr.name() << "' on " << node.op_type()
+                   << " (opset " << opset << ")";
+  }
+  return success();
+}
+
+const onnx::AttributeProto *NodeImporter::attribute(llvm::StringRef name) const {
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
+int64_t NodeImporter::getInt(llvm::StringRef name, int64_t dflt) const {
+  const auto *attr = attribute(name);
+  return attr ? attr->i() : dflt;
+}
+
+float NodeImporter::getFloat(llvm::StringRef name, float dflt) const {
+  const auto *attr = attribute(name);
+  return attr ? attr->f() : dflt;
+}
+
+std::string NodeImporter::getString(llvm::StringRef name, llvm::StringRef dflt) const {
+  const auto *attr = attribute(name);
+  return attr ? attr->s() : dflt.str();
+}
+
+std::optional<SmallVector<int64_t>> NodeImporter::getInts(llvm::StringRef name) const {
+  const auto *attr = attribute(name);
+  if (!attr)
+    return std::nullopt;
+  return SmallVector<int64_t>(attr->ints().begin(), attr->ints().end());
+}
+
+void NodeImporter::copyInt(SmallVectorImpl<NamedAttribute> &attrs, llvm::StringRef name) {
+  if (const auto *attr = attribute(name))
+    attrs.push_back(builder.getNamedAttr(name, builder.getI64IntegerAttr(attr->i())));
+}
+void NodeImporter::copyFloat(SmallVectorImpl<NamedAttribute> &attrs, llvm::StringRef name) {
+  if (const auto *attr = attribute(name))
+    attrs.push_back(builder.getNamedAttr(name, builder.getF32FloatAttr(attr->f())));
+}
+void NodeImporter::copyString(SmallVectorImpl<NamedAttribute> &attrs, llvm::StringRef name) {
+  if (const auto *attr = attribute(name))
+    attrs.push_back(builder.getNamedAttr(name, builder.getStringAttr(attr->s())));
+}
+void NodeImporter::copyInts(SmallVectorImpl<NamedAttribute> &attrs, llvm::StringRef name) {
+  if (auto values = getInts(name))
+    attrs.push_back(builder.getNamedAttr(name, builder.getDenseI64ArrayAttr(*values)));
+}
+
+Value NodeImporter::constantI64(llvm::ArrayRef<int64_t> values, bool scalar) {
+  SmallVector<int64_t> shape;
+  if (!scalar)
+    shape.push_back(values.size());
+  auto type = RankedTensorType::get(shape, builder.getIntegerType(64));
+  return nn::ConstantOp::create(builder, loc, type, DenseIntElementsAttr::get(type, values));
+}
+
+Value NodeImporter::constantScalar(double value, Type elementType) {
+  auto type = RankedTensorType::get({}, elementType);
+  Attribute attr;
+  if (auto floatType = dyn_cast<FloatType>(elementType)) {
+    APFloat f(value);
+    bool lost;
+    f.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    attr = DenseElementsAttr::get(type, f);
+  } else {
+    attr = DenseElementsAttr::get(
+        type, APInt(elementType.getIntOrFloatBitWidth(), static_cast<int64_t>(value), true));
+  }
+  return nn::ConstantOp::create(builder, loc, type, cast<ElementsAttr>(attr));
+}
+
+Value NodeImporter::constantBool(bool value) {
+  auto type = RankedTensorType::get({}, builder.getI1Type());
+  return nn::ConstantOp::create(builder, loc, type,
+                                DenseElementsAttr::get(type, builder.getBoolAttr(value)));
+}
+
+FailureOr<SmallVector<Value>> NodeImporter::create(llvm::StringRef opName,
+                                                   ValueRange operands,
+                                                   llvm::ArrayRef<NamedAttribute> attrs,
+                                                   unsigned numResults) {
+  OperationState state(loc, opName);
+  state.addOperands(operands);
+  // Every attribute of an nn op is inherent, stored as a property.
+  if (!attrs.empty())
+    state.propertiesAttr = builder.getDictionaryAttr(attrs);
+  state.addTypes(SmallVector<Type>(numResults, UnrankedTensorType::get(builder.getF32Type())));
+  Operation *op = builder.create(state);
+  return nn::inferAndFold(op, builder);
+}

@@ -1,0 +1,107 @@
+//===- NodeImporter.h - importing one ONNX node -----------------*- C++ -*-===//
+//
+// The state a per-op handler sees while importing one node: its inputs as
+// values, typed access to its attributes, and helpers that create nn ops
+// (inferring and folding each one at once, so later handlers see shapes).
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_LIB_IMPORT_ONNX_NODEIMPORTER_H
+#define PIPE_LIB_IMPORT_ONNX_NODEIMPORTER_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringSet.h"
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <optional>
+
+namespace pipe::onnx_import {
+
+/// The MLIR element type of an ONNX TensorProto data type, or null.
+mlir::Type convertDataType(int32_t dataType, mlir::MLIRContext *context);
+
+/// An ONNX tensor (typed fields or raw little-endian bytes) as an attribute;
+/// `rawBytes` overrides the proto's raw_data when given.
+mlir::FailureOr<mlir::DenseElementsAttr>
+convertTensor(const onnx::TensorProto &tensor, const char *rawBytes, int64_t rawLength,
+              mlir::Location loc);
+
+class NodeImporter {
+public:
+  NodeImporter(const onnx::NodeProto &node, int64_t version, int64_t opset,
+               mlir::Location loc, mlir::OpBuilder &builder,
+               llvm::SmallVector<mlir::Value> inputs)
+      : node(node), version(version), opset(opset), loc(loc), builder(builder),
+        inputs(std::move(inputs)) {}
+
+  const onnx::NodeProto &node;
+  /// The version of the op that the model's opset selects, and the opset.
+  const int64_t version, opset;
+  const mlir::Location loc;
+  mlir::OpBuilder &builder;
+
+  /// Input `i`, or null when it is absent or given as "".
+  mlir::Value input(unsigned i) const { return i < inputs.size() ? inputs[i] : nullptr; }
+  unsigned numInputs() const { return inputs.size(); }
+  /// Number of outputs, not counting trailing "" ones.
+  unsigned numOutputs() const;
+
+  /// Errors unless min <= inputs <= max and inputs [0, min) are present.
+  mlir::LogicalResult expectInputs(unsigned min, unsigned max);
+  /// Errors on any attribute not in `known`.
+  mlir::LogicalResult expectAttributes(std::initializer_list<llvm::StringRef> known);
+
+  const onnx::AttributeProto *attribute(llvm::StringRef name) const;
+  int64_t getInt(llvm::StringRef name, int64_t dflt) const;
+  float getFloat(llvm::StringRef name, float dflt) const;
+  std::string getString(llvm::StringRef name, llvm::StringRef dflt) const;
+  std::optional<llvm::SmallVector<int64_t>> getInts(llvm::StringRef name) const;
+
+  /// `name = value` attributes for the nn op, converted from the node's.
+  void copyInt(llvm::SmallVectorImpl<mlir::NamedAttribute> &attrs, llvm::StringRef name);
+  void copyFloat(llvm::SmallVectorImpl<mlir::NamedAttribute> &attrs, llvm::StringRef name);
+  void copyString(llvm::SmallVectorImpl<mlir::NamedAttribute> &attrs, llvm::StringRef name);
+  void copyInts(llvm::SmallVectorImpl<mlir::NamedAttribute> &attrs, llvm::StringRef name);
+
+  /// Constants the importer adds to normalise old opsets and absent inputs.
+  mlir::Value constantI64(llvm::ArrayRef<int64_t> values, bool scalar = false);
+  mlir::Value constantScalar(double value, mlir::Type elementType);
+  mlir::Value constantBool(bool value);
+
+  /// Creates `opName` with placeholder result types, infers and folds it.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  create(llvm::StringRef opName, mlir::ValueRange operands,
+         llvm::ArrayRef<mlir::NamedAttribute> attrs, unsigned numResults);
+
+  mlir::InFlightDiagnostic error() const;
+
+private:
+  llvm::SmallVector<mlir::Value> inputs;
+};
+
+/// A handler imports one node; it returns the values of the node's outputs.
+using NodeHandler =
+    std::function<mlir::FailureOr<llvm::SmallVector<mlir::Value>>(NodeImporter &)>;
+
+struct OpSupport {
+  /// Every version of the op in the ONNX changelog up to `kNewestKnownOpset`.
+  llvm::ArrayRef<int> versions;
+  /// The oldest version the handler understands.
+  int minVersion;
+  NodeHandler handler;
+};
+
+/// The newest default-domain opset whose op versions the table lists.
+constexpr int64_t kNewestKnownOpset = 23;
+
+/// The handler table, keyed by ONNX op type; null when the op is unsupported.
+const OpSupport *lookupOp(llvm::StringRef opType);
+
+/// The sorted list of supported op types (for messages and docs).
+std::vector<std::string> supportedOpTypes();
+
+} // namespace pipe::onnx_import
+
+#endif // PIPE_LIB_IMPORT_ONNX_NODEIMPORTER_H

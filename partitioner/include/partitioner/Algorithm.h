@@ -1,0 +1,62 @@
+// The algorithm interface: an algorithm is one file (lib/algorithms/X.cpp) defining a
+// factory, plus one entry in lib/AlgorithmRegistry.cpp. It returns an allocation (and,
+// for periodic schedules, per-stage in-flight limits) or a reason; the planner then
+// schedules and simulates it, so every algorithm is judged by the same simulator.
+#ifndef PARTITIONER_ALGORITHM_H
+#define PARTITIONER_ALGORITHM_H
+
+#include "partitioner/Allocation.h"
+#include "partitioner/Bounds.h"
+#include "partitioner/Problem.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace partitioner {
+
+struct PlanOptions;
+
+struct AlgorithmOutput {
+  std::optional<Allocation> allocation;
+  std::string reason;                    ///< why there is no allocation
+  double predictedPeriodMs = kInfinity;  ///< the algorithm's own estimate
+  double provenLowerBoundMs = 0;         ///< exact algorithms: their own bound (ILP)
+  std::string notes;                     ///< e.g. "DAG-aware cuts (812 downsets)"
+  /// Schedule the allocation is meant for; empty = the problem's schedule.
+  std::optional<ScheduleKind> schedule;
+};
+
+struct AlgorithmContext {
+  const PlanOptions &options;
+  const LowerBounds &bounds;
+};
+
+class Algorithm {
+public:
+  virtual ~Algorithm() = default;
+  virtual std::string name() const = 0;
+  /// One line: what it optimises and under which assumptions.
+  virtual std::string summary() const = 0;
+  /// Whether `best` runs it by default.
+  virtual bool partOfBest() const { return true; }
+  virtual AlgorithmOutput run(const Problem &problem, const AlgorithmContext &context) const = 0;
+};
+
+/// All registered algorithms, in the order `best` tries them.
+const std::vector<std::unique_ptr<Algorithm>> &algorithmRegistry();
+/// nullptr when unknown.
+const Algorithm *findAlgorithm(const std::string &name);
+
+// Factories, one per file under lib/algorithms/.
+std::unique_ptr<Algorithm> makeUniformAlgorithm();
+std::unique_ptr<Algorithm> makeParamsAlgorithm();
+std::unique_ptr<Algorithm> makeBalancedAlgorithm();
+std::unique_ptr<Algorithm> makePipeDreamAlgorithm();
+std::unique_ptr<Algorithm> makeMadPipeAlgorithm();
+std::unique_ptr<Algorithm> makeInterleavedAlgorithm();
+
+} // namespace partitioner
+
+#endif

@@ -1,0 +1,63 @@
+// An allocation maps layers to stages and stages to GPUs. Stages are numbered in
+// pipeline order; a GPU may hold several stages (interleaved / general allocations).
+#ifndef PARTITIONER_ALLOCATION_H
+#define PARTITIONER_ALLOCATION_H
+
+#include "partitioner/CutLattice.h"
+#include "partitioner/LatticeDp.h"
+#include "partitioner/Problem.h"
+
+#include <vector>
+
+namespace partitioner {
+
+struct Allocation {
+  std::vector<int> stageOfLayer;
+  std::vector<int> gpuOfStage;
+  /// Optional per-stage in-flight limits (warm-up + 1) for periodic schedules; empty
+  /// means the schedule's own rule.
+  std::vector<int> inFlightLimit;
+
+  int numStages() const { return static_cast<int>(gpuOfStage.size()); }
+  /// Distinct GPUs that hold a stage.
+  int numGpusUsed() const;
+  /// True when every GPU holds at most one stage.
+  bool oneStagePerGpu() const;
+};
+
+/// Throws Error when a layer has no stage, a stage is empty, a GPU index is out of
+/// range, or a tensor flows from a later stage to an earlier one.
+void validateAllocation(const Problem &problem, const Allocation &allocation);
+
+/// Allocation of a lattice partition (stage i = cuts[i+1] \ cuts[i] on gpus[i]).
+Allocation allocationFromCuts(const Problem &problem, const CutLattice &lattice,
+                              const CutPartition &partition);
+
+/// Contiguous split of `order` at the given stage sizes, stage i on GPU i.
+Allocation allocationFromSizes(const Problem &problem, const std::vector<int> &order,
+                               const std::vector<int> &stageSizes);
+
+/// The stage-level graph an allocation induces, used by the schedule generators, the
+/// simulator and the checker. A tensor is sent once to each stage that consumes it.
+struct StageGraph {
+  struct Edge {
+    int stage;
+    double bytes;
+  };
+  int numStages = 0;
+  std::vector<int> gpu;
+  std::vector<double> forwardMs, backwardMs, weightGradientMs; ///< at the GPU's speed
+  std::vector<double> savedBytes, parameterBytes;
+  std::vector<double> inBytes, outBytes; ///< per micro-batch, forward direction
+  std::vector<std::vector<Edge>> predecessors, successors;
+  std::vector<std::vector<int>> layers;
+};
+
+StageGraph buildStageGraph(const Problem &problem, const Allocation &allocation);
+
+/// Bytes crossing stages per micro-batch (forward direction), summed over stages.
+double crossingBytes(const StageGraph &graph);
+
+} // namespace partitioner
+
+#endif

@@ -1,0 +1,31 @@
+// Independent validity checks of schedules: every action exactly once, no deadlock
+// (symbolic execution of the action lists), and for a timeline: no two actions
+// overlapping on a GPU and every dependency (with its transfer) respected.
+#ifndef PARTITIONER_CHECKER_H
+#define PARTITIONER_CHECKER_H
+
+#include "partitioner/Simulator.h"
+
+#include <string>
+#include <vector>
+
+namespace partitioner {
+
+struct CheckReport {
+  std::vector<std::string> violations;
+  bool ok() const { return violations.empty(); }
+};
+
+/// Static checks: coverage (each F and B, or Bi and W, of every stage and micro-batch
+/// exactly once, on the stage's GPU) and deadlock freedom.
+CheckReport checkSchedule(const Problem &problem, const Allocation &allocation,
+                          const Schedule &schedule);
+
+/// Timing checks of a timeline (usually the simulator's): per-GPU overlaps, each
+/// action's duration, dependencies with their minimal transfer time, per-GPU order.
+CheckReport checkTimeline(const Problem &problem, const Allocation &allocation,
+                          const Schedule &schedule, const std::vector<TimedAction> &timeline);
+
+} // namespace partitioner
+
+#endif

@@ -1,0 +1,46 @@
+// The cut points a contiguous partition may use. For a chain: the prefixes of one
+// topological order. For a DAG: all its downsets (ideals), so that stages are
+// differences of nested downsets — DAG-aware cuts — when their number is small enough.
+#ifndef PARTITIONER_CUTLATTICE_H
+#define PARTITIONER_CUTLATTICE_H
+
+#include "partitioner/Problem.h"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace partitioner {
+
+/// Cuts are numbered by non-decreasing size; cut 0 is empty, the last one is full.
+/// Every quantity is a sum over the layers inside the cut, so a stage between cuts
+/// A ⊂ B costs value[B] - value[A]. `cutBytes` are the exact bytes leaving the cut.
+struct CutLattice {
+  std::vector<double> forward, backward, work, saved, params, weightGradient;
+  std::vector<double> cutBytes;
+  std::vector<int> size;
+  std::vector<std::vector<int>> up; ///< cuts reachable by adding one layer
+
+  bool isChain = true;
+  std::vector<int> order;    ///< chain lattices: the layer order (cut i = order[0..i))
+  std::vector<int> position; ///< chain lattices: position of each layer in `order`
+  size_t words = 0;          ///< ideal lattices: 64-bit words per membership bitset
+  std::vector<uint64_t> bits;
+
+  size_t numCuts() const { return work.size(); }
+  int emptyCut() const { return 0; }
+  int fullCut() const { return static_cast<int>(work.size()) - 1; }
+  bool contains(int cut, int layer) const;
+  /// Layers of the difference B \ A (A ⊂ B), in increasing layer index.
+  std::vector<int> layersBetween(int from, int to) const;
+};
+
+/// The prefixes of `order` (which must be a topological order of the problem).
+CutLattice chainLattice(const Problem &problem, const std::vector<int> &order);
+
+/// All downsets of the layer DAG, or nothing when there are more than `maxCuts`.
+std::optional<CutLattice> idealLattice(const Problem &problem, size_t maxCuts);
+
+} // namespace partitioner
+
+#endif

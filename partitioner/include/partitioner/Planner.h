@@ -1,0 +1,81 @@
+// The entry point: plan(problem, options) runs the requested algorithms (or every
+// applicable one for `best`), schedules and simulates each allocation, and keeps the
+// best valid plan: smallest period, then iteration time, bytes crossing stages and
+// memory headroom.
+#ifndef PARTITIONER_PLANNER_H
+#define PARTITIONER_PLANNER_H
+
+#include "partitioner/Algorithm.h"
+#include "partitioner/Bounds.h"
+#include "partitioner/Checker.h"
+#include "partitioner/Simulator.h"
+
+#include <string>
+#include <vector>
+
+namespace partitioner {
+
+struct PlanOptions {
+  /// Algorithm names, or {"best"} for every algorithm whose partOfBest() is true.
+  std::vector<std::string> algorithms{"best"};
+  /// Use DAG-aware cuts (all downsets) when the graph has at most this many.
+  size_t maxDownsets = 20000;
+  bool dagAware = true;
+};
+
+struct StageMetrics {
+  int gpu = 0;
+  std::vector<int> layers;
+  double forwardMs = 0, backwardMs = 0, computeMs = 0;
+  double inBytes = 0, outBytes = 0;
+  int inFlight = 0;
+};
+
+struct GpuMetrics {
+  double memoryBytes = 0, memoryLimitBytes = 0;
+  GpuMemory breakdown;
+};
+
+struct PlanResult {
+  std::string algorithm;
+  bool valid = false;  ///< an allocation exists, its schedule checks, and it fits
+  std::string reason;  ///< why not valid
+  std::string notes;
+  ScheduleKind scheduleKind = ScheduleKind::OneFOneB;
+  Allocation allocation;
+  Schedule schedule;
+  SimulationResult simulation;
+  std::vector<StageMetrics> stages;
+  std::vector<GpuMetrics> gpus;
+  double periodMs = kInfinity, iterationMs = kInfinity, bubbleFraction = 0;
+  double predictedPeriodMs = kInfinity;
+  double lowerBoundMs = 0, gap = kInfinity; ///< gap = period / lower bound - 1
+  double crossingBytes = 0;
+  double maxMemoryFraction = 0; ///< max over GPUs of peak / limit
+  double plannerSeconds = 0;
+};
+
+struct PlanningReport {
+  std::string problemName;
+  LowerBounds bounds;
+  std::vector<PlanResult> results;
+  int chosen = -1; ///< index into results, -1 when nothing is valid
+  const PlanResult *best() const {
+    return chosen >= 0 ? &results[static_cast<size_t>(chosen)] : nullptr;
+  }
+};
+
+/// Runs the algorithms; throws Error for unknown algorithm names.
+PlanningReport plan(const Problem &problem, const PlanOptions &options = {});
+
+/// Schedules, simulates and checks one allocation (what plan() does per algorithm).
+PlanResult evaluateAllocation(const Problem &problem, const Allocation &allocation,
+                              ScheduleKind kind, const LowerBounds &bounds);
+
+/// True when `a` is a better plan than `b` (both valid): period, iteration time,
+/// crossing bytes, memory headroom.
+bool betterPlan(const PlanResult &a, const PlanResult &b);
+
+} // namespace partitioner
+
+#endif

@@ -1,0 +1,133 @@
+// The planning problem (DESIGN.md §1): a chain/DAG of layers, the platform and the
+// training settings. Everything else in the library reads a Problem.
+#ifndef PARTITIONER_PROBLEM_H
+#define PARTITIONER_PROBLEM_H
+
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace partitioner {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+/// One layer of the model (a node of the graph, or a group of nodes).
+struct Layer {
+  std::string name;
+  std::vector<std::string> nodeIds; ///< original graph node ids held by this layer
+  double forwardMs = 0;             ///< uF(l)
+  double backwardMs = 0;            ///< uB(l), input + weight gradient
+  /// Part of backwardMs that computes weight gradients (zero-bubble B/W split).
+  /// Negative means unknown: half of backwardMs is assumed.
+  double backwardWeightMs = -1;
+  double parameterBytes = 0; ///< W(l)
+  double savedBytes = 0;     ///< s(l): bytes kept from F(l) to B(l) per micro-batch
+  double outputBytes = 0;    ///< size of the layer's output tensor
+
+  double workMs() const { return forwardMs + backwardMs; }
+  double weightGradientMs() const {
+    return backwardWeightMs >= 0 ? backwardWeightMs : 0.5 * backwardMs;
+  }
+};
+
+/// A tensor produced by one layer and consumed by others (exact cut sets, skip
+/// connections). Its gradient travels back with the same size.
+struct Tensor {
+  int producer = 0;
+  std::vector<int> consumers;
+  double bytes = 0;
+};
+
+/// A point-to-point link class: a transfer of c bytes costs latency + c / bandwidth.
+struct LinkSpec {
+  double bandwidthBytesPerSecond = kInfinity;
+  double latencyMs = 0;
+  double transferMs(double bytes) const {
+    if (bytes <= 0)
+      return 0;
+    return latencyMs + (bandwidthBytesPerSecond == kInfinity
+                            ? 0.0
+                            : bytes / bandwidthBytesPerSecond * 1e3);
+  }
+};
+
+struct Platform {
+  int gpus = 1;
+  double memoryBytesPerGpu = kInfinity;
+  int gpusPerNode = 8;
+  /// Defaults (documented in docs/partitioner.md): NVLink-class intra-node links and
+  /// 100 Gb/s inter-node links.
+  LinkSpec intraNode{25e9, 0.005};
+  LinkSpec interNode{12.5e9, 0.010};
+  /// Relative speed of each GPU (1 = the speed the profile was measured at); empty
+  /// means homogeneous.
+  std::vector<double> speed;
+
+  double speedOf(int gpu) const {
+    return speed.empty() ? 1.0 : speed[static_cast<size_t>(gpu)];
+  }
+  const LinkSpec &linkBetween(int a, int b) const {
+    return (a / gpusPerNode == b / gpusPerNode) ? intraNode : interNode;
+  }
+};
+
+/// Schedule families (DESIGN.md §1 "Schedules").
+enum class ScheduleKind {
+  GPipe,         ///< all forwards then all backwards, flush
+  OneFOneB,      ///< 1F1B with flush (PipeDream-Flush, Megatron, DAPPLE)
+  Interleaved,   ///< interleaved 1F1B over virtual stages (Megatron)
+  OneFOneBStash, ///< 1F1B with weight stashing (PipeDream, asynchronous)
+  ZeroBubble,    ///< 1F1B with the backward split into B (input) and W (weight), ZB-H1 style
+  Periodic,      ///< memory-constrained 1-periodic schedule (offsets and shifts)
+};
+
+/// How many weight versions a layer keeps (DESIGN.md §1 Memory, v(l)).
+enum class WeightPolicy {
+  Default,        ///< what the schedule implies (stash for OneFOneBStash, else one)
+  Single,         ///< one version (flush-based schedules)
+  DoubleBuffered, ///< two versions (PipeDream-2BW)
+  Stashed,        ///< one version per in-flight micro-batch (PipeDream)
+};
+
+struct TrainingSettings {
+  int microbatches = 32;
+  /// Bytes held per parameter byte for weights + gradients + optimizer state
+  /// (4 = weights, gradients and the two Adam moments).
+  double stateMultiplier = 4;
+  ScheduleKind schedule = ScheduleKind::OneFOneB;
+  WeightPolicy weights = WeightPolicy::Default;
+  /// Count one receive and one send buffer per cut tensor in the stage memory.
+  bool communicationBuffers = true;
+  int interleaveChunks = 2; ///< virtual stages per GPU for the interleaved schedule
+};
+
+struct Problem {
+  std::string name;
+  std::vector<Layer> layers;
+  /// Tensors between layers. Empty on input means a plain chain whose layer l sends
+  /// outputBytes to l+1; finalize() fills it.
+  std::vector<Tensor> tensors;
+  Platform platform;
+  TrainingSettings training;
+
+  /// Checks every field (throws Error naming the layer) and fills defaults.
+  void finalize();
+  /// True when tensors only connect consecutive layers (a chain).
+  bool isChain() const;
+};
+
+// Names and parsing of enums and sizes used by the CLI and the JSON formats.
+std::string toString(ScheduleKind kind);
+ScheduleKind parseScheduleKind(const std::string &text);
+std::string toString(WeightPolicy policy);
+WeightPolicy parseWeightPolicy(const std::string &text);
+/// "16GB" / "16 GiB" / "512MB" / "1e9" / "inf" -> bytes (GB = 1e9, GiB = 2^30).
+double parseBytes(const std::string &text);
+/// "25GB/s", "100Gb/s", "inf" -> bytes per second.
+double parseBandwidth(const std::string &text);
+/// Number of weight versions of a stage that keeps `inFlight` micro-batches.
+int weightVersions(const TrainingSettings &settings, int inFlight);
+
+} // namespace partitioner
+
+#endif

@@ -1,0 +1,50 @@
+// Schedules as per-GPU ordered action lists (F, B, or B split into input/weight parts)
+// and their generators: GPipe, 1F1B with flush, interleaved 1F1B, 1F1B with weight
+// stashing, zero-bubble (ZB-H1 style) and the memory-constrained periodic schedule.
+#ifndef PARTITIONER_SCHEDULE_H
+#define PARTITIONER_SCHEDULE_H
+
+#include "partitioner/Allocation.h"
+#include "partitioner/Problem.h"
+
+#include <string>
+#include <vector>
+
+namespace partitioner {
+
+enum class ActionKind {
+  Forward,        ///< F of a stage for one micro-batch
+  Backward,       ///< full backward (input and weight gradients)
+  BackwardInput,  ///< input gradient only (zero-bubble "B")
+  BackwardWeight, ///< weight gradient only (zero-bubble "W")
+};
+
+struct Action {
+  ActionKind kind = ActionKind::Forward;
+  int stage = 0;
+  int microbatch = 0;
+  bool operator==(const Action &other) const {
+    return kind == other.kind && stage == other.stage && microbatch == other.microbatch;
+  }
+};
+
+/// "F3@s1" (forward of micro-batch 3 on stage 1), "B", "Bi", "W".
+std::string toString(const Action &action);
+
+struct Schedule {
+  ScheduleKind kind = ScheduleKind::OneFOneB;
+  int microbatches = 0;
+  bool splitBackward = false;
+  std::vector<std::vector<Action>> actions; ///< per GPU, in execution order
+};
+
+/// Builds the action lists of `kind` for `allocation` and `microbatches` micro-batches.
+/// 1F1B-like kinds need one stage per GPU; interleaved needs stage s on GPU s mod G.
+/// Periodic uses allocation.inFlightLimit (warm-up = limit - 1), else 1F1B's.
+/// Throws Error when the kind does not apply to the allocation.
+Schedule makeSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
+                      int microbatches);
+
+} // namespace partitioner
+
+#endif

@@ -1,0 +1,72 @@
+// The discrete-event simulator: replays any allocation + schedule (per-GPU action
+// order, operations start as soon as their inputs have arrived and their GPU is free,
+// transfers serialised on full-duplex per-GPU send/receive ports). It is the single
+// source of period, iteration time, bubble fraction and per-GPU peak memory.
+#ifndef PARTITIONER_SIMULATOR_H
+#define PARTITIONER_SIMULATOR_H
+
+#include "partitioner/Allocation.h"
+#include "partitioner/Schedule.h"
+
+#include <string>
+#include <vector>
+
+namespace partitioner {
+
+struct TimedAction {
+  Action action;
+  int gpu = 0;
+  double startMs = 0, endMs = 0;
+};
+
+struct TimedTransfer {
+  int fromStage = 0, toStage = 0, microbatch = 0;
+  bool gradient = false;
+  int fromGpu = 0, toGpu = 0;
+  double bytes = 0, startMs = 0, endMs = 0;
+};
+
+/// Peak memory of one GPU and what it is made of.
+struct GpuMemory {
+  double stateBytes = 0;       ///< parameters x state multiplier
+  double extraWeightBytes = 0; ///< weight versions beyond the first
+  double bufferBytes = 0;      ///< communication buffers
+  double activationPeakBytes = 0;
+  double peakBytes = 0;
+};
+
+struct SimulationResult {
+  bool completed = false;
+  std::string error; ///< deadlock description when !completed
+  double iterationMs = 0; ///< makespan of the m micro-batches
+  double periodMs = 0;    ///< steady-state time per micro-batch (simulatePlan only)
+  double bubbleFraction = 0;
+  std::vector<GpuMemory> memory;  ///< per GPU of the platform
+  std::vector<int> stageInFlight; ///< peak micro-batches alive per stage
+  std::vector<double> gpuBusyMs;
+  std::vector<TimedAction> timeline;
+  std::vector<TimedTransfer> transfers;
+};
+
+/// Replays one schedule. A schedule that cannot complete yields completed = false and
+/// an error naming the blocked GPU and action.
+SimulationResult simulate(const Problem &problem, const Allocation &allocation,
+                          const Schedule &schedule);
+
+/// Generates `kind` for the allocation, simulates m micro-batches and measures the
+/// period as the marginal cost of micro-batches: (time(2m) - time(m)) / m.
+SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,
+                              ScheduleKind kind, Schedule *scheduleOut = nullptr);
+
+/// The dependency rules shared by the simulator and the checker: what an action waits
+/// for (stage, micro-batch, kind of the producing action, bytes to transfer).
+struct Dependency {
+  Action producer;
+  double bytes = 0; ///< 0 when on the same GPU or no data moves
+};
+std::vector<Dependency> dependenciesOf(const StageGraph &graph, const Action &action,
+                                       bool splitBackward);
+
+} // namespace partitioner
+
+#endif

@@ -1,0 +1,51 @@
+// Cost of one contiguous stage (between two cuts of a lattice) on one GPU: compute,
+// link time per micro-batch and memory for a given number of in-flight micro-batches.
+// Shared by every dynamic program so that they price stages identically.
+#ifndef PARTITIONER_STAGEMODEL_H
+#define PARTITIONER_STAGEMODEL_H
+
+#include "partitioner/CutLattice.h"
+#include "partitioner/Problem.h"
+
+namespace partitioner {
+
+/// In-flight micro-batches of a stage under the position rule of a schedule family:
+/// `stagesFromEnd` counts the stage itself (1 for the last stage). GPipe keeps all m;
+/// 1F1B-like schedules keep min(stagesFromEnd, m). Periodic schedules have no position
+/// rule (their count comes from the downstream latency) and fall back to 1F1B's bound.
+int positionalInFlight(ScheduleKind kind, int stagesFromEnd, int microbatches);
+
+class StageModel {
+public:
+  StageModel(const Problem &problem, const CutLattice &lattice);
+
+  double forwardMs(int from, int to, int gpu) const;
+  double backwardMs(int from, int to, int gpu) const;
+  double computeMs(int from, int to, int gpu) const;
+  /// Transfer of the bytes leaving `cut`, between gpu and gpu+1.
+  double boundaryTransferMs(int cut, int gpu) const;
+  /// Port time per micro-batch (full-duplex ports, communication overlapping compute):
+  /// receive c(from) from gpu-1 and send c(to) to gpu+1, gradients in reverse.
+  double commMs(int from, int to, int gpu) const;
+  /// Contribution of the stage to the period: max(compute, communication).
+  double periodMs(int from, int to, int gpu) const;
+  /// Parameters x state multiplier, extra weight versions, communication buffers.
+  double staticBytes(int from, int to, int versions) const;
+  /// staticBytes + inFlight x saved activations (weight versions from the policy).
+  double memoryBytes(int from, int to, int inFlight) const;
+  double memoryLimit() const { return problem_.platform.memoryBytesPerGpu; }
+  bool fits(int from, int to, int inFlight) const {
+    return memoryBytes(from, to, inFlight) <= memoryLimit() * (1 + 1e-12);
+  }
+
+  const CutLattice &lattice() const { return lattice_; }
+  const Problem &problem() const { return problem_; }
+
+private:
+  const Problem &problem_;
+  const CutLattice &lattice_;
+};
+
+} // namespace partitioner
+
+#endif

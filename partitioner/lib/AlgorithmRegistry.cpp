@@ -1,0 +1,27 @@
+// The registry of algorithms: one line per algorithm.
+#include "partitioner/Algorithm.h"
+
+namespace partitioner {
+
+const std::vector<std::unique_ptr<Algorithm>> &algorithmRegistry() {
+  static const std::vector<std::unique_ptr<Algorithm>> registry = [] {
+    std::vector<std::unique_ptr<Algorithm>> all;
+    all.push_back(makeUniformAlgorithm());
+    all.push_back(makeParamsAlgorithm());
+    all.push_back(makeBalancedAlgorithm());
+    all.push_back(makePipeDreamAlgorithm());
+    all.push_back(makeMadPipeAlgorithm());
+    all.push_back(makeInterleavedAlgorithm());
+    return all;
+  }();
+  return registry;
+}
+
+const Algorithm *findAlgorithm(const std::string &name) {
+  for (const auto &algorithm : algorithmRegistry())
+    if (algorithm->name() == name)
+      return algorithm.get();
+  return nullptr;
+}
+
+} // namespace partitioner

@@ -1,0 +1,74 @@
+// Lower bounds on the period: work, largest layer, memory (Little's law).
+#include "partitioner/Bounds.h"
+#include "partitioner/LatticeDp.h"
+#include "partitioner/Linearize.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace partitioner {
+
+LowerBounds computeLowerBounds(const Problem &problem) {
+  LowerBounds bounds;
+  const Platform &platform = problem.platform;
+  double totalSpeed = 0, fastest = 0;
+  for (int g = 0; g < platform.gpus; ++g) {
+    totalSpeed += platform.speedOf(g);
+    fastest = std::max(fastest, platform.speedOf(g));
+  }
+  double work = 0;
+  for (const Layer &layer : problem.layers) {
+    work += layer.workMs();
+    bounds.largestLayerMs = std::max(bounds.largestLayerMs, layer.workMs() / fastest);
+  }
+  bounds.workMs = work / totalSpeed;
+
+  const double limit = platform.memoryBytesPerGpu;
+  const int m = problem.training.microbatches;
+  if (limit < kInfinity) {
+    std::vector<double> down = downstreamWork(problem);
+    double stateTotal = 0, spanWeighted = 0;
+    for (size_t l = 0; l < problem.layers.size(); ++l) {
+      const Layer &layer = problem.layers[l];
+      const double state = problem.training.stateMultiplier * layer.parameterBytes;
+      stateTotal += state;
+      const double span = down[l] / fastest;
+      spanWeighted += layer.savedBytes * span;
+      if (layer.savedBytes <= 0) {
+        if (state > limit) {
+          bounds.memoryInfeasible = true;
+          bounds.memoryReason = "layer " + layer.name + " needs " + formatBytes(state) +
+                                " for its parameters and optimizer state, limit " +
+                                formatBytes(limit);
+        }
+        continue;
+      }
+      // ceil(span / T) copies, at most m: k copies fit => T >= span / k.
+      const double room = limit - state;
+      const double copies = std::floor(room / layer.savedBytes);
+      if (copies < 1) {
+        bounds.memoryInfeasible = true;
+        bounds.memoryReason = "layer " + layer.name + " needs " +
+                              formatBytes(state + layer.savedBytes) +
+                              " with a single micro-batch in flight, limit " + formatBytes(limit);
+        continue;
+      }
+      if (copies < m)
+        bounds.memoryMs = std::max(bounds.memoryMs, span / copies);
+    }
+    // Averaged over time, every GPU holds at most `limit`.
+    const double room = platform.gpus * limit - stateTotal;
+    if (room <= 0) {
+      bounds.memoryInfeasible = true;
+      bounds.memoryReason = "parameters and optimizer state need " + formatBytes(stateTotal) +
+                            ", the " + std::to_string(platform.gpus) + " GPUs hold " +
+                            formatBytes(platform.gpus * limit);
+    } else if (spanWeighted > 0) {
+      bounds.memoryMs = std::max(bounds.memoryMs, spanWeighted / room);
+    }
+  }
+  bounds.bestMs = std::max({bounds.workMs, bounds.largestLayerMs, bounds.memoryMs});
+  return bounds;
+}
+
+} // namespace partitioner

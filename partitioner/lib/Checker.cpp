@@ -1,0 +1,165 @@
+// Schedule and timeline checker (independent of the simulator's event loop).
+#include "partitioner/Checker.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+namespace partitioner {
+
+namespace {
+using Key = std::tuple<int, int, int>;
+Key keyOf(const Action &a) { return {static_cast<int>(a.kind), a.stage, a.microbatch}; }
+} // namespace
+
+CheckReport checkSchedule(const Problem &problem, const Allocation &allocation,
+                          const Schedule &schedule) {
+  CheckReport report;
+  const StageGraph graph = buildStageGraph(problem, allocation);
+  std::map<Key, int> seen;
+  for (size_t g = 0; g < schedule.actions.size(); ++g)
+    for (const Action &a : schedule.actions[g]) {
+      if (a.stage < 0 || a.stage >= graph.numStages) {
+        report.violations.push_back(toString(a) + " names a stage that does not exist");
+        continue;
+      }
+      if (graph.gpu[static_cast<size_t>(a.stage)] != static_cast<int>(g))
+        report.violations.push_back(toString(a) + " is listed on GPU " + std::to_string(g) +
+                                    " but its stage is on GPU " +
+                                    std::to_string(graph.gpu[static_cast<size_t>(a.stage)]));
+      if (++seen[keyOf(a)] == 2)
+        report.violations.push_back(toString(a) + " appears more than once");
+    }
+  std::vector<ActionKind> kinds{ActionKind::Forward};
+  if (schedule.splitBackward) {
+    kinds.push_back(ActionKind::BackwardInput);
+    kinds.push_back(ActionKind::BackwardWeight);
+  } else {
+    kinds.push_back(ActionKind::Backward);
+  }
+  for (int s = 0; s < graph.numStages; ++s)
+    for (int i = 0; i < schedule.microbatches; ++i)
+      for (ActionKind kind : kinds)
+        if (!seen.count(keyOf({kind, s, i})))
+          report.violations.push_back(toString(Action{kind, s, i}) + " is missing");
+  for (const auto &[key, count] : seen) {
+    ActionKind kind = static_cast<ActionKind>(std::get<0>(key));
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
+      report.violations.push_back(
+          toString(Action{kind, std::get<1>(key), std::get<2>(key)}) +
+          " does not belong to this schedule's backward form");
+    }
+  }
+  if (!report.ok())
+    return report;
+
+  // Symbolic execution: run any GPU's next action whose producers have all run.
+  std::map<Key, bool> done;
+  std::vector<size_t> next(schedule.actions.size(), 0);
+  bool progress = true;
+  size_t remaining = 0;
+  for (const auto &list : schedule.actions)
+    remaining += list.size();
+  while (remaining > 0 && progress) {
+    progress = false;
+    for (size_t g = 0; g < schedule.actions.size(); ++g) {
+      while (next[g] < schedule.actions[g].size()) {
+        const Action &a = schedule.actions[g][next[g]];
+        bool ready = true;
+        for (const Dependency &d : dependenciesOf(graph, a, schedule.splitBackward))
+          if (!done.count(keyOf(d.producer))) {
+            ready = false;
+            break;
+          }
+        if (!ready)
+          break;
+        done[keyOf(a)] = true;
+        ++next[g];
+        --remaining;
+        progress = true;
+      }
+    }
+  }
+  if (remaining > 0) {
+    std::ostringstream out;
+    out << "deadlock:";
+    for (size_t g = 0; g < schedule.actions.size(); ++g)
+      if (next[g] < schedule.actions[g].size()) {
+        const Action &a = schedule.actions[g][next[g]];
+        out << " GPU " << g << " blocks at " << toString(a);
+        for (const Dependency &d : dependenciesOf(graph, a, schedule.splitBackward))
+          if (!done.count(keyOf(d.producer))) {
+            out << " (needs " << toString(d.producer) << ")";
+            break;
+          }
+        out << ";";
+      }
+    report.violations.push_back(out.str());
+  }
+  return report;
+}
+
+CheckReport checkTimeline(const Problem &problem, const Allocation &allocation,
+                          const Schedule &schedule, const std::vector<TimedAction> &timeline) {
+  CheckReport report;
+  const StageGraph graph = buildStageGraph(problem, allocation);
+  const double eps = 1e-6;
+  std::map<Key, const TimedAction *> byKey;
+  std::vector<std::vector<const TimedAction *>> perGpu(static_cast<size_t>(problem.platform.gpus));
+  for (const TimedAction &t : timeline) {
+    byKey[keyOf(t.action)] = &t;
+    if (t.gpu >= 0 && t.gpu < problem.platform.gpus)
+      perGpu[static_cast<size_t>(t.gpu)].push_back(&t);
+    if (t.endMs + eps < t.startMs)
+      report.violations.push_back(toString(t.action) + " ends before it starts");
+  }
+  for (size_t g = 0; g < perGpu.size(); ++g) {
+    auto list = perGpu[g];
+    std::sort(list.begin(), list.end(), [](const TimedAction *a, const TimedAction *b) {
+      return a->startMs < b->startMs;
+    });
+    for (size_t i = 1; i < list.size(); ++i)
+      if (list[i]->startMs + eps < list[i - 1]->endMs) {
+        std::ostringstream out;
+        out << "overlap on GPU " << g << ": " << toString(list[i - 1]->action) << " ["
+            << list[i - 1]->startMs << ", " << list[i - 1]->endMs << ") and "
+            << toString(list[i]->action) << " starting at " << list[i]->startMs;
+        report.violations.push_back(out.str());
+      }
+    // The per-GPU order must be the schedule's order.
+    if (g < schedule.actions.size() && list.size() == schedule.actions[g].size())
+      for (size_t i = 0; i < list.size(); ++i)
+        if (!(list[i]->action == schedule.actions[g][i])) {
+          report.violations.push_back("GPU " + std::to_string(g) + " runs " +
+                                      toString(list[i]->action) + " where the schedule has " +
+                                      toString(schedule.actions[g][i]));
+          break;
+        }
+  }
+  for (const TimedAction &t : timeline) {
+    for (const Dependency &d : dependenciesOf(graph, t.action, schedule.splitBackward)) {
+      auto it = byKey.find(keyOf(d.producer));
+      if (it == byKey.end()) {
+        report.violations.push_back(toString(t.action) + " runs but its producer " +
+                                    toString(d.producer) + " never does");
+        continue;
+      }
+      const TimedAction &producer = *it->second;
+      double transfer = 0;
+      if (producer.gpu != t.gpu)
+        transfer = problem.platform.linkBetween(producer.gpu, t.gpu).transferMs(d.bytes);
+      if (t.startMs + eps < producer.endMs + transfer) {
+        std::ostringstream out;
+        out << "broken dependency: " << toString(t.action) << " starts at " << t.startMs
+            << " before " << toString(d.producer) << " ends at " << producer.endMs;
+        if (transfer > 0)
+          out << " plus a " << transfer << " ms transfer";
+        report.violations.push_back(out.str());
+      }
+    }
+  }
+  return report;
+}
+
+} // namespace partitioner

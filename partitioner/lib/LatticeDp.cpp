@@ -1,0 +1,441 @@
+// Dynamic programs over cut lattices (PipeDream-style min-max with a memory filter,
+// and MadPipe-style memory-aware periodic DP). See LatticeDp.h for the guarantees.
+#include "partitioner/LatticeDp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace partitioner {
+
+namespace {
+
+constexpr double kRelativeTolerance = 1e-9;
+
+/// Calls visit(to) for every cut `to` strictly above `from` whose extra work is at
+/// most maxWork. Chains scan forward; ideal lattices walk the up-edges (work only
+/// grows along them, so pruning a cut prunes all its supersets reached through it).
+class LargerCuts {
+public:
+  explicit LargerCuts(const CutLattice &lattice)
+      : lattice_(lattice), stamp_(lattice.isChain ? 0 : lattice.numCuts(), 0) {}
+
+  template <class Visit> void forEach(int from, double maxWork, Visit &&visit) {
+    const CutLattice &l = lattice_;
+    const double base = l.work[static_cast<size_t>(from)];
+    if (l.isChain) {
+      for (int to = from + 1; to <= l.fullCut(); ++to) {
+        if (l.work[static_cast<size_t>(to)] - base > maxWork)
+          break;
+        visit(to);
+      }
+      return;
+    }
+    ++stampValue_;
+    stack_.clear();
+    stack_.push_back(from);
+    stamp_[static_cast<size_t>(from)] = stampValue_;
+    while (!stack_.empty()) {
+      int current = stack_.back();
+      stack_.pop_back();
+      for (int next : l.up[static_cast<size_t>(current)]) {
+        if (stamp_[static_cast<size_t>(next)] == stampValue_)
+          continue;
+        stamp_[static_cast<size_t>(next)] = stampValue_;
+        if (l.work[static_cast<size_t>(next)] - base > maxWork)
+          continue;
+        visit(next);
+        stack_.push_back(next);
+      }
+    }
+  }
+
+private:
+  const CutLattice &lattice_;
+  std::vector<unsigned> stamp_;
+  unsigned stampValue_ = 0;
+  std::vector<int> stack_;
+};
+
+int stageBudget(const StageModel &model, int maxStages) {
+  const int layers = static_cast<int>(model.problem().layers.size());
+  return std::max(1, std::min({maxStages, layers, model.problem().platform.gpus}));
+}
+
+double maxSpeed(const Problem &problem) {
+  double best = 1;
+  if (!problem.platform.speed.empty())
+    best = *std::max_element(problem.platform.speed.begin(), problem.platform.speed.end());
+  return best;
+}
+
+/// Generic "from the end" min-max DP: value(A, k) = min over B of
+/// max(value(B, k-1), cost(A, B, k, gpu)), gpu = P - k.
+template <class Cost>
+std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool exact,
+                                       double maxWork, bool tieBreak, Cost cost) {
+  const CutLattice &lattice = model.lattice();
+  const Problem &problem = model.problem();
+  const size_t cuts = lattice.numCuts();
+  const int gpus = problem.platform.gpus;
+  const size_t width = static_cast<size_t>(stages) + 1;
+  const int full = lattice.fullCut();
+  std::vector<double> value(cuts * width, kInfinity);
+  std::vector<int> choice(cuts * width, -1);
+  value[static_cast<size_t>(full) * width] = 0;
+  LargerCuts larger(lattice);
+  for (int from = full - 1; from >= 0; --from) {
+    double *row = &value[static_cast<size_t>(from) * width];
+    int *rowChoice = &choice[static_cast<size_t>(from) * width];
+    larger.forEach(from, maxWork, [&](int to) {
+      const double *next = &value[static_cast<size_t>(to) * width];
+      for (int k = 1; k <= stages; ++k) {
+        if (next[k - 1] == kInfinity)
+          continue;
+        double c = cost(from, to, k, gpus - k);
+        if (c == kInfinity)
+          continue;
+        double v = std::max(next[k - 1], c);
+        if (v < row[k]) {
+          row[k] = v;
+          rowChoice[k] = to;
+        }
+      }
+    });
+  }
+  int bestStages = -1;
+  double best = kInfinity;
+  for (int k = exact ? stages : 1; k <= stages; ++k)
+    if (value[static_cast<size_t>(k)] < best) {
+      best = value[static_cast<size_t>(k)];
+      bestStages = k;
+    }
+  if (bestStages < 0)
+    return std::nullopt;
+
+  if (tieBreak) {
+    // Second pass: at the optimal bottleneck, fewest bytes crossing stage boundaries
+    // (then fewer stages): no degenerate stages unless they are truly better.
+    const double limit = best * (1 + kRelativeTolerance) + 1e-12;
+    std::vector<double> bytes(cuts * width, kInfinity);
+    std::vector<int> bytesChoice(cuts * width, -1);
+    bytes[static_cast<size_t>(full) * width] = 0;
+    for (int from = full - 1; from >= 0; --from) {
+      double *row = &bytes[static_cast<size_t>(from) * width];
+      int *rowChoice = &bytesChoice[static_cast<size_t>(from) * width];
+      larger.forEach(from, maxWork, [&](int to) {
+        const double *next = &bytes[static_cast<size_t>(to) * width];
+        const double crossing = to == full ? 0.0 : lattice.cutBytes[static_cast<size_t>(to)];
+        for (int k = 1; k <= stages; ++k) {
+          if (next[k - 1] == kInfinity)
+            continue;
+          double c = cost(from, to, k, gpus - k);
+          if (c > limit)
+            continue;
+          double v = next[k - 1] + crossing;
+          if (v < row[k] * (1 - 1e-12) - 1e-9) {
+            row[k] = v;
+            rowChoice[k] = to;
+          }
+        }
+      });
+    }
+    double fewest = kInfinity;
+    int chosen = -1;
+    for (int k = exact ? stages : 1; k <= stages; ++k)
+      if (bytes[static_cast<size_t>(k)] < fewest * (1 - 1e-12) - 1e-9) {
+        fewest = bytes[static_cast<size_t>(k)];
+        chosen = k;
+      }
+    if (chosen > 0) {
+      choice.swap(bytesChoice);
+      bestStages = chosen;
+    }
+  }
+
+  CutPartition partition;
+  partition.cuts.push_back(0);
+  int from = 0;
+  double bottleneck = 0;
+  for (int k = bestStages; k >= 1; --k) {
+    int to = choice[static_cast<size_t>(from) * width + static_cast<size_t>(k)];
+    partition.cuts.push_back(to);
+    partition.gpus.push_back(gpus - k);
+    bottleneck = std::max(bottleneck, cost(from, to, k, gpus - k));
+    from = to;
+  }
+  partition.periodMs = bottleneck;
+  return partition;
+}
+
+} // namespace
+
+std::optional<CutPartition> minMaxPartition(const StageModel &model,
+                                            const MinMaxOptions &options) {
+  const Problem &problem = model.problem();
+  const int stages = stageBudget(model, options.maxStages);
+  const int m = problem.training.microbatches;
+  const double limit = model.memoryLimit();
+  auto inFlightAt = [&](int k) {
+    return options.pipeDreamFilter ? std::max(0, k - 1)
+                                   : positionalInFlight(options.inFlightRule, k, m);
+  };
+  auto cost = [&](int from, int to, int k, int gpu) {
+    if (options.memoryAware) {
+      if (options.pipeDreamFilter) {
+        const CutLattice &l = model.lattice();
+        double stash = (k - 1) * ((l.saved[static_cast<size_t>(to)] - l.saved[static_cast<size_t>(from)]) +
+                                  (l.params[static_cast<size_t>(to)] - l.params[static_cast<size_t>(from)]));
+        if (stash > limit)
+          return kInfinity;
+      } else if (!model.fits(from, to, inFlightAt(k))) {
+        return kInfinity;
+      }
+    }
+    return model.periodMs(from, to, gpu);
+  };
+  double maxWork = options.upperBoundMs == kInfinity
+                       ? kInfinity
+                       : options.upperBoundMs * (1 + 1e-9) * maxSpeed(problem);
+  auto result = minMaxCore(model, stages, options.exactStageCount, maxWork, options.tieBreak, cost);
+  if (result)
+    for (size_t i = 0; i < result->gpus.size(); ++i)
+      result->inFlight.push_back(inFlightAt(static_cast<int>(result->gpus.size() - i)));
+  return result;
+}
+
+std::optional<CutPartition> minMemoryPartition(const StageModel &model, int maxStages,
+                                               ScheduleKind inFlightRule) {
+  const int stages = stageBudget(model, maxStages);
+  const int m = model.problem().training.microbatches;
+  double limit = model.memoryLimit();
+  if (limit == kInfinity)
+    limit = 1;
+  auto cost = [&](int from, int to, int k, int) {
+    return model.memoryBytes(from, to, positionalInFlight(inFlightRule, k, m)) / limit;
+  };
+  auto result = minMaxCore(model, stages, false, kInfinity, false, cost);
+  if (result)
+    for (size_t i = 0; i < result->gpus.size(); ++i)
+      result->inFlight.push_back(
+          positionalInFlight(inFlightRule, static_cast<int>(result->gpus.size() - i), m));
+  return result;
+}
+
+namespace {
+/// Smallest x >= earliest such that a backward of length b starting at x does not
+/// overlap, modulo T, the forward occupying [0, f) (DESIGN.md §1 periodic validity).
+double alignBackward(double earliest, double f, double b, double period) {
+  double r = std::fmod(earliest, period);
+  if (r < 0)
+    r += period;
+  const double eps = 1e-9 * period;
+  if (r + eps >= f && r <= period - b + eps)
+    return earliest;
+  if (r < f)
+    return earliest + (f - r);
+  return earliest + (period - r) + f;
+}
+} // namespace
+
+std::optional<CutPartition> periodicPartition(const StageModel &model, int maxStages,
+                                              double periodMs) {
+  const CutLattice &lattice = model.lattice();
+  const Problem &problem = model.problem();
+  const int stages = stageBudget(model, maxStages);
+  const int gpus = problem.platform.gpus;
+  const int m = problem.training.microbatches;
+  const size_t cuts = lattice.numCuts();
+  const size_t width = static_cast<size_t>(stages) + 1;
+  const int full = lattice.fullCut();
+  const double T = periodMs;
+  std::vector<double> span(cuts * width, kInfinity);
+  std::vector<int> choice(cuts * width, -1);
+  std::vector<int> copies(cuts * width, 0);
+  span[static_cast<size_t>(full) * width] = 0;
+  LargerCuts larger(lattice);
+  const double maxWork = T * (1 + 1e-9) * maxSpeed(problem);
+  for (int from = full - 1; from >= 0; --from) {
+    double *row = &span[static_cast<size_t>(from) * width];
+    larger.forEach(from, maxWork, [&](int to) {
+      const double *next = &span[static_cast<size_t>(to) * width];
+      for (int k = 1; k <= stages; ++k) {
+        if (next[k - 1] == kInfinity)
+          continue;
+        const int gpu = gpus - k;
+        const double f = model.forwardMs(from, to, gpu);
+        const double b = model.backwardMs(from, to, gpu);
+        if (f + b > T * (1 + 1e-9) || model.commMs(from, to, gpu) > T * (1 + 1e-9))
+          continue;
+        double downstream = 0;
+        if (to != full)
+          downstream = next[k - 1] + 2 * model.boundaryTransferMs(to, gpu);
+        const double start = alignBackward(f + downstream, f, b, T);
+        const double delta = start + b;
+        int n = static_cast<int>(std::ceil(delta / T - 1e-9));
+        n = std::max(1, std::min(n, m));
+        if (!model.fits(from, to, n))
+          continue;
+        if (delta < row[k]) {
+          row[k] = delta;
+          choice[static_cast<size_t>(from) * width + static_cast<size_t>(k)] = to;
+          copies[static_cast<size_t>(from) * width + static_cast<size_t>(k)] = n;
+        }
+      }
+    });
+  }
+  int bestStages = -1;
+  double best = kInfinity;
+  for (int k = 1; k <= stages; ++k)
+    if (span[static_cast<size_t>(k)] < best) {
+      best = span[static_cast<size_t>(k)];
+      bestStages = k;
+    }
+  if (bestStages < 0)
+    return std::nullopt;
+  CutPartition partition;
+  partition.cuts.push_back(0);
+  int from = 0;
+  for (int k = bestStages; k >= 1; --k) {
+    const size_t at = static_cast<size_t>(from) * width + static_cast<size_t>(k);
+    partition.cuts.push_back(choice[at]);
+    partition.gpus.push_back(gpus - k);
+    partition.inFlight.push_back(copies[at]);
+    from = choice[at];
+  }
+  partition.periodMs = T;
+  return partition;
+}
+
+std::optional<CutPartition> periodicMinPeriod(const StageModel &model, int maxStages,
+                                              double lowMs) {
+  const CutLattice &lattice = model.lattice();
+  const Problem &problem = model.problem();
+  double minSpeed = 1;
+  if (!problem.platform.speed.empty())
+    minSpeed = *std::min_element(problem.platform.speed.begin(), problem.platform.speed.end());
+  double commTotal = 0;
+  for (size_t c = 0; c < lattice.numCuts(); ++c)
+    commTotal = std::max(commTotal, lattice.cutBytes[c]);
+  double high = lattice.work[static_cast<size_t>(lattice.fullCut())] / minSpeed;
+  // Links can dominate: a stage's ports carry at most two boundaries.
+  const LinkSpec &slow = problem.platform.interNode.bandwidthBytesPerSecond <
+                                 problem.platform.intraNode.bandwidthBytesPerSecond
+                             ? problem.platform.interNode
+                             : problem.platform.intraNode;
+  high = std::max(high, 2 * slow.transferMs(commTotal)) * (1 + 1e-6) + 1e-9;
+  auto best = periodicPartition(model, maxStages, high);
+  if (!best)
+    return std::nullopt;
+  double low = std::max(0.0, std::min(lowMs, high));
+  for (int iteration = 0; iteration < 60 && high - low > 1e-7 * high; ++iteration) {
+    double mid = 0.5 * (low + high);
+    auto attempt = periodicPartition(model, maxStages, mid);
+    if (attempt) {
+      high = mid;
+      best = attempt;
+    } else {
+      low = mid;
+    }
+  }
+  return best;
+}
+
+double greedyUpperBound(const StageModel &model, const MinMaxOptions &options) {
+  const CutLattice &lattice = model.lattice();
+  if (!lattice.isChain)
+    return kInfinity;
+  const Problem &problem = model.problem();
+  const int stages = stageBudget(model, options.maxStages);
+  const int gpus = problem.platform.gpus;
+  const int m = problem.training.microbatches;
+  const int full = lattice.fullCut();
+  auto attempt = [&](double T) -> double {
+    int to = full;
+    double bottleneck = 0;
+    for (int k = 1; k <= stages && to > 0; ++k) {
+      const int gpu = gpus - k;
+      int bestFrom = -1;
+      for (int from = to - 1; from >= 0; --from) {
+        if (model.computeMs(from, to, gpu) > T)
+          break;
+        if (model.periodMs(from, to, gpu) > T)
+          continue;
+        if (options.memoryAware &&
+            !model.fits(from, to, positionalInFlight(options.inFlightRule, k, m)))
+          continue;
+        bestFrom = from;
+      }
+      if (bestFrom < 0)
+        return kInfinity;
+      bottleneck = std::max(bottleneck, model.periodMs(bestFrom, to, gpu));
+      to = bestFrom;
+    }
+    return to == 0 ? bottleneck : kInfinity;
+  };
+  double high = lattice.work[static_cast<size_t>(full)] * 2 + 1;
+  double found = attempt(high);
+  if (found == kInfinity)
+    return kInfinity;
+  double low = 0;
+  for (int iteration = 0; iteration < 50 && high - low > 1e-6 * high; ++iteration) {
+    double mid = 0.5 * (low + high);
+    double value = attempt(mid);
+    if (value < kInfinity) {
+      high = mid;
+      found = std::min(found, value);
+    } else {
+      low = mid;
+    }
+  }
+  return found;
+}
+
+std::string formatBytes(double bytes) {
+  char buffer[64];
+  if (bytes == kInfinity)
+    return "unbounded";
+  if (bytes >= 1e9)
+    std::snprintf(buffer, sizeof buffer, "%.2f GB", bytes / 1e9);
+  else if (bytes >= 1e6)
+    std::snprintf(buffer, sizeof buffer, "%.2f MB", bytes / 1e6);
+  else
+    std::snprintf(buffer, sizeof buffer, "%.0f B", bytes);
+  return buffer;
+}
+
+std::string explainMemoryInfeasibility(const StageModel &model, int maxStages,
+                                       ScheduleKind inFlightRule) {
+  auto partition = minMemoryPartition(model, maxStages, inFlightRule);
+  if (!partition)
+    return "infeasible: no partition exists";
+  const CutLattice &lattice = model.lattice();
+  const Problem &problem = model.problem();
+  size_t worst = 0;
+  double worstBytes = -1;
+  for (size_t s = 0; s + 1 < partition->cuts.size(); ++s) {
+    double bytes = model.memoryBytes(partition->cuts[s], partition->cuts[s + 1],
+                                     partition->inFlight[s]);
+    if (bytes > worstBytes) {
+      worstBytes = bytes;
+      worst = s;
+    }
+  }
+  auto layers = lattice.layersBetween(partition->cuts[worst], partition->cuts[worst + 1]);
+  std::ostringstream out;
+  out << "infeasible: even the most memory-balanced split into at most "
+      << stageBudget(model, maxStages) << " stages needs " << formatBytes(worstBytes)
+      << " on stage " << worst << " (";
+  if (layers.size() == 1)
+    out << "layer " << problem.layers[static_cast<size_t>(layers.front())].name;
+  else
+    out << layers.size() << " layers, "
+        << problem.layers[static_cast<size_t>(layers.front())].name << " .. "
+        << problem.layers[static_cast<size_t>(layers.back())].name;
+  out << ", " << partition->inFlight[worst] << " micro-batches in flight), limit "
+      << formatBytes(model.memoryLimit());
+  return out.str();
+}
+
+} // namespace partitioner

@@ -1,0 +1,168 @@
+// plan(): run algorithms, schedule + simulate + check each allocation, keep the best.
+#include "partitioner/Planner.h"
+#include "partitioner/Error.h"
+#include "partitioner/LatticeDp.h"
+#include "partitioner/Linearize.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+namespace partitioner {
+
+namespace {
+bool nearlyEqual(double a, double b) {
+  return std::fabs(a - b) <= 1e-9 * std::max({1.0, std::fabs(a), std::fabs(b)});
+}
+} // namespace
+
+bool betterPlan(const PlanResult &a, const PlanResult &b) {
+  if (!nearlyEqual(a.periodMs, b.periodMs))
+    return a.periodMs < b.periodMs;
+  if (!nearlyEqual(a.iterationMs, b.iterationMs))
+    return a.iterationMs < b.iterationMs;
+  if (!nearlyEqual(a.crossingBytes, b.crossingBytes))
+    return a.crossingBytes < b.crossingBytes;
+  return a.maxMemoryFraction < b.maxMemoryFraction;
+}
+
+PlanResult evaluateAllocation(const Problem &problem, const Allocation &allocation,
+                              ScheduleKind kind, const LowerBounds &bounds) {
+  PlanResult result;
+  result.scheduleKind = kind;
+  result.allocation = allocation;
+  result.lowerBoundMs = bounds.bestMs;
+  try {
+    validateAllocation(problem, allocation);
+    result.simulation = simulatePlan(problem, allocation, kind, &result.schedule);
+  } catch (const Error &error) {
+    result.reason = error.what();
+    return result;
+  }
+  if (!result.simulation.completed) {
+    result.reason = result.simulation.error;
+    return result;
+  }
+  const StageGraph graph = buildStageGraph(problem, allocation);
+  for (int s = 0; s < graph.numStages; ++s) {
+    StageMetrics stage;
+    const size_t i = static_cast<size_t>(s);
+    stage.gpu = graph.gpu[i];
+    stage.layers = graph.layers[i];
+    stage.forwardMs = graph.forwardMs[i];
+    stage.backwardMs = graph.backwardMs[i];
+    stage.computeMs = stage.forwardMs + stage.backwardMs;
+    stage.inBytes = graph.inBytes[i];
+    stage.outBytes = graph.outBytes[i];
+    stage.inFlight = result.simulation.stageInFlight[i];
+    result.stages.push_back(stage);
+  }
+  result.crossingBytes = crossingBytes(graph);
+  result.periodMs = result.simulation.periodMs;
+  result.iterationMs = result.simulation.iterationMs;
+  result.bubbleFraction = result.simulation.bubbleFraction;
+  result.gap = bounds.bestMs > 0 ? result.periodMs / bounds.bestMs - 1 : 0;
+  const double limit = problem.platform.memoryBytesPerGpu;
+  std::string overflow;
+  for (int g = 0; g < problem.platform.gpus; ++g) {
+    GpuMetrics metrics;
+    metrics.breakdown = result.simulation.memory[static_cast<size_t>(g)];
+    metrics.memoryBytes = metrics.breakdown.peakBytes;
+    metrics.memoryLimitBytes = limit;
+    result.maxMemoryFraction =
+        std::max(result.maxMemoryFraction, limit < kInfinity ? metrics.memoryBytes / limit : 0.0);
+    if (metrics.memoryBytes > limit * (1 + 1e-12) && overflow.empty()) {
+      std::ostringstream out;
+      out << "infeasible: GPU " << g << " (stage";
+      for (int s = 0; s < graph.numStages; ++s)
+        if (graph.gpu[static_cast<size_t>(s)] == g)
+          out << " " << s;
+      out << ") needs " << formatBytes(metrics.memoryBytes) << ", limit " << formatBytes(limit);
+      overflow = out.str();
+    }
+    result.gpus.push_back(metrics);
+  }
+  CheckReport check = checkSchedule(problem, allocation, result.schedule);
+  CheckReport timing = checkTimeline(problem, allocation, result.schedule, result.simulation.timeline);
+  for (const auto &v : timing.violations)
+    check.violations.push_back(v);
+  if (!check.ok()) {
+    result.reason = "schedule check failed: " + check.violations.front();
+    return result;
+  }
+  if (!overflow.empty()) {
+    result.reason = overflow;
+    return result;
+  }
+  result.valid = true;
+  return result;
+}
+
+PlanningReport plan(const Problem &input, const PlanOptions &options) {
+  Problem problem = input;
+  problem.finalize();
+  topologicalOrder(problem); // throws on cycles, naming them
+  PlanningReport report;
+  report.problemName = problem.name;
+  report.bounds = computeLowerBounds(problem);
+
+  std::vector<const Algorithm *> algorithms;
+  for (const std::string &name : options.algorithms) {
+    if (name == "best" || name == "all") {
+      for (const auto &algorithm : algorithmRegistry())
+        if (name == "all" || algorithm->partOfBest())
+          if (std::find(algorithms.begin(), algorithms.end(), algorithm.get()) == algorithms.end())
+            algorithms.push_back(algorithm.get());
+      continue;
+    }
+    const Algorithm *algorithm = findAlgorithm(name);
+    if (!algorithm) {
+      std::string known;
+      for (const auto &a : algorithmRegistry())
+        known += (known.empty() ? "" : ", ") + a->name();
+      throw Error("unknown algorithm '" + name + "' (known: " + known + ", best)");
+    }
+    if (std::find(algorithms.begin(), algorithms.end(), algorithm) == algorithms.end())
+      algorithms.push_back(algorithm);
+  }
+
+  const AlgorithmContext context{options, report.bounds};
+  for (const Algorithm *algorithm : algorithms) {
+    const auto start = std::chrono::steady_clock::now();
+    AlgorithmOutput output;
+    try {
+      output = algorithm->run(problem, context);
+    } catch (const Error &error) {
+      output.reason = error.what();
+    }
+    const double algorithmSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    PlanResult result;
+    if (output.allocation) {
+      result = evaluateAllocation(problem, *output.allocation,
+                                  output.schedule.value_or(problem.training.schedule), report.bounds);
+    } else {
+      result.reason = output.reason.empty() ? "no allocation" : output.reason;
+      result.scheduleKind = output.schedule.value_or(problem.training.schedule);
+      result.lowerBoundMs = report.bounds.bestMs;
+    }
+    if (output.provenLowerBoundMs > report.bounds.bestMs)
+      result.lowerBoundMs = output.provenLowerBoundMs;
+    result.algorithm = algorithm->name();
+    result.notes = output.notes;
+    result.predictedPeriodMs = output.predictedPeriodMs;
+    result.plannerSeconds = algorithmSeconds;
+    report.results.push_back(std::move(result));
+  }
+  for (size_t i = 0; i < report.results.size(); ++i) {
+    const PlanResult &candidate = report.results[i];
+    if (!candidate.valid)
+      continue;
+    if (report.chosen < 0 || betterPlan(candidate, report.results[static_cast<size_t>(report.chosen)]))
+      report.chosen = static_cast<int>(i);
+  }
+  return report;
+}
+
+} // namespace partitioner

@@ -1,0 +1,252 @@
+// Validation and defaults of the planning problem, plus enum/size parsing.
+#include "partitioner/Problem.h"
+#include "partitioner/Error.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <sstream>
+
+namespace partitioner {
+
+namespace {
+std::string layerLabel(const Problem &problem, int index) {
+  const Layer &layer = problem.layers[static_cast<size_t>(index)];
+  std::ostringstream out;
+  out << "layer " << index << " ('" << layer.name << "')";
+  return out.str();
+}
+
+void requireFiniteNonNegative(double value, const std::string &what,
+                              const std::string &where) {
+  if (!std::isfinite(value) || value < 0)
+    throw Error(where + ": " + what + " must be a finite non-negative number, got " +
+                std::to_string(value));
+}
+} // namespace
+
+void Problem::finalize() {
+  if (layers.empty())
+    throw Error("problem '" + name + "' has no layers");
+  const int count = static_cast<int>(layers.size());
+  for (int i = 0; i < count; ++i) {
+    Layer &layer = layers[static_cast<size_t>(i)];
+    if (layer.name.empty())
+      layer.name = "layer" + std::to_string(i);
+    if (layer.nodeIds.empty())
+      layer.nodeIds.push_back(layer.name);
+    const std::string where = layerLabel(*this, i);
+    requireFiniteNonNegative(layer.forwardMs, "forward time", where);
+    requireFiniteNonNegative(layer.backwardMs, "backward time", where);
+    requireFiniteNonNegative(layer.parameterBytes, "parameter bytes", where);
+    requireFiniteNonNegative(layer.savedBytes, "saved bytes", where);
+    requireFiniteNonNegative(layer.outputBytes, "output bytes", where);
+    if (layer.backwardWeightMs > layer.backwardMs)
+      throw Error(where + ": weight-gradient time exceeds the backward time");
+  }
+  if (tensors.empty()) {
+    for (int i = 0; i + 1 < count; ++i)
+      tensors.push_back(Tensor{i, {i + 1}, layers[static_cast<size_t>(i)].outputBytes});
+  }
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    Tensor &tensor = tensors[t];
+    if (tensor.producer < 0 || tensor.producer >= count)
+      throw Error("tensor " + std::to_string(t) + ": producer " +
+                  std::to_string(tensor.producer) + " is not a layer index");
+    requireFiniteNonNegative(tensor.bytes, "tensor bytes",
+                             "tensor of " + layerLabel(*this, tensor.producer));
+    std::sort(tensor.consumers.begin(), tensor.consumers.end());
+    tensor.consumers.erase(std::unique(tensor.consumers.begin(), tensor.consumers.end()),
+                           tensor.consumers.end());
+    for (int consumer : tensor.consumers) {
+      if (consumer < 0 || consumer >= count)
+        throw Error("tensor of " + layerLabel(*this, tensor.producer) +
+                    ": consumer " + std::to_string(consumer) + " is not a layer index");
+      if (consumer == tensor.producer)
+        throw Error("tensor of " + layerLabel(*this, tensor.producer) +
+                    " is consumed by its own producer (self loop)");
+    }
+  }
+  if (platform.gpus < 1)
+    throw Error("platform: the number of GPUs must be at least 1, got " +
+                std::to_string(platform.gpus));
+  if (!(platform.memoryBytesPerGpu > 0))
+    throw Error("platform: memory per GPU must be positive");
+  if (platform.gpusPerNode < 1)
+    throw Error("platform: GPUs per node must be at least 1");
+  for (const LinkSpec *link : {&platform.intraNode, &platform.interNode}) {
+    if (!(link->bandwidthBytesPerSecond > 0))
+      throw Error("platform: link bandwidth must be positive");
+    requireFiniteNonNegative(link->latencyMs, "link latency", "platform");
+  }
+  if (!platform.speed.empty()) {
+    if (static_cast<int>(platform.speed.size()) != platform.gpus)
+      throw Error("platform: " + std::to_string(platform.speed.size()) +
+                  " speed factors given for " + std::to_string(platform.gpus) + " GPUs");
+    for (double s : platform.speed)
+      if (!(s > 0) || !std::isfinite(s))
+        throw Error("platform: GPU speed factors must be positive and finite");
+  }
+  if (training.microbatches < 1)
+    throw Error("training: micro-batches per iteration must be at least 1, got " +
+                std::to_string(training.microbatches));
+  if (!(training.stateMultiplier >= 1) || !std::isfinite(training.stateMultiplier))
+    throw Error("training: the state multiplier must be at least 1 (weights alone)");
+  if (training.interleaveChunks < 1)
+    throw Error("training: interleave chunks must be at least 1");
+}
+
+bool Problem::isChain() const {
+  for (const Tensor &tensor : tensors)
+    for (int consumer : tensor.consumers)
+      if (consumer != tensor.producer + 1)
+        return false;
+  return true;
+}
+
+std::string toString(ScheduleKind kind) {
+  switch (kind) {
+  case ScheduleKind::GPipe:
+    return "gpipe";
+  case ScheduleKind::OneFOneB:
+    return "1f1b";
+  case ScheduleKind::Interleaved:
+    return "interleaved";
+  case ScheduleKind::OneFOneBStash:
+    return "1f1b-stash";
+  case ScheduleKind::ZeroBubble:
+    return "zb-h1";
+  case ScheduleKind::Periodic:
+    return "periodic";
+  }
+  return "?";
+}
+
+ScheduleKind parseScheduleKind(const std::string &text) {
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
+        ScheduleKind::OneFOneBStash, ScheduleKind::ZeroBubble, ScheduleKind::Periodic})
+    if (toString(kind) == text)
+      return kind;
+  if (text == "1f1b-flush" || text == "flush")
+    return ScheduleKind::OneFOneB;
+  if (text == "pipedream" || text == "stash")
+    return ScheduleKind::OneFOneBStash;
+  if (text == "zero-bubble" || text == "zb")
+    return ScheduleKind::ZeroBubble;
+  throw Error("unknown schedule '" + text +
+              "' (expected gpipe, 1f1b, interleaved, 1f1b-stash, zb-h1 or periodic)");
+}
+
+std::string toString(WeightPolicy policy) {
+  switch (policy) {
+  case WeightPolicy::Default:
+    return "default";
+  case WeightPolicy::Single:
+    return "single";
+  case WeightPolicy::DoubleBuffered:
+    return "double";
+  case WeightPolicy::Stashed:
+    return "stash";
+  }
+  return "?";
+}
+
+WeightPolicy parseWeightPolicy(const std::string &text) {
+  for (WeightPolicy policy : {WeightPolicy::Default, WeightPolicy::Single,
+                              WeightPolicy::DoubleBuffered, WeightPolicy::Stashed})
+    if (toString(policy) == text)
+      return policy;
+  if (text == "2bw")
+    return WeightPolicy::DoubleBuffered;
+  throw Error("unknown weight-version policy '" + text +
+              "' (expected default, single, double or stash)");
+}
+
+namespace {
+std::string lowerTrim(const std::string &text) {
+  std::string out;
+  for (char c : text)
+    if (!std::isspace(static_cast<unsigned char>(c)))
+      out.push_back(c);
+  return out;
+}
+
+double parseScaled(const std::string &original, bool bandwidth) {
+  std::string text = lowerTrim(original);
+  if (text.empty())
+    throw Error("empty size");
+  std::string lowered = text;
+  for (char &c : lowered)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!lowered.empty() && lowered[0] == '+')
+    lowered.erase(0, 1);
+  if (lowered == "inf" || lowered == "infinite" || lowered == "unbounded" ||
+      lowered == "none")
+    return kInfinity;
+  size_t consumed = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &consumed);
+  } catch (const std::exception &) {
+    throw Error("cannot read '" + original + "' as a " +
+                (bandwidth ? "bandwidth" : "size"));
+  }
+  std::string unit = text.substr(consumed);
+  if (bandwidth && unit.size() >= 2 && unit.substr(unit.size() - 2) == "/s")
+    unit = unit.substr(0, unit.size() - 2);
+  // "Gb" (upper-case prefix, lower-case b) means gigabits; anything else is bytes,
+  // case-insensitive ("16GB", "16gb", "16G", "16GiB").
+  bool bits = unit.size() >= 2 && unit.back() == 'b' &&
+              std::isupper(static_cast<unsigned char>(unit[0])) && unit.find('i') == std::string::npos;
+  for (char &c : unit)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!unit.empty() && unit.back() == 'b')
+    unit.pop_back();
+  double scale = 1;
+  if (unit.empty())
+    scale = 1;
+  else if (unit == "k")
+    scale = 1e3;
+  else if (unit == "m")
+    scale = 1e6;
+  else if (unit == "g")
+    scale = 1e9;
+  else if (unit == "t")
+    scale = 1e12;
+  else if (unit == "ki")
+    scale = 1024.0;
+  else if (unit == "mi")
+    scale = 1024.0 * 1024;
+  else if (unit == "gi")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "ti")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else
+    throw Error("unknown unit in '" + original + "' (use B, KB, MB, GB, GiB, ...)");
+  double result = value * scale / (bits ? 8.0 : 1.0);
+  if (!(result > 0) || !std::isfinite(result))
+    throw Error("'" + original + "' must be positive");
+  return result;
+}
+} // namespace
+
+double parseBytes(const std::string &text) { return parseScaled(text, false); }
+double parseBandwidth(const std::string &text) { return parseScaled(text, true); }
+
+int weightVersions(const TrainingSettings &settings, int inFlight) {
+  WeightPolicy policy = settings.weights;
+  if (policy == WeightPolicy::Default)
+    policy = settings.schedule == ScheduleKind::OneFOneBStash ? WeightPolicy::Stashed
+                                                              : WeightPolicy::Single;
+  switch (policy) {
+  case WeightPolicy::Stashed:
+    return std::max(1, inFlight);
+  case WeightPolicy::DoubleBuffered:
+    return 2;
+  default:
+    return 1;
+  }
+}
+
+} // namespace partitioner

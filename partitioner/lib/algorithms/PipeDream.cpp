@@ -1,0 +1,39 @@
+// `pipedream`: PipeDream's partitioning DP (straight pipeline, all machines used):
+// minimise the slowest stage; memory is only a filter by stage position,
+// (stages after it) x (activations + parameters) <= M, PipeDream's stash estimate.
+// Its plans are then judged under the real schedule's memory by the simulator.
+#include "Contiguous.h"
+
+namespace partitioner {
+namespace {
+class PipeDreamAlgorithm : public Algorithm {
+public:
+  std::string name() const override { return "pipedream"; }
+  std::string summary() const override {
+    return "PipeDream's DP, memory as a position filter";
+  }
+  AlgorithmOutput run(const Problem &problem, const AlgorithmContext &context) const override {
+    MinMaxOptions options;
+    options.maxStages = problem.platform.gpus;
+    options.exactStageCount = true;
+    options.pipeDreamFilter = true;
+    options.tieBreak = false;
+    return detail::solveOnLattices(
+        problem, context,
+        [&](const StageModel &model, double upperBound) {
+          MinMaxOptions local = options;
+          local.upperBoundMs = upperBound;
+          return minMaxPartition(model, local);
+        },
+        [](const StageModel &) {
+          return std::string("infeasible: PipeDream's stash filter rejects every split");
+        });
+  }
+};
+} // namespace
+
+std::unique_ptr<Algorithm> makePipeDreamAlgorithm() {
+  return std::make_unique<PipeDreamAlgorithm>();
+}
+
+} // namespace partitioner

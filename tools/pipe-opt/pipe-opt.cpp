@@ -1,0 +1,123 @@
+//===- pipe-opt.cpp - the pipe-opt driver ---------------------------------===//
+//
+// mlir-opt for pipe-opt's dialects and passes, which also reads ONNX models:
+// a .onnx or .onnxtext input is imported (and shape-inferred) before the
+// requested passes run; any other input is parsed as MLIR.
+//
+//===----------------------------------------------------------------------===//
+#include "pipe/Dialect/NN/IR/NNDialect.h"
+#include "pipe/Dialect/NN/Transforms/Passes.h"
+#include "pipe/Import/Onnx/OnnxImporter.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+static llvm::cl::OptionCategory importCategory("ONNX import options");
+static llvm::cl::opt<int64_t> microBatchSize(
+    "micro-batch-size", llvm::cl::desc("Size bound to the leading (batch) dim of inputs"),
+    llvm::cl::init(0), llvm::cl::cat(importCategory));
+static llvm::cl::list<std::string>
+    dimBindings("dim", llvm::cl::desc("Bind a symbolic input dim: --dim NAME=VALUE"),
+                llvm::cl::cat(importCategory));
+static llvm::cl::opt<bool>
+    noShapeInference("no-shape-inference",
+                     llvm::cl::desc("Import without inferring shapes or folding"),
+                     llvm::cl::init(false), llvm::cl::cat(importCategory));
+
+/// One line per diagnostic: `model.onnx: node 'name': error: message`.
+static void printDiagnostic(Diagnostic &diag, llvm::raw_ostream &os) {
+  Location loc = diag.getLocation();
+  if (auto file = loc->findInstanceOf<FileLineColLoc>())
+    os << file.getFilename().getValue() << ": ";
+  if (auto name = loc->findInstanceOf<NameLoc>())
+    os << "node '" << name.getName().getValue() << "': ";
+  switch (diag.getSeverity()) {
+  case DiagnosticSeverity::Error: os << "error: "; break;
+  case DiagnosticSeverity::Warning: os << "warning: "; break;
+  case DiagnosticSeverity::Remark: os << "remark: "; break;
+  case DiagnosticSeverity::Note: os << "note: "; break;
+  }
+  os << diag.str() << "\n";
+  for (Diagnostic &note : diag.getNotes())
+    printDiagnostic(note, os);
+}
+
+static LogicalResult parseDimBindings(pipe::onnx_import::ImportOptions &options) {
+  for (const std::string &binding : dimBindings) {
+    auto [name, value] = llvm::StringRef(binding).split('=');
+    int64_t size;
+    if (name.empty() || value.getAsInteger(10, size) || size < 0) {
+      llvm::errs() << "pipe-opt: error: --dim expects NAME=VALUE with VALUE >= 0, got '"
+                   << binding << "'\n";
+      return failure();
+    }
+    options.dims[name] = size;
+  }
+  if (microBatchSize < 0) {
+    llvm::errs() << "pipe-opt: error: --micro-batch-size must be positive\n";
+    return failure();
+  }
+  if (microBatchSize > 0)
+    options.microBatchSize = microBatchSize;
+  options.inferShapes = !noShapeInference;
+  return success();
+}
+
+static LogicalResult runOnOnnx(llvm::StringRef inputFilename, llvm::StringRef outputFilename,
+                               DialectRegistry &registry) {
+  pipe::onnx_import::ImportOptions options;
+  if (failed(parseDimBindings(options)))
+    return failure();
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  MLIRContext context(registry);
+  ScopedDiagnosticHandler handler(&context, [](Diagnostic &diag) {
+    printDiagnostic(diag, llvm::errs());
+    return success();
+  });
+  auto module = pipe::onnx_import::importOnnxFile(inputFilename, &context, options);
+  if (!module)
+    return failure();
+  PassManager pm(&context, ModuleOp::getOperationName());
+  if (failed(applyPassManagerCLOptions(pm)) || failed(config.setupPassPipeline(pm)))
+    return failure();
+  pm.enableVerifier(config.shouldVerifyPasses());
+  if (failed(pm.run(*module)))
+    return failure();
+  std::string error;
+  auto output = openOutputFile(outputFilename, &error);
+  if (!output) {
+    llvm::errs() << "pipe-opt: error: " << error << "\n";
+    return failure();
+  }
+  module->print(output->os());
+  output->os() << "\n";
+  output->keep();
+  return success();
+}
+
+int main(int argc, char **argv) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllPasses();
+  registry.insert<pipe::nn::NNDialect>();
+  pipe::nn::registerNNPasses();
+
+  auto [inputFilename, outputFilename] =
+      registerAndParseCLIOptions(argc, argv, "pipe-opt: pipeline-parallel training planner\n",
+                                 registry);
+  if (pipe::onnx_import::isOnnxFile(inputFilename))
+    return failed(runOnOnnx(inputFilename, outputFilename, registry)) ? 1 : 0;
+  return asMainReturnCode(MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+}
