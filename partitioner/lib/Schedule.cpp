@@ -3,6 +3,7 @@
 #include "partitioner/Error.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace partitioner {
 
@@ -68,7 +69,115 @@ void oneFOneB(Schedule &schedule, int stage, int stages, int warmup, int microba
   schedule.splitBackward = split;
 }
 
+/// Smallest x >= earliest whose offset from the forward start, modulo T, lets a
+/// backward of length b avoid the forward slot [0, f).
+double alignBackward(double earliest, double forwardStart, double f, double b, double period) {
+  const double relative = earliest - forwardStart;
+  double r = std::fmod(relative, period);
+  if (r < 0)
+    r += period;
+  const double eps = 1e-9 * period;
+  if (r + eps >= f && r <= period - b + eps)
+    return earliest;
+  if (r < f)
+    return earliest + (f - r);
+  return earliest + (period - r) + f;
+}
+
+/// Per-GPU order of the periodic pattern for micro-batches 0..m-1 (sorted by nominal
+/// start times).
+std::vector<std::vector<Action>> patternOrder(const PeriodicPattern &pattern,
+                                              const Allocation &allocation, int gpus, int m) {
+  struct Timed {
+    double time;
+    int kindRank;
+    Action action;
+  };
+  std::vector<std::vector<Timed>> perGpu(static_cast<size_t>(gpus));
+  for (int s = 0; s < allocation.numStages(); ++s) {
+    const size_t g = static_cast<size_t>(allocation.gpuOfStage[static_cast<size_t>(s)]);
+    for (int i = 0; i < m; ++i) {
+      perGpu[g].push_back({pattern.forwardOffset[static_cast<size_t>(s)] + i * pattern.periodMs, 1,
+                           {ActionKind::Forward, s, i}});
+      perGpu[g].push_back({pattern.backwardOffset[static_cast<size_t>(s)] + i * pattern.periodMs, 0,
+                           {ActionKind::Backward, s, i}});
+    }
+  }
+  std::vector<std::vector<Action>> order(static_cast<size_t>(gpus));
+  for (size_t g = 0; g < perGpu.size(); ++g) {
+    std::stable_sort(perGpu[g].begin(), perGpu[g].end(), [](const Timed &a, const Timed &b) {
+      if (a.time != b.time)
+        return a.time < b.time;
+      return a.kindRank < b.kindRank;
+    });
+    for (const Timed &t : perGpu[g])
+      order[g].push_back(t.action);
+  }
+  return order;
+}
+
 } // namespace
+
+double bottleneckPeriod(const Problem &problem, const Allocation &allocation) {
+  const StageGraph graph = buildStageGraph(problem, allocation);
+  const size_t gpus = static_cast<size_t>(problem.platform.gpus);
+  std::vector<double> compute(gpus, 0), send(gpus, 0), receive(gpus, 0);
+  for (int s = 0; s < graph.numStages; ++s) {
+    const size_t i = static_cast<size_t>(s);
+    const int g = graph.gpu[i];
+    compute[static_cast<size_t>(g)] += graph.forwardMs[i] + graph.backwardMs[i];
+    for (const auto &edge : graph.successors[i]) {
+      const int h = graph.gpu[static_cast<size_t>(edge.stage)];
+      if (h == g)
+        continue;
+      const double t = problem.platform.linkBetween(g, h).transferMs(edge.bytes);
+      // Activation g -> h and its gradient h -> g: each port carries both directions once.
+      send[static_cast<size_t>(g)] += t;
+      receive[static_cast<size_t>(h)] += t;
+      send[static_cast<size_t>(h)] += t;
+      receive[static_cast<size_t>(g)] += t;
+    }
+  }
+  double best = 0;
+  for (size_t g = 0; g < gpus; ++g)
+    best = std::max({best, compute[g], send[g], receive[g]});
+  return best;
+}
+
+PeriodicPattern periodicPattern(const Problem &problem, const Allocation &allocation,
+                                double periodMs) {
+  const StageGraph graph = buildStageGraph(problem, allocation);
+  const int stages = graph.numStages;
+  PeriodicPattern pattern;
+  pattern.periodMs = periodMs;
+  pattern.forwardOffset.assign(static_cast<size_t>(stages), 0);
+  pattern.backwardOffset.assign(static_cast<size_t>(stages), 0);
+  pattern.inFlight.assign(static_cast<size_t>(stages), 1);
+  auto transfer = [&](int from, int to, double bytes) {
+    const int a = graph.gpu[static_cast<size_t>(from)], b = graph.gpu[static_cast<size_t>(to)];
+    return a == b ? 0.0 : problem.platform.linkBetween(a, b).transferMs(bytes);
+  };
+  // Stages are numbered topologically (tensors never flow backwards).
+  for (int s = 0; s < stages; ++s)
+    for (const auto &edge : graph.predecessors[static_cast<size_t>(s)])
+      pattern.forwardOffset[static_cast<size_t>(s)] =
+          std::max(pattern.forwardOffset[static_cast<size_t>(s)],
+                   pattern.forwardOffset[static_cast<size_t>(edge.stage)] +
+                       graph.forwardMs[static_cast<size_t>(edge.stage)] + transfer(edge.stage, s, edge.bytes));
+  for (int s = stages - 1; s >= 0; --s) {
+    const size_t i = static_cast<size_t>(s);
+    double earliest = pattern.forwardOffset[i] + graph.forwardMs[i];
+    for (const auto &edge : graph.successors[i])
+      earliest = std::max(earliest, pattern.backwardOffset[static_cast<size_t>(edge.stage)] +
+                                        graph.backwardMs[static_cast<size_t>(edge.stage)] +
+                                        transfer(edge.stage, s, edge.bytes));
+    pattern.backwardOffset[i] = alignBackward(earliest, pattern.forwardOffset[i], graph.forwardMs[i],
+                                              graph.backwardMs[i], periodMs);
+    const double span = pattern.backwardOffset[i] + graph.backwardMs[i] - pattern.forwardOffset[i];
+    pattern.inFlight[i] = std::max(1, static_cast<int>(std::ceil(span / periodMs - 1e-9)));
+  }
+  return pattern;
+}
 
 Schedule makeSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
                       int microbatches) {
@@ -97,15 +206,36 @@ Schedule makeSchedule(ScheduleKind kind, const Problem &problem, const Allocatio
   }
   case ScheduleKind::OneFOneB:
   case ScheduleKind::OneFOneBStash:
-  case ScheduleKind::ZeroBubble:
   case ScheduleKind::Periodic: {
     requireOneStagePerGpu(kind, allocation);
+    const double bottleneck = bottleneckPeriod(problem, allocation);
+    const double period = kind == ScheduleKind::Periodic
+                              ? std::max(bottleneck, allocation.targetPeriodMs)
+                              : bottleneck;
+    if (period > 0) {
+      PeriodicPattern pattern = periodicPattern(problem, allocation, period);
+      bool withinOneFOneB = true;
+      for (int s = 0; s < stages; ++s)
+        if (pattern.inFlight[static_cast<size_t>(s)] > std::max(1, std::min(stages - s, microbatches)))
+          withinOneFOneB = false;
+      if (kind == ScheduleKind::Periodic || withinOneFOneB) {
+        schedule.actions = patternOrder(pattern, allocation, gpus, microbatches);
+        return schedule;
+      }
+    }
     for (int s = 0; s < stages; ++s) {
-      // 1F1B: stage s keeps S - s micro-batches (warm-up S - s - 1). The periodic
-      // schedule keeps only what its downstream latency needs (LatticeDp.h).
-      int inFlight = stages - s;
-      if (kind == ScheduleKind::Periodic && !allocation.inFlightLimit.empty())
-        inFlight = std::max(1, allocation.inFlightLimit[static_cast<size_t>(s)]);
+      const int g = allocation.gpuOfStage[static_cast<size_t>(s)];
+      oneFOneB(schedule, s, stages, stages - s - 1, microbatches,
+               schedule.actions[static_cast<size_t>(g)], false);
+    }
+    return schedule;
+  }
+  case ScheduleKind::ZeroBubble: {
+    // Textbook 1F1B order with the backward split into B then W (the greedy order of
+    // Simulator.h defers W into bubbles).
+    requireOneStagePerGpu(kind, allocation);
+    for (int s = 0; s < stages; ++s) {
+      const int inFlight = stages - s;
       const int g = allocation.gpuOfStage[static_cast<size_t>(s)];
       oneFOneB(schedule, s, stages, inFlight - 1, microbatches,
                schedule.actions[static_cast<size_t>(g)], kind == ScheduleKind::ZeroBubble);

@@ -65,44 +65,78 @@ double durationOf(const StageGraph &graph, const Action &action) {
 
 } // namespace
 
-SimulationResult simulate(const Problem &problem, const Allocation &allocation,
-                          const Schedule &schedule) {
-  SimulationResult result;
-  const StageGraph graph = buildStageGraph(problem, allocation);
-  const int gpus = problem.platform.gpus;
-  const int stages = graph.numStages;
-  const int m = schedule.microbatches;
-  if (static_cast<int>(schedule.actions.size()) != gpus)
-    throw Error("schedule has " + std::to_string(schedule.actions.size()) +
-                " action lists for " + std::to_string(gpus) + " GPUs");
-  for (int g = 0; g < gpus; ++g)
-    for (const Action &a : schedule.actions[static_cast<size_t>(g)])
-      if (a.stage < 0 || a.stage >= stages || a.microbatch < 0 || a.microbatch >= m ||
-          allocation.gpuOfStage[static_cast<size_t>(a.stage)] != g)
-        throw Error("schedule: action " + toString(a) + " is not valid on GPU " +
-                    std::to_string(g));
+namespace {
 
-  ActionTable end(stages, m, -1);        // end time once executed
-  ActionTable arrival(stages, m, 0);     // latest input arrival per consumer action
-  ActionTable arrived(stages, m, 0);     // number of inputs arrived
-  std::vector<size_t> next(static_cast<size_t>(gpus), 0);
-  std::vector<double> gpuFree(static_cast<size_t>(gpus), 0);
-  std::vector<double> sendFree(static_cast<size_t>(gpus), 0), recvFree(static_cast<size_t>(gpus), 0);
-  result.gpuBusyMs.assign(static_cast<size_t>(gpus), 0);
+/// Busy intervals of one port, kept sorted, so that transfers are placed in the first
+/// gap that fits (commit order is not time order).
+class PortCalendar {
+public:
+  /// Earliest t >= from such that [t, t + duration) is free.
+  double nextFree(double from, double duration) const {
+    double t = from;
+    auto it = std::lower_bound(busy_.begin(), busy_.end(), std::make_pair(t, t),
+                               [](const auto &a, const auto &b) { return a.second <= b.first; });
+    for (; it != busy_.end(); ++it) {
+      if (t + duration <= it->first + 1e-12)
+        return t;
+      t = std::max(t, it->second);
+    }
+    return t;
+  }
+  void reserve(double start, double end) {
+    auto it = std::lower_bound(busy_.begin(), busy_.end(), std::make_pair(start, end));
+    busy_.insert(it, {start, end});
+  }
+
+private:
+  std::vector<std::pair<double, double>> busy_;
+};
+
+/// Timing state shared by the fixed-order replay and the greedy order generator.
+struct Engine {
+  const Problem &problem;
+  const StageGraph &graph;
+  bool split;
+  SimulationResult &result;
+  ActionTable end, arrival, arrived;
+  std::vector<double> gpuFree;
+  std::vector<PortCalendar> sendPorts, receivePorts;
+
+  Engine(const Problem &p, const StageGraph &g, int m, bool splitBackward, SimulationResult &r)
+      : problem(p), graph(g), split(splitBackward), result(r), end(g.numStages, m, -1),
+        arrival(g.numStages, m, 0), arrived(g.numStages, m, 0),
+        gpuFree(static_cast<size_t>(p.platform.gpus), 0),
+        sendPorts(static_cast<size_t>(p.platform.gpus)),
+        receivePorts(static_cast<size_t>(p.platform.gpus)) {
+    result.gpuBusyMs.assign(static_cast<size_t>(p.platform.gpus), 0);
+  }
 
   // Deliver the output of `done` (ended at `when`) to the actions that wait for it.
-  auto deliver = [&](const Action &done, double when) {
+  void deliver(const Action &done, double when) {
     const size_t s = static_cast<size_t>(done.stage);
     const int fromGpu = graph.gpu[s];
     auto send = [&](int toStage, double bytes, ActionKind consumerKind, bool gradient) {
       const int toGpu = graph.gpu[static_cast<size_t>(toStage)];
       double at = when;
-      if (toGpu != fromGpu && bytes > 0) {
-        const double start = std::max({when, sendFree[static_cast<size_t>(fromGpu)],
-                                       recvFree[static_cast<size_t>(toGpu)]});
-        at = start + problem.platform.linkBetween(fromGpu, toGpu).transferMs(bytes);
-        sendFree[static_cast<size_t>(fromGpu)] = at;
-        recvFree[static_cast<size_t>(toGpu)] = at;
+      const double duration = toGpu != fromGpu
+                                  ? problem.platform.linkBetween(fromGpu, toGpu).transferMs(bytes)
+                                  : 0.0;
+      if (duration > 0) {
+        PortCalendar &out = sendPorts[static_cast<size_t>(fromGpu)];
+        PortCalendar &in = receivePorts[static_cast<size_t>(toGpu)];
+        double start = when;
+        while (true) {
+          const double a = out.nextFree(start, duration);
+          const double b = in.nextFree(a, duration);
+          if (b <= a + 1e-12) {
+            start = a;
+            break;
+          }
+          start = b;
+        }
+        at = start + duration;
+        out.reserve(start, at);
+        in.reserve(start, at);
         result.transfers.push_back(
             {done.stage, toStage, done.microbatch, gradient, fromGpu, toGpu, bytes, start, at});
       }
@@ -114,14 +148,14 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
       for (const auto &edge : graph.successors[s])
         send(edge.stage, edge.bytes, ActionKind::Forward, false);
     } else if (done.kind == ActionKind::Backward || done.kind == ActionKind::BackwardInput) {
-      const ActionKind consumer =
-          schedule.splitBackward ? ActionKind::BackwardInput : ActionKind::Backward;
+      const ActionKind consumer = split ? ActionKind::BackwardInput : ActionKind::Backward;
       for (const auto &edge : graph.predecessors[s])
         send(edge.stage, edge.bytes, consumer, true);
     }
-  };
+  }
 
-  auto readyTime = [&](const Action &a) -> double {
+  /// When `a` could start if its GPU were free, or -1 when an input is not produced yet.
+  double readyTime(const Action &a) {
     const size_t s = static_cast<size_t>(a.stage);
     switch (a.kind) {
     case ActionKind::Forward:
@@ -139,8 +173,130 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
       return end.at({ActionKind::BackwardInput, a.stage, a.microbatch});
     }
     return -1;
-  };
+  }
 
+  void commit(int gpu, const Action &a, double start) {
+    if (end.at(a) >= 0)
+      throw Error("schedule runs " + toString(a) + " twice");
+    const double duration = durationOf(graph, a);
+    const double finish = start + duration;
+    end.at(a) = finish;
+    gpuFree[static_cast<size_t>(gpu)] = finish;
+    result.gpuBusyMs[static_cast<size_t>(gpu)] += duration;
+    result.timeline.push_back({a, gpu, start, finish});
+    deliver(a, finish);
+  }
+
+  std::string blocked(const std::vector<std::vector<Action>> &pending) const {
+    std::ostringstream out;
+    out << "deadlock:";
+    for (size_t g = 0; g < pending.size(); ++g)
+      if (!pending[g].empty())
+        out << " GPU " << g << " waits at " << toString(pending[g].front()) << ";";
+    return out.str();
+  }
+};
+
+} // namespace
+
+Schedule greedySchedule(const Problem &problem, const Allocation &allocation, ScheduleKind kind,
+                        int microbatches, const std::vector<int> &caps) {
+  const StageGraph graph = buildStageGraph(problem, allocation);
+  const bool split = kind == ScheduleKind::ZeroBubble;
+  SimulationResult scratch;
+  Engine engine(problem, graph, microbatches, split, scratch);
+  Schedule schedule;
+  schedule.kind = kind;
+  schedule.microbatches = microbatches;
+  schedule.splitBackward = split;
+  schedule.actions.assign(static_cast<size_t>(problem.platform.gpus), {});
+  const int stages = graph.numStages;
+  std::vector<int> nextForward(static_cast<size_t>(stages), 0), nextBackward(static_cast<size_t>(stages), 0),
+      nextWeight(static_cast<size_t>(stages), 0), alive(static_cast<size_t>(stages), 0);
+  const ActionKind backwardKind = split ? ActionKind::BackwardInput : ActionKind::Backward;
+  size_t remaining = static_cast<size_t>(stages) * static_cast<size_t>(microbatches) * (split ? 3 : 2);
+  while (remaining > 0) {
+    int bestStage = -1;
+    double bestStart = kInfinity;
+    Action bestAction;
+    for (int s = 0; s < stages; ++s) {
+      const size_t i = static_cast<size_t>(s);
+      const double free = engine.gpuFree[static_cast<size_t>(graph.gpu[i])];
+      // Backward first, then a forward if the in-flight cap allows, else deferred W.
+      double start = kInfinity;
+      Action choice;
+      if (nextBackward[i] < microbatches) {
+        Action b{backwardKind, s, nextBackward[i]};
+        double ready = engine.readyTime(b);
+        if (ready >= 0 && std::max(ready, free) < start) {
+          start = std::max(ready, free);
+          choice = b;
+        }
+      }
+      if (nextForward[i] < microbatches && alive[i] < caps[i]) {
+        Action f{ActionKind::Forward, s, nextForward[i]};
+        double ready = engine.readyTime(f);
+        if (ready >= 0 && std::max(ready, free) < start - 1e-12) {
+          start = std::max(ready, free);
+          choice = f;
+        }
+      }
+      if (split && nextWeight[i] < nextBackward[i] && (start > free + 1e-12 || start == kInfinity)) {
+        start = free;
+        choice = Action{ActionKind::BackwardWeight, s, nextWeight[i]};
+      }
+      if (start < bestStart) {
+        bestStart = start;
+        bestStage = s;
+        bestAction = choice;
+      }
+    }
+    if (bestStage < 0)
+      throw Error("greedy " + toString(kind) + " schedule is stuck (in-flight caps too small)");
+    const size_t i = static_cast<size_t>(bestStage);
+    engine.commit(graph.gpu[i], bestAction, bestStart);
+    schedule.actions[static_cast<size_t>(graph.gpu[i])].push_back(bestAction);
+    switch (bestAction.kind) {
+    case ActionKind::Forward:
+      ++nextForward[i];
+      ++alive[i];
+      break;
+    case ActionKind::Backward:
+      ++nextBackward[i];
+      --alive[i];
+      break;
+    case ActionKind::BackwardInput:
+      ++nextBackward[i];
+      break;
+    case ActionKind::BackwardWeight:
+      ++nextWeight[i];
+      --alive[i];
+      break;
+    }
+    --remaining;
+  }
+  return schedule;
+}
+
+SimulationResult simulate(const Problem &problem, const Allocation &allocation,
+                          const Schedule &schedule) {
+  SimulationResult result;
+  const StageGraph graph = buildStageGraph(problem, allocation);
+  const int gpus = problem.platform.gpus;
+  const int stages = graph.numStages;
+  const int m = schedule.microbatches;
+  if (static_cast<int>(schedule.actions.size()) != gpus)
+    throw Error("schedule has " + std::to_string(schedule.actions.size()) +
+                " action lists for " + std::to_string(gpus) + " GPUs");
+  for (int g = 0; g < gpus; ++g)
+    for (const Action &a : schedule.actions[static_cast<size_t>(g)])
+      if (a.stage < 0 || a.stage >= stages || a.microbatch < 0 || a.microbatch >= m ||
+          allocation.gpuOfStage[static_cast<size_t>(a.stage)] != g)
+        throw Error("schedule: action " + toString(a) + " is not valid on GPU " +
+                    std::to_string(g));
+  Engine engine(problem, graph, m, schedule.splitBackward, result);
+  ActionTable &end = engine.end;
+  std::vector<size_t> next(static_cast<size_t>(gpus), 0);
   size_t remaining = 0;
   for (const auto &list : schedule.actions)
     remaining += list.size();
@@ -151,38 +307,27 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
       const auto &list = schedule.actions[static_cast<size_t>(g)];
       if (next[static_cast<size_t>(g)] >= list.size())
         continue;
-      const Action &a = list[next[static_cast<size_t>(g)]];
-      double ready = readyTime(a);
+      double ready = engine.readyTime(list[next[static_cast<size_t>(g)]]);
       if (ready < 0)
         continue;
-      double start = std::max(ready, gpuFree[static_cast<size_t>(g)]);
+      double start = std::max(ready, engine.gpuFree[static_cast<size_t>(g)]);
       if (start < bestStart) {
         bestStart = start;
         bestGpu = g;
       }
     }
     if (bestGpu < 0) {
-      std::ostringstream out;
-      out << "deadlock:";
+      std::vector<std::vector<Action>> pending(static_cast<size_t>(gpus));
       for (int g = 0; g < gpus; ++g) {
         const auto &list = schedule.actions[static_cast<size_t>(g)];
         if (next[static_cast<size_t>(g)] < list.size())
-          out << " GPU " << g << " waits at " << toString(list[next[static_cast<size_t>(g)]])
-              << ";";
+          pending[static_cast<size_t>(g)].push_back(list[next[static_cast<size_t>(g)]]);
       }
-      result.error = out.str();
+      result.error = engine.blocked(pending);
       return result;
     }
     const Action a = schedule.actions[static_cast<size_t>(bestGpu)][next[static_cast<size_t>(bestGpu)]++];
-    if (end.at(a) >= 0)
-      throw Error("schedule runs " + toString(a) + " twice");
-    const double duration = durationOf(graph, a);
-    const double finish = bestStart + duration;
-    end.at(a) = finish;
-    gpuFree[static_cast<size_t>(bestGpu)] = finish;
-    result.gpuBusyMs[static_cast<size_t>(bestGpu)] += duration;
-    result.timeline.push_back({a, bestGpu, bestStart, finish});
-    deliver(a, finish);
+    engine.commit(bestGpu, a, bestStart);
     --remaining;
   }
 
@@ -269,13 +414,30 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
   return result;
 }
 
+Schedule buildSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
+                       int microbatches) {
+  // Static generator first: it validates that the kind applies to the allocation.
+  Schedule fixed = makeSchedule(kind, problem, allocation, microbatches);
+  if (kind != ScheduleKind::ZeroBubble)
+    return fixed;
+  std::vector<int> caps;
+  const int stages = allocation.numStages();
+  for (int s = 0; s < stages; ++s) {
+    int cap = std::min(stages - s, microbatches);
+    if (kind == ScheduleKind::Periodic && !allocation.inFlightLimit.empty())
+      cap = std::max(1, std::min(allocation.inFlightLimit[static_cast<size_t>(s)], microbatches));
+    caps.push_back(cap);
+  }
+  return greedySchedule(problem, allocation, kind, microbatches, caps);
+}
+
 SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,
                               ScheduleKind kind, Schedule *scheduleOut) {
   const int m = problem.training.microbatches;
-  Schedule schedule = makeSchedule(kind, problem, allocation, m);
+  Schedule schedule = buildSchedule(kind, problem, allocation, m);
   SimulationResult result = simulate(problem, allocation, schedule);
   if (result.completed) {
-    Schedule longer = makeSchedule(kind, problem, allocation, 2 * m);
+    Schedule longer = buildSchedule(kind, problem, allocation, 2 * m);
     SimulationResult twice = simulate(problem, allocation, longer);
     if (twice.completed)
       result.periodMs = (twice.iterationMs - result.iterationMs) / m;

@@ -35,6 +35,10 @@ static llvm::cl::opt<bool>
                      llvm::cl::desc("Import without inferring shapes or folding"),
                      llvm::cl::init(false), llvm::cl::cat(importCategory));
 
+static llvm::cl::opt<bool>
+    printOnnxOps("print-onnx-ops", llvm::cl::desc("Print the supported ONNX op types and exit"),
+                 llvm::cl::init(false), llvm::cl::cat(importCategory));
+
 /// One line per diagnostic: `model.onnx: node 'name': error: message`.
 static void printDiagnostic(Diagnostic &diag, llvm::raw_ostream &os) {
   Location loc = diag.getLocation();
@@ -117,6 +121,11 @@ int main(int argc, char **argv) {
   auto [inputFilename, outputFilename] =
       registerAndParseCLIOptions(argc, argv, "pipe-opt: pipeline-parallel training planner\n",
                                  registry);
+  if (printOnnxOps) {
+    for (const std::string &op : pipe::onnx_import::supportedOnnxOps())
+      llvm::outs() << op << "\n";
+    return 0;
+  }
   if (pipe::onnx_import::isOnnxFile(inputFilename))
     return failed(runOnOnnx(inputFilename, outputFilename, registry)) ? 1 : 0;
   return asMainReturnCode(MlirOptMain(argc, argv, inputFilename, outputFilename, registry));

@@ -314,6 +314,8 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
 }
 } // namespace
 
+std::vector<std::string> pipe::onnx_import::supportedOnnxOps() { return supportedOpTypes(); }
+
 bool pipe::onnx_import::isOnnxFile(llvm::StringRef path) {
   return path.ends_with(".onnx") || path.ends_with(".onnxtext");
 }

@@ -17,6 +17,8 @@ struct Allocation {
   /// Optional per-stage in-flight limits (warm-up + 1) for periodic schedules; empty
   /// means the schedule's own rule.
   std::vector<int> inFlightLimit;
+  /// Period the allocation was planned for (periodic schedules); 0 = its bottleneck.
+  double targetPeriodMs = 0;
 
   int numStages() const { return static_cast<int>(gpuOfStage.size()); }
   /// Distinct GPUs that hold a stage.

@@ -38,9 +38,27 @@ struct Schedule {
   std::vector<std::vector<Action>> actions; ///< per GPU, in execution order
 };
 
+/// Offsets of the 1-periodic pattern at period T (DESIGN.md §1): F of stage s starts
+/// at forwardOffset[s] + i T for micro-batch i, its B at backwardOffset[s] + i T.
+/// Forwards run as soon as their inputs arrive; each backward is delayed until its
+/// slot does not overlap the stage's forward slot modulo T.
+struct PeriodicPattern {
+  double periodMs = 0;
+  std::vector<double> forwardOffset, backwardOffset;
+  std::vector<int> inFlight; ///< ceil((B end - F start) / T) per stage
+};
+PeriodicPattern periodicPattern(const Problem &problem, const Allocation &allocation, double periodMs);
+
+/// Smallest period a 1-periodic pattern of this allocation can have: the largest
+/// per-GPU compute or port (send / receive) load per micro-batch.
+double bottleneckPeriod(const Problem &problem, const Allocation &allocation);
+
 /// Builds the action lists of `kind` for `allocation` and `microbatches` micro-batches.
 /// 1F1B-like kinds need one stage per GPU; interleaved needs stage s on GPU s mod G.
-/// Periodic uses allocation.inFlightLimit (warm-up = limit - 1), else 1F1B's.
+/// 1F1B (with flush or stashing) orders each GPU's operations by the periodic pattern
+/// at the bottleneck period (at most min(S - s, m) alive, fewer when stages are
+/// unbalanced), or uses the textbook order (warm-up S - s - 1) when that pattern would
+/// need more. Periodic uses the pattern at allocation.targetPeriodMs.
 /// Throws Error when the kind does not apply to the allocation.
 Schedule makeSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
                       int microbatches);

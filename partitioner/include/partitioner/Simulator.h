@@ -53,6 +53,19 @@ struct SimulationResult {
 SimulationResult simulate(const Problem &problem, const Allocation &allocation,
                           const Schedule &schedule);
 
+/// Per-GPU order of a 1F1B-like schedule built by list scheduling: each stage runs its
+/// next backward as soon as it can, else its next forward if fewer than caps[s]
+/// micro-batches are alive on it (1F1B with flush: caps = min(S - s, m)), else (B/W
+/// split) a deferred weight-gradient. Same memory bound as the textbook 1F1B order, no
+/// stalls when stages have unequal F/B ratios.
+Schedule greedySchedule(const Problem &problem, const Allocation &allocation, ScheduleKind kind,
+                        int microbatches, const std::vector<int> &caps);
+
+/// The schedule plan() uses: the static generators for GPipe and interleaved, the
+/// greedy order with the kind's in-flight caps for 1F1B, 1F1B-stash, ZB-H1, periodic.
+Schedule buildSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
+                       int microbatches);
+
 /// Generates `kind` for the allocation, simulates m micro-batches and measures the
 /// period as the marginal cost of micro-batches: (time(2m) - time(m)) / m.
 SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,

@@ -52,6 +52,7 @@ inline AlgorithmOutput solveOnLattices(
   }
   output.allocation = allocationFromCuts(problem, *bestLattice, *best);
   output.allocation->inFlightLimit = best->inFlight;
+  output.allocation->targetPeriodMs = best->periodMs;
   output.predictedPeriodMs = best->periodMs;
   return output;
 }

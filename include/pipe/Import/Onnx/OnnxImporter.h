@@ -26,6 +26,9 @@ struct ImportOptions {
   std::string functionName = "main";
 };
 
+/// The ONNX op types (default domain) the importer supports, sorted.
+std::vector<std::string> supportedOnnxOps();
+
 /// True when `path` names a model this importer reads (.onnx, .onnxtext).
 bool isOnnxFile(llvm::StringRef path);
 

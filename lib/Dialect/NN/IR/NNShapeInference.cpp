@@ -77,7 +77,7 @@ LogicalResult inferWindow(Operation *op, RankedTensorType input, int64_t outChan
   auto geometry = computeWindowGeometry(spatial, kernel, strides, dilations, pads,
                                         autoPad, ceilMode, error);
   if (!geometry)
-    return op->emitOpError(error);
+    return op->emitOpError("[window_c1] ") << error;
   shape.assign({input.getDimSize(0), outChannels});
   for (unsigned i = 0; i < spatial.size(); ++i)
     shape.push_back(ShapedType::isDynamic(spatial[i]) ? kDynamic
@@ -120,7 +120,7 @@ LogicalResult ConstantOfShapeOp::inferResultTypes(SmallVectorImpl<Type> &types) 
   if (auto dims = getConstantInts(getShape())) {
     for (int64_t d : *dims)
       if (d < 0)
-        return emitOpError("shape has a negative dim ") << d;
+        return emitOpError("[constant_of_shape_c1] shape has a negative dim ") << d;
     types.push_back(rankedOf(*dims, element));
     return success();
   }
@@ -138,7 +138,7 @@ LogicalResult RangeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
        delta = getConstantScalar(getDelta());
   if (start && limit && delta) {
     if (*delta == 0)
-      return emitOpError("delta is zero");
+      return emitOpError("[range_c1] delta is zero");
     int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((*limit - *start) / *delta)));
     types.push_back(rankedOf({n}, element));
   } else {
@@ -331,7 +331,7 @@ static LogicalResult inferGlobalPool(Operation *op, SmallVectorImpl<Type> &types
     return success();
   }
   if (type.getRank() < 3)
-    return op->emitOpError("input must have rank >= 3");
+    return op->emitOpError("[global_pool_c1] input must have rank >= 3");
   SmallVector<int64_t> shape(type.getShape());
   std::fill(shape.begin() + 2, shape.end(), 1);
   types.push_back(type.clone(shape));
@@ -421,7 +421,8 @@ static LogicalResult inferReduce(Operation *op, Value input, Value axesOperand,
   for (int64_t axis : axes) {
     auto normalized = normalizeAxis(axis, type.getRank());
     if (!normalized)
-      return op->emitOpError("axis ") << axis << " is out of range for rank " << type.getRank();
+      return op->emitOpError("[reduce_c1] axis ") << axis << " is out of range for rank "
+                                  << type.getRank();
     reduced[*normalized] = true;
   }
   SmallVector<int64_t> shape;
@@ -496,15 +497,15 @@ LogicalResult ReshapeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
         return success();
       }
       if (i >= static_cast<size_t>(input.getRank()))
-        return emitOpError("shape copies dim ") << i << " of a rank-" << input.getRank()
+        return emitOpError("[reshape_c3] shape copies dim ") << i << " of a rank-" << input.getRank()
                                                 << " input";
       shape[i] = input.getDimSize(i);
     } else if (shape[i] == -1) {
       if (inferred >= 0)
-        return emitOpError("shape has more than one -1");
+        return emitOpError("[reshape_c2] shape has more than one -1");
       inferred = i;
     } else if (shape[i] < -1) {
-      return emitOpError("shape has an invalid dim ") << shape[i];
+      return emitOpError("[reshape_c3] shape has an invalid dim ") << shape[i];
     }
   }
   if (inferred >= 0) {
@@ -516,8 +517,8 @@ LogicalResult ReshapeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
         if (static_cast<int64_t>(i) != inferred)
           known *= ShapedType::isDynamic(shape[i]) ? 1 : shape[i];
       if (known == 0 || input.getNumElements() % known != 0)
-        return emitOpError("cannot reshape ") << input.getNumElements()
-                                              << " elements into shape with -1";
+        return emitOpError("[reshape_c1] cannot reshape ")
+               << input.getNumElements() << " elements into a shape with -1";
       shape[inferred] = input.getNumElements() / known;
     }
   }
@@ -526,8 +527,8 @@ LogicalResult ReshapeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
     for (int64_t d : shape)
       count *= d;
     if (count != input.getNumElements())
-      return emitOpError("cannot reshape ") << input.getNumElements() << " elements into "
-                                            << count;
+      return emitOpError("[reshape_c1] cannot reshape ")
+             << input.getNumElements() << " elements into " << count;
   }
   types.push_back(rankedOf(shape, element));
   return success();
@@ -541,7 +542,8 @@ LogicalResult FlattenOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   }
   int64_t axis = getAxis() < 0 ? getAxis() + type.getRank() : getAxis();
   if (axis < 0 || axis > type.getRank())
-    return emitOpError("axis ") << getAxis() << " is out of range for rank " << type.getRank();
+    return emitOpError("[flatten_c1] axis ") << getAxis() << " is out of range for rank "
+                                          << type.getRank();
   auto product = [&](int64_t begin, int64_t end) {
     int64_t p = 1;
     for (int64_t i = begin; i < end; ++i) {
@@ -575,9 +577,10 @@ LogicalResult SqueezeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
     for (int64_t axis : *axes) {
       auto normalized = normalizeAxis(axis, type.getRank());
       if (!normalized)
-        return emitOpError("axis ") << axis << " is out of range for rank " << type.getRank();
+        return emitOpError("[squeeze_c1] axis ") << axis << " is out of range for rank "
+                                                 << type.getRank();
       if (type.getDimSize(*normalized) != 1 && !type.isDynamicDim(*normalized))
-        return emitOpError("cannot squeeze dim ") << *normalized << " of size "
+        return emitOpError("[squeeze_c2] cannot squeeze dim ") << *normalized << " of size "
                                                   << type.getDimSize(*normalized);
       drop[*normalized] = true;
     }
@@ -606,7 +609,7 @@ LogicalResult UnsqueezeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   for (int64_t axis : *axes) {
     auto normalized = normalizeAxis(axis, rank);
     if (!normalized || inserted[*normalized])
-      return emitOpError("axes are out of range or repeated for output rank ") << rank;
+      return emitOpError("[unsqueeze_c1] axes are out of range or repeated for output rank ") << rank;
     inserted[*normalized] = true;
   }
   SmallVector<int64_t> shape;
@@ -697,7 +700,7 @@ LogicalResult SplitOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   }
   auto axis = normalizeAxis(getAxis(), type.getRank());
   if (!axis)
-    return emitOpError("axis ") << getAxis() << " is out of range";
+    return emitOpError("[split_c3] axis ") << getAxis() << " is out of range";
   int64_t dim = type.getDimSize(*axis);
   if (!sizes) {
     if (ShapedType::isDynamic(dim)) {
@@ -760,14 +763,14 @@ LogicalResult SliceOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   }
   if (starts->size() != ends->size() || starts->size() != axes->size() ||
       starts->size() != steps->size())
-    return emitOpError("starts, ends, axes and steps differ in length");
+    return emitOpError("[slice_c1] starts, ends, axes and steps differ in length");
   SmallVector<int64_t> shape(type.getShape());
   for (size_t i = 0; i < axes->size(); ++i) {
     auto axis = normalizeAxis((*axes)[i], type.getRank());
     if (!axis)
-      return emitOpError("axis ") << (*axes)[i] << " is out of range";
+      return emitOpError("[slice_c2] axis ") << (*axes)[i] << " is out of range";
     if ((*steps)[i] == 0)
-      return emitOpError("step is zero");
+      return emitOpError("[slice_c3] step is zero");
     if (!type.isDynamicDim(*axis))
       shape[*axis] = sliceLength(type.getDimSize(*axis), (*starts)[i], (*ends)[i], (*steps)[i]);
   }
@@ -802,7 +805,7 @@ LogicalResult ExpandOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   }
   auto shape = broadcastShapes(type.getShape(), *target);
   if (!shape)
-    return emitOpError("input is not broadcast-compatible with the target shape");
+    return emitOpError("[expand_c1] input is not broadcast-compatible with the target shape");
   types.push_back(rankedOf(*shape, element));
   return success();
 }
@@ -816,7 +819,7 @@ LogicalResult TileOp::inferResultTypes(SmallVectorImpl<Type> &types) {
     return success();
   }
   if (static_cast<int64_t>(repeats->size()) != type.getRank())
-    return emitOpError("repeats has ") << repeats->size() << " entries for rank "
+    return emitOpError("[tile_c1] repeats has ") << repeats->size() << " entries for rank "
                                        << type.getRank();
   SmallVector<int64_t> shape(type.getShape());
   for (size_t i = 0; i < shape.size(); ++i)
@@ -839,13 +842,13 @@ LogicalResult PadOp::inferResultTypes(SmallVectorImpl<Type> &types) {
     return success();
   }
   if (pads->size() != 2 * axes->size())
-    return emitOpError("pads has ") << pads->size() << " entries for " << axes->size()
+    return emitOpError("[pad_c2] pads has ") << pads->size() << " entries for " << axes->size()
                                     << " axes";
   SmallVector<int64_t> shape(type.getShape());
   for (size_t i = 0; i < axes->size(); ++i) {
     auto axis = normalizeAxis((*axes)[i], type.getRank());
     if (!axis)
-      return emitOpError("axis ") << (*axes)[i] << " is out of range";
+      return emitOpError("[pad_c3] axis ") << (*axes)[i] << " is out of range";
     if (!ShapedType::isDynamic(shape[*axis]))
       shape[*axis] += (*pads)[i] + (*pads)[i + axes->size()];
   }

@@ -14,6 +14,13 @@ include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
+// A signless 64-bit integer attribute read as a signed value: ONNX axes and
+// sizes are signed (upstream I64Attr reads as uint64_t).
+def NN_I64Attr : TypedSignlessIntegerAttrBase<I64, "int64_t",
+                                              "64-bit signless integer attribute"> {
+  let convertFromStorage = "$_self.getValue().getSExtValue()";
+}
+
 class NN_Op<string mnemonic, list<Trait> traits = []>
     : Op<NN_Dialect, mnemonic,
          !listconcat(traits, [Pure,
@@ -46,8 +53,8 @@ def NN_ParamOp : NN_Op<"param"> {
   }];
   let arguments = (ins StrAttr:$name, StrAttr:$source,
                        DefaultValuedStrAttr<StrAttr, "">:$path,
-                       DefaultValuedAttr<I64Attr, "-1">:$offset,
-                       DefaultValuedAttr<I64Attr, "-1">:$length,
+                       DefaultValuedAttr<NN_I64Attr, "-1">:$offset,
+                       DefaultValuedAttr<NN_I64Attr, "-1">:$length,
                        DefaultValuedAttr<BoolAttr, "true">:$trainable);
   let results = (outs AnyTensor:$output);
   let assemblyFormat = "$name attr-dict `:` type($output)";
@@ -143,7 +150,7 @@ def NN_DivOp : NN_BroadcastOp<"div", "lhs / rhs (integer division truncates)">;
 def NN_PowOp : NN_BroadcastOp<"pow", "lhs ^ rhs">;
 def NN_ModOp : NN_BroadcastOp<"mod", "lhs mod rhs"> {
   let arguments = (ins AnyTensor:$lhs, AnyTensor:$rhs,
-                       DefaultValuedAttr<I64Attr, "0">:$fmod);
+                       DefaultValuedAttr<NN_I64Attr, "0">:$fmod);
 }
 def NN_EqualOp : NN_BroadcastOp<"equal", "lhs == rhs, as i1">;
 def NN_LessOp : NN_BroadcastOp<"less", "lhs < rhs, as i1">;
@@ -179,8 +186,8 @@ def NN_GemmOp : NN_Op<"gemm"> {
   let arguments = (ins AnyTensor:$a, AnyTensor:$b, Optional<AnyTensor>:$c,
                        DefaultValuedAttr<F32Attr, "1.0">:$alpha,
                        DefaultValuedAttr<F32Attr, "1.0">:$beta,
-                       DefaultValuedAttr<I64Attr, "0">:$transA,
-                       DefaultValuedAttr<I64Attr, "0">:$transB);
+                       DefaultValuedAttr<NN_I64Attr, "0">:$transA,
+                       DefaultValuedAttr<NN_I64Attr, "0">:$transB);
   let results = (outs AnyTensor:$output);
   let hasVerifier = 1;
 }
@@ -190,7 +197,7 @@ def NN_ConvOp : NN_Op<"conv"> {
   let arguments = (ins AnyTensor:$input, AnyTensor:$weight, Optional<AnyTensor>:$bias,
                        DefaultValuedStrAttr<StrAttr, "NOTSET">:$auto_pad,
                        OptionalAttr<DenseI64ArrayAttr>:$dilations,
-                       DefaultValuedAttr<I64Attr, "1">:$group,
+                       DefaultValuedAttr<NN_I64Attr, "1">:$group,
                        OptionalAttr<DenseI64ArrayAttr>:$kernel_shape,
                        OptionalAttr<DenseI64ArrayAttr>:$pads,
                        OptionalAttr<DenseI64ArrayAttr>:$strides);
@@ -206,11 +213,11 @@ def NN_MaxPoolOp : NN_Op<"max_pool"> {
   let summary = "Max pooling; the optional second result holds the indices";
   let arguments = (ins AnyTensor:$input,
                        DefaultValuedStrAttr<StrAttr, "NOTSET">:$auto_pad,
-                       DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
+                       DefaultValuedAttr<NN_I64Attr, "0">:$ceil_mode,
                        OptionalAttr<DenseI64ArrayAttr>:$dilations,
                        DenseI64ArrayAttr:$kernel_shape,
                        OptionalAttr<DenseI64ArrayAttr>:$pads,
-                       DefaultValuedAttr<I64Attr, "0">:$storage_order,
+                       DefaultValuedAttr<NN_I64Attr, "0">:$storage_order,
                        OptionalAttr<DenseI64ArrayAttr>:$strides);
   let results = (outs AnyTensor:$output, Optional<AnyTensor>:$indices);
   let hasVerifier = 1;
@@ -220,8 +227,8 @@ def NN_AveragePoolOp : NN_Op<"average_pool"> {
   let summary = "Average pooling";
   let arguments = (ins AnyTensor:$input,
                        DefaultValuedStrAttr<StrAttr, "NOTSET">:$auto_pad,
-                       DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
-                       DefaultValuedAttr<I64Attr, "0">:$count_include_pad,
+                       DefaultValuedAttr<NN_I64Attr, "0">:$ceil_mode,
+                       DefaultValuedAttr<NN_I64Attr, "0">:$count_include_pad,
                        OptionalAttr<DenseI64ArrayAttr>:$dilations,
                        DenseI64ArrayAttr:$kernel_shape,
                        OptionalAttr<DenseI64ArrayAttr>:$pads,
@@ -256,7 +263,7 @@ def NN_BatchNormOp : NN_Op<"batch_norm"> {
                        AnyTensor:$mean, AnyTensor:$var,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
                        DefaultValuedAttr<F32Attr, "0.9">:$momentum,
-                       DefaultValuedAttr<I64Attr, "0">:$training_mode);
+                       DefaultValuedAttr<NN_I64Attr, "0">:$training_mode);
   let results = (outs AnyTensor:$output, Variadic<AnyTensor>:$running_stats);
   let hasVerifier = 1;
 }
@@ -264,23 +271,23 @@ def NN_BatchNormOp : NN_Op<"batch_norm"> {
 def NN_LayerNormOp : NN_Op<"layer_norm"> {
   let summary = "Layer normalisation over the dims from `axis` on";
   let arguments = (ins AnyTensor:$input, AnyTensor:$scale, Optional<AnyTensor>:$bias,
-                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<NN_I64Attr, "-1">:$axis,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
-                       DefaultValuedAttr<I64Attr, "1">:$stash_type);
+                       DefaultValuedAttr<NN_I64Attr, "1">:$stash_type);
   let results = (outs AnyTensor:$output, Variadic<AnyTensor>:$statistics);
   let hasVerifier = 1;
 }
 
 def NN_SoftmaxOp : NN_Op<"softmax"> {
   let summary = "Softmax along one axis (ONNX opset 13 semantics)";
-  let arguments = (ins AnyTensor:$input, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let arguments = (ins AnyTensor:$input, DefaultValuedAttr<NN_I64Attr, "-1">:$axis);
   let results = (outs AnyTensor:$output);
   let hasVerifier = 1;
 }
 
 def NN_LogSoftmaxOp : NN_Op<"log_softmax"> {
   let summary = "Log of softmax along one axis (ONNX opset 13 semantics)";
-  let arguments = (ins AnyTensor:$input, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let arguments = (ins AnyTensor:$input, DefaultValuedAttr<NN_I64Attr, "-1">:$axis);
   let results = (outs AnyTensor:$output);
   let hasVerifier = 1;
 }
@@ -288,7 +295,7 @@ def NN_LogSoftmaxOp : NN_Op<"log_softmax"> {
 def NN_DropoutOp : NN_Op<"dropout"> {
   let summary = "Dropout; inactive unless training_mode is true and ratio > 0";
   let arguments = (ins AnyTensor:$input, AnyTensor:$ratio, AnyTensor:$training_mode,
-                       OptionalAttr<I64Attr>:$seed);
+                       OptionalAttr<NN_I64Attr>:$seed);
   let results = (outs AnyTensor:$output, Optional<AnyTensor>:$mask);
   let hasCanonicalizer = 1;
 }
@@ -305,8 +312,8 @@ class NN_ReduceOp<string mnemonic, string summaryText> : NN_Op<mnemonic> {
     every dim, unless `noop_with_empty_axes` is set.
   }];
   let arguments = (ins AnyTensor:$input, Optional<AnyTensor>:$axes,
-                       DefaultValuedAttr<I64Attr, "1">:$keepdims,
-                       DefaultValuedAttr<I64Attr, "0">:$noop_with_empty_axes);
+                       DefaultValuedAttr<NN_I64Attr, "1">:$keepdims,
+                       DefaultValuedAttr<NN_I64Attr, "0">:$noop_with_empty_axes);
   let results = (outs AnyTensor:$output);
 }
 
@@ -323,8 +330,8 @@ def NN_ReduceProdOp : NN_ReduceOp<"reduce_prod", "Product over axes">;
 def NN_ShapeOp : NN_Op<"shape"> {
   let summary = "The shape of the input (dims start..end) as a 1-D i64 tensor";
   let arguments = (ins AnyTensor:$input,
-                       DefaultValuedAttr<I64Attr, "0">:$start,
-                       OptionalAttr<I64Attr>:$end);
+                       DefaultValuedAttr<NN_I64Attr, "0">:$start,
+                       OptionalAttr<NN_I64Attr>:$end);
   let results = (outs AnyTensor:$output);
   let hasFolder = 1;
 }
@@ -332,14 +339,14 @@ def NN_ShapeOp : NN_Op<"shape"> {
 def NN_ReshapeOp : NN_Op<"reshape"> {
   let summary = "Reshape; 0 copies a dim (unless allowzero), -1 is inferred";
   let arguments = (ins AnyTensor:$input, AnyTensor:$shape,
-                       DefaultValuedAttr<I64Attr, "0">:$allowzero);
+                       DefaultValuedAttr<NN_I64Attr, "0">:$allowzero);
   let results = (outs AnyTensor:$output);
   let hasFolder = 1;
 }
 
 def NN_FlattenOp : NN_Op<"flatten"> {
   let summary = "Reshape to 2-D: dims before `axis` and from `axis` on";
-  let arguments = (ins AnyTensor:$input, DefaultValuedAttr<I64Attr, "1">:$axis);
+  let arguments = (ins AnyTensor:$input, DefaultValuedAttr<NN_I64Attr, "1">:$axis);
   let results = (outs AnyTensor:$output);
 }
 
@@ -366,7 +373,7 @@ def NN_TransposeOp : NN_Op<"transpose"> {
 
 def NN_ConcatOp : NN_Op<"concat"> {
   let summary = "Concatenate along `axis`";
-  let arguments = (ins Variadic<AnyTensor>:$inputs, I64Attr:$axis);
+  let arguments = (ins Variadic<AnyTensor>:$inputs, NN_I64Attr:$axis);
   let results = (outs AnyTensor:$output);
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -375,7 +382,7 @@ def NN_ConcatOp : NN_Op<"concat"> {
 def NN_SplitOp : NN_Op<"split"> {
   let summary = "Split along `axis` into the given sizes, or equal parts";
   let arguments = (ins AnyTensor:$input, Optional<AnyTensor>:$split,
-                       DefaultValuedAttr<I64Attr, "0">:$axis);
+                       DefaultValuedAttr<NN_I64Attr, "0">:$axis);
   let results = (outs Variadic<AnyTensor>:$outputs);
   let hasVerifier = 1;
 }
@@ -391,7 +398,7 @@ def NN_SliceOp : NN_Op<"slice"> {
 def NN_GatherOp : NN_Op<"gather"> {
   let summary = "Take entries along `axis` at the given indices";
   let arguments = (ins AnyTensor:$input, AnyTensor:$indices,
-                       DefaultValuedAttr<I64Attr, "0">:$axis);
+                       DefaultValuedAttr<NN_I64Attr, "0">:$axis);
   let results = (outs AnyTensor:$output);
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -422,7 +429,7 @@ def NN_PadOp : NN_Op<"pad"> {
 def NN_TriluOp : NN_Op<"trilu"> {
   let summary = "Keep the upper (upper = 1) or lower triangle, shifted by k";
   let arguments = (ins AnyTensor:$input, Optional<AnyTensor>:$k,
-                       DefaultValuedAttr<I64Attr, "1">:$upper);
+                       DefaultValuedAttr<NN_I64Attr, "1">:$upper);
   let results = (outs AnyTensor:$output);
 }
 

@@ -1,0 +1,33 @@
+// Outputs of a planning report: the human table, the plan JSON (stage_of, metrics,
+// per-rank action lists with send/recv), a Chrome/Perfetto trace and an SVG Gantt.
+#ifndef PARTITIONER_OUTPUT_H
+#define PARTITIONER_OUTPUT_H
+
+#include "partitioner/Planner.h"
+
+#include <ostream>
+
+namespace partitioner {
+
+/// Per stage of the chosen plan: layers, time, memory vs limit; then period,
+/// iteration time, bubble, gap to the bound; then one row per algorithm tried.
+void writeTable(const Problem &problem, const PlanningReport &report, std::ostream &out);
+
+/// The plan JSON of the chosen plan (format in docs/partitioner.md), with a summary of
+/// every algorithm tried. Writes {"error": ...} when no plan is valid.
+void writePlanJson(const Problem &problem, const PlanningReport &report, std::ostream &out);
+
+/// Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev): one track per GPU,
+/// one slice per F/B/W, plus one track per link direction for transfers.
+void writeTraceJson(const Problem &problem, const PlanResult &plan, std::ostream &out);
+
+/// SVG Gantt chart of one simulated iteration.
+void writeSvg(const Problem &problem, const PlanResult &plan, std::ostream &out);
+
+/// Per-rank action lists lowered with explicit SEND/RECV entries, e.g.
+/// "F0@s1", "SEND_F0@s1->s2", "RECV_B0@s2->s1".
+std::vector<std::vector<std::string>> loweredActions(const Problem &problem, const PlanResult &plan);
+
+} // namespace partitioner
+
+#endif

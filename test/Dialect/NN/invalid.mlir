@@ -1,0 +1,433 @@
+// RUN: pipe-opt %s -split-input-file -verify-diagnostics
+
+func.func @nn_c1_wrong_result_shape(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{[nn_c1] result #0 has type 'tensor<3x2xf32>', but the op's shape rules give 'tensor<2x3xf32>'}}
+  %0 = nn.relu %x : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @nn_c1_wrong_element_type(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{[nn_c1] result #0 has element type 'f16', expected 'f32'}}
+  %0 = nn.relu %x : (tensor<2x3xf32>) -> tensor<2x3xf16>
+  return
+}
+
+// -----
+
+func.func @broadcast_c1(%x: tensor<2x3xf32>, %y: tensor<4xf32>) {
+  // expected-error @+1 {{[broadcast_c1]}}
+  %0 = nn.add %x, %y : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @param_c1() {
+  // expected-error @+1 {{[param_c1] source must be 'file', 'external' or 'inline', got 'disk'}}
+  %0 = nn.param "w" {source = "disk"} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_c2() {
+  // expected-error @+1 {{[param_c2] a 'file' parameter needs offset and length}}
+  %0 = nn.param "w" {source = "file"} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_c3() {
+  // expected-error @+1 {{[param_c3] an external parameter needs the data file's path}}
+  %0 = nn.param "w" {source = "external", offset = 0, length = 8} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_c4() {
+  // expected-error @+1 {{[param_c4] a parameter must have a static shape}}
+  %0 = nn.param "w" {source = "inline"} : tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @clip_c1(%x: tensor<4xf32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{[clip_c1] min and max must be scalars}}
+  %0 = nn.clip %x, %b, %b : (tensor<4xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @where_c1(%c: tensor<4xf32>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{[where_c1] condition must be a tensor of i1}}
+  %0 = nn.where %c, %x, %x : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @where_c2(%c: tensor<4xi1>, %x: tensor<4xf32>, %y: tensor<4xf16>) {
+  // expected-error @+1 {{[where_c2] x and y must have the same element type}}
+  %0 = nn.where %c, %x, %y : (tensor<4xi1>, tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_c1(%x: tensor<f32>, %y: tensor<4xf32>) {
+  // expected-error @+1 {{[matmul_c1] operands must have rank >= 1}}
+  %0 = nn.matmul %x, %y : (tensor<f32>, tensor<4xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_c2(%x: tensor<2x3xf32>, %y: tensor<4x5xf32>) {
+  // expected-error @+1 {{[matmul_c2] contraction dims differ: 3 vs 4}}
+  %0 = nn.matmul %x, %y : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_c3(%x: tensor<2x2x3xf32>, %y: tensor<3x3x5xf32>) {
+  // expected-error @+1 {{[matmul_c3] batch dims are not broadcast-compatible}}
+  %0 = nn.matmul %x, %y : (tensor<2x2x3xf32>, tensor<3x3x5xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_c4(%x: tensor<2x3xf32>, %y: tensor<3x5xf16>) {
+  // expected-error @+1 {{[matmul_c4] operands must have the same element type}}
+  %0 = nn.matmul %x, %y : (tensor<2x3xf32>, tensor<3x5xf16>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_c1(%x: tensor<2x3x4xf32>, %y: tensor<4x5xf32>) {
+  // expected-error @+1 {{[gemm_c1] A and B must be 2-D}}
+  %0 = nn.gemm %x, %y : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_c2(%x: tensor<2x3xf32>, %y: tensor<4x5xf32>) {
+  // expected-error @+1 {{[gemm_c2] contraction dims differ: 3 vs 4}}
+  %0 = nn.gemm %x, %y : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_c3(%x: tensor<2x3xf32>, %y: tensor<3x5xf32>, %c: tensor<1x2x5xf32>) {
+  // expected-error @+1 {{[gemm_c3] C must have rank <= 2}}
+  %0 = nn.gemm %x, %y, %c : (tensor<2x3xf32>, tensor<3x5xf32>, tensor<1x2x5xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @conv_c1(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3xf32>) {
+  // expected-error @+1 {{[conv_c1] input and weight must have the same rank >= 3}}
+  %0 = nn.conv %x, %w : (tensor<2x3x8x8xf32>, tensor<4x3x3xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @conv_c2(%x: tensor<2x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+1 {{[conv_c2] input has 3 channels, weight expects 2 x group 1}}
+  %0 = nn.conv %x, %w : (tensor<2x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<2x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_c3(%x: tensor<2x4x8x8xf32>, %w: tensor<3x2x3x3xf32>) {
+  // expected-error @+1 {{[conv_c3] output channels 3 are not divisible by group 2}}
+  %0 = nn.conv %x, %w {group = 2 : i64} : (tensor<2x4x8x8xf32>, tensor<3x2x3x3xf32>) -> tensor<2x3x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_c4(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{[conv_c4] kernel_shape disagrees with the weight's spatial dims}}
+  %1 = nn.conv %x, %w {kernel_shape = array<i64: 5, 5>} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_c5(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{[conv_c5] bias must be 1-D with one entry per output channel}}
+  %0 = nn.conv %x, %w, %b : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<3xf32>) -> tensor<2x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @window_c1(%x: tensor<2x3x8x8xf32>) {
+  // expected-error @+1 {{[window_c1] strides has 1 entries, expected 2}}
+  %0 = nn.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2>} : (tensor<2x3x8x8xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_c1(%x: tensor<3x8xf32>) {
+  // expected-error @+1 {{[max_pool_c1] input must have rank >= 3}}
+  %0 = nn.max_pool %x {kernel_shape = array<i64: 2>} : (tensor<3x8xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @average_pool_c1(%x: tensor<3x8xf32>) {
+  // expected-error @+1 {{[average_pool_c1] input must have rank >= 3}}
+  %0 = nn.average_pool %x {kernel_shape = array<i64: 2>} : (tensor<3x8xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @global_pool_c1(%x: tensor<3x8xf32>) {
+  // expected-error @+1 {{[global_pool_c1] input must have rank >= 3}}
+  %0 = nn.global_average_pool %x : (tensor<3x8xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_c1(%x: tensor<2x3x4x4xf32>, %c: tensor<3xf32>) {
+  // expected-error @+1 {{[batch_norm_c1] running statistics are results only in training mode}}
+  %0:3 = nn.batch_norm %x, %c, %c, %c, %c : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_c2(%x: tensor<3xf32>, %c: tensor<3xf32>) {
+  // expected-error @+1 {{[batch_norm_c2] input must have rank >= 2}}
+  %0 = nn.batch_norm %x, %c, %c, %c, %c : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_c3(%x: tensor<2x3x4x4xf32>, %c: tensor<3xf32>, %d: tensor<4xf32>) {
+  // expected-error @+1 {{[batch_norm_c3] scale, bias, mean and var must be 1-D of size 3}}
+  %0 = nn.batch_norm %x, %c, %d, %c, %c : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<4xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c1(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{[layer_norm_c1] has 1 or 3 results, not 2}}
+  %0:2 = nn.layer_norm %x, %g : (tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x1xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_c2(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{[layer_norm_c2] axis 2 is out of range}}
+  %0 = nn.layer_norm %x, %g {axis = 2 : i64} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c3(%x: tensor<2x8xf32>, %g: tensor<7xf32>) {
+  // expected-error @+1 {{[layer_norm_c3] scale does not broadcast to the normalised dims}}
+  %0 = nn.layer_norm %x, %g : (tensor<2x8xf32>, tensor<7xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_c1(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{[softmax_c1] axis 2 is out of range for rank 2}}
+  %0 = nn.softmax %x {axis = 2 : i64} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_c1(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{[log_softmax_c1] axis -3 is out of range for rank 2}}
+  %0 = nn.log_softmax %x {axis = -3 : i64} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_c1(%x: tensor<2x8xf32>) {
+  %axes = nn.constant dense<[3]> : tensor<1xi64> : tensor<1xi64>
+  // expected-error @+1 {{[reduce_c1] axis 3 is out of range for rank 2}}
+  %0 = nn.reduce_mean %x, %axes : (tensor<2x8xf32>, tensor<1xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_c1(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{[transpose_c1] perm must be a permutation of [0, rank)}}
+  %0 = nn.transpose %x {perm = array<i64: 0, 0>} : (tensor<2x8xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @concat_c2(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{[concat_c2] axis 2 is out of range}}
+  %0 = nn.concat %x, %x {axis = 2 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @concat_c3(%x: tensor<2x8xf32>, %y: tensor<3x8xf32>) {
+  // expected-error @+1 {{[concat_c3] inputs differ in dim 0}}
+  %0 = nn.concat %x, %y {axis = 1 : i64} : (tensor<2x8xf32>, tensor<3x8xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @concat_c4(%x: tensor<2x8xf32>, %y: tensor<2x8xf16>) {
+  // expected-error @+1 {{[concat_c4] inputs must have the same element type}}
+  %0 = nn.concat %x, %y {axis = 1 : i64} : (tensor<2x8xf32>, tensor<2x8xf16>) -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @split_c2(%x: tensor<2x8xf32>) {
+  %sizes = nn.constant dense<[3, 4]> : tensor<2xi64> : tensor<2xi64>
+  // expected-error @+1 {{[split_c2] sizes sum to 7, dim is 8}}
+  %0:2 = nn.split %x, %sizes {axis = 1 : i64} : (tensor<2x8xf32>, tensor<2xi64>) -> (tensor<*xf32>, tensor<*xf32>)
+  return
+}
+
+// -----
+
+func.func @split_c3(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{[split_c3] axis 2 is out of range}}
+  %0:2 = nn.split %x {axis = 2 : i64} : (tensor<2x8xf32>) -> (tensor<*xf32>, tensor<*xf32>)
+  return
+}
+
+// -----
+
+func.func @gather_c1(%x: tensor<2x8xf32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{[gather_c1] axis 2 is out of range}}
+  %0 = nn.gather %x, %i {axis = 2 : i64} : (tensor<2x8xf32>, tensor<3xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @gather_c2(%x: tensor<2x8xf32>, %i: tensor<3xf32>) {
+  // expected-error @+1 {{[gather_c2] indices must be integers}}
+  %0 = nn.gather %x, %i : (tensor<2x8xf32>, tensor<3xf32>) -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_c1(%x: tensor<2x8xf32>) {
+  %s = nn.constant dense<[5, 3]> : tensor<2xi64> : tensor<2xi64>
+  // expected-error @+1 {{[reshape_c1] cannot reshape 16 elements into 15}}
+  %0 = nn.reshape %x, %s : (tensor<2x8xf32>, tensor<2xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_c2(%x: tensor<2x8xf32>) {
+  %s = nn.constant dense<[-1, -1]> : tensor<2xi64> : tensor<2xi64>
+  // expected-error @+1 {{[reshape_c2] shape has more than one -1}}
+  %0 = nn.reshape %x, %s : (tensor<2x8xf32>, tensor<2xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_c3(%x: tensor<2x8xf32>) {
+  %s = nn.constant dense<[4, -2]> : tensor<2xi64> : tensor<2xi64>
+  // expected-error @+1 {{[reshape_c3] shape has an invalid dim -2}}
+  %0 = nn.reshape %x, %s : (tensor<2x8xf32>, tensor<2xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @flatten_c1(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{[flatten_c1] axis 3 is out of range for rank 2}}
+  %0 = nn.flatten %x {axis = 3 : i64} : (tensor<2x8xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @squeeze_c2(%x: tensor<2x8xf32>) {
+  %a = nn.constant dense<[0]> : tensor<1xi64> : tensor<1xi64>
+  // expected-error @+1 {{[squeeze_c2] cannot squeeze dim 0 of size 2}}
+  %0 = nn.squeeze %x, %a : (tensor<2x8xf32>, tensor<1xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @unsqueeze_c1(%x: tensor<2x8xf32>) {
+  %a = nn.constant dense<[0, 0]> : tensor<2xi64> : tensor<2xi64>
+  // expected-error @+1 {{[unsqueeze_c1] axes are out of range or repeated for output rank 4}}
+  %0 = nn.unsqueeze %x, %a : (tensor<2x8xf32>, tensor<2xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @slice_c3(%x: tensor<8xf32>) {
+  %z = nn.constant dense<[0]> : tensor<1xi64> : tensor<1xi64>
+  // expected-error @+1 {{[slice_c3] step is zero}}
+  %0 = nn.slice %x, %z, %z, %z, %z : (tensor<8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @expand_c1(%x: tensor<3xf32>) {
+  %s = nn.constant dense<[2, 4]> : tensor<2xi64> : tensor<2xi64>
+  // expected-error @+1 {{[expand_c1] input is not broadcast-compatible with the target shape}}
+  %0 = nn.expand %x, %s : (tensor<3xf32>, tensor<2xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @pad_c1(%x: tensor<8xf32>, %p: tensor<2xi64>, %v: tensor<f32>, %a: tensor<1xi64>) {
+  // expected-error @+1 {{[pad_c1] mode must be constant, reflect, edge or wrap, got 'mirror'}}
+  %0 = nn.pad %x, %p, %v, %a {mode = "mirror"} : (tensor<8xf32>, tensor<2xi64>, tensor<f32>, tensor<1xi64>) -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @range_c1() {
+  %a = nn.constant dense<0> : tensor<i64> : tensor<i64>
+  // expected-error @+1 {{[range_c1] delta is zero}}
+  %0 = nn.range %a, %a, %a : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  return
+}

@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+"""Imports every ONNX backend node test whose ops pipe-opt supports and checks
+that the inferred output shapes and element types equal the reference outputs'.
+
+Integer-typed graph inputs (shapes, indices, axes, bounds) are turned into
+initializers holding the test's own input values, as a user binds such values
+before planning; float inputs stay function arguments.
+
+  onnx_node_tests.py PIPE_OPT NODE_TEST_DIR [--verbose]
+Exit status 0 when every supported test imports with the right shapes.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import onnx
+from onnx import numpy_helper
+
+# Tests whose models use a supported op in a form the importer rejects on
+# purpose, with the reason. Any other failure fails this test.
+EXPECTED_UNSUPPORTED = {
+    # Softmax/LogSoftmax before opset 13 flatten the input at `axis`.
+    r"test_(log)?softmax_(axis_0|axis_1|default_axis)_expanded$": "opset < 13 flattening",
+    r"test_(log)?softmax_(axis_0|axis_1|default_axis)$": "opset < 13 flattening",
+    # Only bool/int/float element types; strings have no place in training graphs.
+    r".*string.*": "string tensors",
+    # Sequences and optionals are outside a graph of tensors.
+    r".*_seq.*|.*sequence.*|.*optional.*|test_identity_opt$": "sequence/optional types",
+    # Float bounds given as graph inputs make the length data-dependent.
+    r"test_range_float_type_positive_delta$": "data-dependent output length",
+}
+
+INT_TYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT8,
+             onnx.TensorProto.INT16, onnx.TensorProto.UINT8, onnx.TensorProto.UINT16,
+             onnx.TensorProto.UINT32, onnx.TensorProto.UINT64, onnx.TensorProto.BOOL}
+
+MLIR_TYPES = {
+    onnx.TensorProto.FLOAT: "f32", onnx.TensorProto.DOUBLE: "f64",
+    onnx.TensorProto.FLOAT16: "f16", onnx.TensorProto.BFLOAT16: "bf16",
+    onnx.TensorProto.INT8: "i8", onnx.TensorProto.INT16: "i16",
+    onnx.TensorProto.INT32: "i32", onnx.TensorProto.INT64: "i64",
+    onnx.TensorProto.UINT8: "ui8", onnx.TensorProto.UINT16: "ui16",
+    onnx.TensorProto.UINT32: "ui32", onnx.TensorProto.UINT64: "ui64",
+    onnx.TensorProto.BOOL: "i1",
+}
+
+
+def expected_unsupported(name):
+    for pattern, reason in EXPECTED_UNSUPPORTED.items():
+        if re.match(pattern, name, re.I):
+            return reason
+    return None
+
+
+def load_tensor(path):
+    tensor = onnx.TensorProto()
+    with open(path, "rb") as f:
+        tensor.ParseFromString(f.read())
+    return tensor
+
+
+def result_types(mlir_text):
+    """The result types of @main, in order."""
+    match = re.search(r"func\.func @main\(.*?\)\s*->\s*(.*?)\s*\{\s*$", mlir_text, re.M)
+    if not match:
+        return []
+    text = match.group(1).strip()
+    if text.startswith("(") and text.endswith(")"):
+        text = text[1:-1]
+    return re.findall(r"tensor<([^>]*)>", text)
+
+
+def reference_type(tensor, declared_element):
+    """Shape from the reference data, element type from the model's output
+    declaration (ONNX 1.12's test data stores bfloat16 outputs as uint16)."""
+    dims = "x".join(str(d) for d in tensor.dims)
+    element = MLIR_TYPES.get(declared_element, "?")
+    return f"{dims}x{element}" if dims else element
+
+
+def run_one(pipe_opt, test_dir, scratch):
+    model = onnx.load(os.path.join(test_dir, "model.onnx"))
+    data_dir = os.path.join(test_dir, "test_data_set_0")
+    inputs = [i for i in model.graph.input
+              if i.name not in {t.name for t in model.graph.initializer}]
+    for index, info in enumerate(inputs):
+        path = os.path.join(data_dir, f"input_{index}.pb")
+        if info.type.tensor_type.elem_type in INT_TYPES and os.path.exists(path):
+            tensor = load_tensor(path)
+            tensor.name = info.name
+            model.graph.initializer.append(tensor)
+            model.graph.input.remove(info)
+    out_path = os.path.join(scratch, "model.onnx")
+    onnx.save(model, out_path)
+    proc = subprocess.run([pipe_opt, out_path], capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        return "import failed: " + (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+    got = result_types(proc.stdout)
+    want = []
+    for index in range(len(model.graph.output)):
+        path = os.path.join(data_dir, f"output_{index}.pb")
+        if not os.path.exists(path):
+            return None
+        declared = model.graph.output[index].type.tensor_type.elem_type
+        want.append(reference_type(load_tensor(path), declared))
+    if got != want:
+        return f"output types {got} != reference {want}"
+    return None
+
+
+def main():
+    pipe_opt, node_dir = sys.argv[1], sys.argv[2]
+    verbose = "--verbose" in sys.argv
+    supported = set(subprocess.run([pipe_opt, "--print-onnx-ops"], capture_output=True,
+                                   text=True, check=True).stdout.split())
+    passed, failed, skipped, expected = 0, [], 0, 0
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in sorted(os.listdir(node_dir)):
+            test_dir = os.path.join(node_dir, name)
+            model_path = os.path.join(test_dir, "model.onnx")
+            if not os.path.exists(model_path):
+                continue
+            model = onnx.load(model_path, load_external_data=False)
+            ops = {n.op_type for n in model.graph.node}
+            if not ops or not ops <= supported or any(n.domain not in ("", "ai.onnx")
+                                                      for n in model.graph.node):
+                skipped += 1
+                continue
+            reason = expected_unsupported(name)
+            problem = run_one(pipe_opt, test_dir, scratch)
+            if problem is None:
+                passed += 1
+                if verbose:
+                    print(f"PASS {name}")
+            elif reason:
+                expected += 1
+                if verbose:
+                    print(f"EXPECTED {name}: {reason}: {problem}")
+            else:
+                failed.append((name, problem))
+    for name, problem in failed:
+        print(f"FAIL {name}: {problem}")
+    print(f"onnx node tests: {passed} passed, {len(failed)} failed, "
+          f"{expected} rejected on purpose, {skipped} use unsupported ops")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
