@@ -72,7 +72,8 @@ PlanResult evaluateAllocation(const Problem &problem, const Allocation &allocati
     metrics.memoryLimitBytes = limit;
     result.maxMemoryFraction =
         std::max(result.maxMemoryFraction, limit < kInfinity ? metrics.memoryBytes / limit : 0.0);
-    if (metrics.memoryBytes > limit * (1 + 1e-12) && overflow.empty()) {
+    if (metrics.memoryBytes > limit * (1 + 1e-12) &&
+        metrics.memoryBytes / limit >= result.maxMemoryFraction) {
       std::ostringstream out;
       out << "infeasible: GPU " << g << " (stage";
       for (int s = 0; s < graph.numStages; ++s)

@@ -443,6 +443,10 @@ SimulationResult simulatePlan(const Problem &problem, const Allocation &allocati
       result.periodMs = (twice.iterationMs - result.iterationMs) / m;
     else
       result.periodMs = result.iterationMs / m;
+    // No schedule beats the busiest GPU's work per micro-batch; the marginal estimate
+    // can undershoot it when the m-micro-batch run has not reached its steady state.
+    for (double busy : result.gpuBusyMs)
+      result.periodMs = std::max(result.periodMs, busy / m);
   }
   if (scheduleOut)
     *scheduleOut = std::move(schedule);

@@ -55,6 +55,8 @@ private:
   OpBuilder builder;
   int64_t opset = 0;
   llvm::StringMap<Value> values;
+  /// Names that some node or graph output consumes.
+  llvm::StringSet<> used;
 };
 
 LogicalResult GraphImporter::findOpset() {
@@ -220,8 +222,12 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
   for (int i = 0; i < node.output_size(); ++i) {
     if (node.output(i).empty())
       continue;
-    if (static_cast<size_t>(i) >= results->size())
-      return emitError(loc) << node.op_type() << " output #" << i << " is not supported";
+    if (static_cast<size_t>(i) >= results->size()) {
+      if (!used.contains(node.output(i)))
+        continue;
+      return emitError(loc) << node.op_type() << " output #" << i << " ('" << node.output(i)
+                            << "') is used but not supported";
+    }
     if (failed(define(node.output(i), (*results)[i], loc)))
       return failure();
   }
@@ -269,7 +275,6 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
 
   // Only initializers that nodes use are imported (exports also carry
   // unused buffers such as batch-norm's num_batches_tracked).
-  llvm::StringSet<> used;
   for (const onnx::NodeProto &node : graph.node())
     for (const std::string &input : node.input())
       used.insert(input);

@@ -159,10 +159,9 @@ Values importBatchNorm(NodeImporter &n) {
   if (failed(n.expectInputs(5, 5)) ||
       failed(n.expectAttributes({"epsilon", "momentum", "training_mode"})))
     return failure();
-  unsigned outputs = n.numOutputs();
-  if (outputs > 3)
-    return n.error() << "BatchNormalization's saved_mean/saved_var outputs (opset < 14) "
-                        "are not supported";
+  // Before opset 14 a training-mode node may also list saved_mean and
+  // saved_var; the importer rejects them only where a node consumes them.
+  unsigned outputs = std::min(3u, n.numOutputs());
   bool training = n.version >= 14 ? n.getInt("training_mode", 0) != 0 : outputs > 1;
   if (outputs == 2)
     return n.error() << "BatchNormalization with running_mean but no running_var";

@@ -1,0 +1,84 @@
+// Random instances for the oracle tests.
+#include "TestUtil.h"
+
+namespace partitioner::testing {
+
+namespace {
+double uniform(std::mt19937 &rng, double low, double high) {
+  return std::uniform_real_distribution<double>(low, high)(rng);
+}
+} // namespace
+
+Problem randomChain(std::mt19937 &rng, int layers, int gpus) {
+  Problem problem;
+  problem.name = "random-chain";
+  for (int i = 0; i < layers; ++i) {
+    Layer layer;
+    layer.name = "l" + std::to_string(i);
+    layer.forwardMs = uniform(rng, 0.1, 10);
+    layer.backwardMs = uniform(rng, 0.1, 10);
+    layer.parameterBytes = uniform(rng, 0, 1e6);
+    layer.savedBytes = uniform(rng, 0, 1e6);
+    layer.outputBytes = uniform(rng, 0, 1e6);
+    problem.layers.push_back(layer);
+  }
+  problem.platform.gpus = gpus;
+  problem.platform.memoryBytesPerGpu = uniform(rng, 2e6, 1.2e7);
+  problem.platform.gpusPerNode = 2;
+  problem.platform.intraNode = LinkSpec{uniform(rng, 1e8, 1e9), uniform(rng, 0, 0.5)};
+  problem.platform.interNode = LinkSpec{uniform(rng, 5e7, 5e8), uniform(rng, 0, 1)};
+  problem.training.microbatches = 1 + static_cast<int>(rng() % 6);
+  problem.training.communicationBuffers = rng() % 2 == 0;
+  problem.finalize();
+  return problem;
+}
+
+Problem randomDag(std::mt19937 &rng, int layers, int gpus) {
+  Problem problem = randomChain(rng, layers, gpus);
+  problem.tensors.clear();
+  for (int i = 0; i < layers; ++i) {
+    Tensor tensor;
+    tensor.producer = i;
+    tensor.bytes = problem.layers[static_cast<size_t>(i)].outputBytes;
+    problem.tensors.push_back(tensor);
+  }
+  for (int i = 1; i < layers; ++i) {
+    int first = static_cast<int>(rng() % static_cast<unsigned>(i));
+    problem.tensors[static_cast<size_t>(first)].consumers.push_back(i);
+    if (i > 1 && rng() % 2 == 0) {
+      int second = static_cast<int>(rng() % static_cast<unsigned>(i));
+      problem.tensors[static_cast<size_t>(second)].consumers.push_back(i);
+    }
+  }
+  std::vector<Tensor> kept;
+  for (const Tensor &t : problem.tensors)
+    if (!t.consumers.empty())
+      kept.push_back(t);
+  problem.tensors = kept;
+  problem.finalize();
+  return problem;
+}
+
+std::vector<std::vector<int>> allCompositions(int n, int maxParts) {
+  std::vector<std::vector<int>> result;
+  std::vector<int> current;
+  std::function<void(int)> recurse = [&](int left) {
+    if (left == 0) {
+      result.push_back(current);
+      return;
+    }
+    if (static_cast<int>(current.size()) == maxParts)
+      return;
+    for (int size = 1; size <= left; ++size) {
+      current.push_back(size);
+      recurse(left - size);
+      current.pop_back();
+    }
+  };
+  recurse(n);
+  return result;
+}
+
+std::string profilesDirectory() { return PIPE_PARTITIONER_PROFILES_DIR; }
+
+} // namespace partitioner::testing
