@@ -28,3 +28,8 @@ if os.path.isdir(onnx_node_tests):
                       capture_output=True).returncode == 0:
         config.available_features.add("onnx-testdata")
         config.substitutions.append(("%onnx_node_tests", onnx_node_tests))
+
+import subprocess as _subprocess
+if _subprocess.run(["/usr/bin/python3", "-c", "import onnx, numpy"],
+                   capture_output=True).returncode == 0:
+    config.available_features.add("python-onnx")

@@ -71,6 +71,10 @@ CutLattice chainLattice(const Problem &problem, const std::vector<int> &order) {
 
 std::optional<CutLattice> idealLattice(const Problem &problem, size_t maxCuts) {
   const size_t count = problem.layers.size();
+  // Every prefix of a topological order is a downset: more layers than the budget
+  // means more downsets than the budget.
+  if (count + 1 > maxCuts)
+    return std::nullopt;
   const size_t words = (count + 63) / 64;
   auto predecessors = predecessorLists(problem);
   CutLattice lattice;

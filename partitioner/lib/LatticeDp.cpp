@@ -18,15 +18,26 @@ constexpr double kRelativeTolerance = 1e-9;
 /// grows along them, so pruning a cut prunes all its supersets reached through it).
 class LargerCuts {
 public:
-  explicit LargerCuts(const CutLattice &lattice)
-      : lattice_(lattice), stamp_(lattice.isChain ? 0 : lattice.numCuts(), 0) {}
+  /// `stateMultiplier` and `maxBytes` prune stages whose saved bytes plus parameter
+  /// state exceed the memory (one copy in flight is the least any stage keeps).
+  LargerCuts(const CutLattice &lattice, double stateMultiplier = 0, double maxBytes = kInfinity)
+      : lattice_(lattice), stamp_(lattice.isChain ? 0 : lattice.numCuts(), 0),
+        multiplier_(stateMultiplier), maxBytes_(maxBytes) {}
+
+  bool tooBig(int from, int to, double maxWork) const {
+    const CutLattice &l = lattice_;
+    const size_t a = static_cast<size_t>(from), b = static_cast<size_t>(to);
+    if (l.work[b] - l.work[a] > maxWork)
+      return true;
+    return maxBytes_ < kInfinity &&
+           (l.saved[b] - l.saved[a]) + multiplier_ * (l.params[b] - l.params[a]) > maxBytes_;
+  }
 
   template <class Visit> void forEach(int from, double maxWork, Visit &&visit) {
     const CutLattice &l = lattice_;
-    const double base = l.work[static_cast<size_t>(from)];
     if (l.isChain) {
       for (int to = from + 1; to <= l.fullCut(); ++to) {
-        if (l.work[static_cast<size_t>(to)] - base > maxWork)
+        if (tooBig(from, to, maxWork))
           break;
         visit(to);
       }
@@ -43,7 +54,7 @@ public:
         if (stamp_[static_cast<size_t>(next)] == stampValue_)
           continue;
         stamp_[static_cast<size_t>(next)] = stampValue_;
-        if (l.work[static_cast<size_t>(next)] - base > maxWork)
+        if (tooBig(from, next, maxWork))
           continue;
         visit(next);
         stack_.push_back(next);
@@ -54,6 +65,8 @@ public:
 private:
   const CutLattice &lattice_;
   std::vector<unsigned> stamp_;
+  double multiplier_;
+  double maxBytes_;
   unsigned stampValue_ = 0;
   std::vector<int> stack_;
 };
@@ -74,7 +87,8 @@ double maxSpeed(const Problem &problem) {
 /// max(value(B, k-1), cost(A, B, k, gpu)), gpu = P - k.
 template <class Cost>
 std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool exact,
-                                       double maxWork, bool tieBreak, Cost cost) {
+                                       double maxWork, bool tieBreak, Cost cost,
+                                       double maxStageBytes = kInfinity) {
   const CutLattice &lattice = model.lattice();
   const Problem &problem = model.problem();
   const size_t cuts = lattice.numCuts();
@@ -84,7 +98,7 @@ std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool
   std::vector<double> value(cuts * width, kInfinity);
   std::vector<int> choice(cuts * width, -1);
   value[static_cast<size_t>(full) * width] = 0;
-  LargerCuts larger(lattice);
+  LargerCuts larger(lattice, problem.training.stateMultiplier, maxStageBytes);
   for (int from = full - 1; from >= 0; --from) {
     double *row = &value[static_cast<size_t>(from) * width];
     int *rowChoice = &choice[static_cast<size_t>(from) * width];
@@ -198,7 +212,11 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model,
   double maxWork = options.upperBoundMs == kInfinity
                        ? kInfinity
                        : options.upperBoundMs * (1 + 1e-9) * maxSpeed(problem);
-  auto result = minMaxCore(model, stages, options.exactStageCount, maxWork, options.tieBreak, cost);
+  // A stage keeps at least one copy of its activations (PipeDream's filter: none).
+  const double maxStageBytes =
+      options.memoryAware && !options.pipeDreamFilter ? limit : kInfinity;
+  auto result = minMaxCore(model, stages, options.exactStageCount, maxWork, options.tieBreak, cost,
+                           maxStageBytes);
   if (result)
     for (size_t i = 0; i < result->gpus.size(); ++i)
       result->inFlight.push_back(inFlightAt(static_cast<int>(result->gpus.size() - i)));
@@ -254,7 +272,7 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
   std::vector<int> choice(cuts * width, -1);
   std::vector<int> copies(cuts * width, 0);
   span[static_cast<size_t>(full) * width] = 0;
-  LargerCuts larger(lattice);
+  LargerCuts larger(lattice, problem.training.stateMultiplier, model.memoryLimit());
   const double maxWork = T * (1 + 1e-9) * maxSpeed(problem);
   for (int from = full - 1; from >= 0; --from) {
     double *row = &span[static_cast<size_t>(from) * width];
@@ -407,6 +425,20 @@ std::string formatBytes(double bytes) {
 
 std::string explainMemoryInfeasibility(const StageModel &model, int maxStages,
                                        ScheduleKind inFlightRule) {
+  if (model.lattice().numCuts() > 3000) {
+    // Too large for the exact min-max-memory DP: report the largest single-layer need.
+    const Problem &problem = model.problem();
+    const int stages = stageBudget(model, maxStages);
+    std::ostringstream out;
+    double total = 0;
+    for (const Layer &layer : problem.layers)
+      total += problem.training.stateMultiplier * layer.parameterBytes + layer.savedBytes;
+    out << "infeasible: no split of the " << problem.layers.size() << " layers into at most "
+        << stages << " stages fits " << formatBytes(model.memoryLimit())
+        << " per GPU (parameter state plus one copy of every activation alone is "
+        << formatBytes(total) << " in total)";
+    return out.str();
+  }
   auto partition = minMemoryPartition(model, maxStages, inFlightRule);
   if (!partition)
     return "infeasible: no partition exists";

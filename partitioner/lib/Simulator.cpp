@@ -118,10 +118,13 @@ struct Engine {
     auto send = [&](int toStage, double bytes, ActionKind consumerKind, bool gradient) {
       const int toGpu = graph.gpu[static_cast<size_t>(toStage)];
       double at = when;
-      const double duration = toGpu != fromGpu
-                                  ? problem.platform.linkBetween(fromGpu, toGpu).transferMs(bytes)
-                                  : 0.0;
-      if (duration > 0) {
+      const LinkSpec &link = problem.platform.linkBetween(fromGpu, toGpu);
+      const double duration = toGpu != fromGpu ? link.occupancyMs(bytes) : 0.0;
+      if (toGpu != fromGpu && bytes > 0 && duration <= 0) {
+        at = when + link.latencyMs;
+        result.transfers.push_back(
+            {done.stage, toStage, done.microbatch, gradient, fromGpu, toGpu, bytes, when, at});
+      } else if (duration > 0) {
         PortCalendar &out = sendPorts[static_cast<size_t>(fromGpu)];
         PortCalendar &in = receivePorts[static_cast<size_t>(toGpu)];
         double start = when;
@@ -134,9 +137,9 @@ struct Engine {
           }
           start = b;
         }
-        at = start + duration;
-        out.reserve(start, at);
-        in.reserve(start, at);
+        out.reserve(start, start + duration);
+        in.reserve(start, start + duration);
+        at = start + duration + link.latencyMs;
         result.transfers.push_back(
             {done.stage, toStage, done.microbatch, gradient, fromGpu, toGpu, bytes, start, at});
       }

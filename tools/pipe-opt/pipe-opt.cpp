@@ -85,6 +85,9 @@ static LogicalResult runOnOnnx(llvm::StringRef inputFilename, llvm::StringRef ou
     return failure();
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
   MLIRContext context(registry);
+  // ONNX users get one line per problem, located at the node; the IR dump
+  // that MLIR attaches by default would be noise to them.
+  context.printOpOnDiagnostic(false);
   ScopedDiagnosticHandler handler(&context, [](Diagnostic &diag) {
     printDiagnostic(diag, llvm::errs());
     return success();

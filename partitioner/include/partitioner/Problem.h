@@ -42,6 +42,12 @@ struct Tensor {
 struct LinkSpec {
   double bandwidthBytesPerSecond = kInfinity;
   double latencyMs = 0;
+  /// Time the sender's and receiver's ports are busy (latency does not occupy them).
+  double occupancyMs(double bytes) const {
+    if (bytes <= 0 || bandwidthBytesPerSecond == kInfinity)
+      return 0;
+    return bytes / bandwidthBytesPerSecond * 1e3;
+  }
   double transferMs(double bytes) const {
     if (bytes <= 0)
       return 0;

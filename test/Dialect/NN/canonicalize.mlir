@@ -6,18 +6,18 @@
 // CHECK: return %[[R]]
 func.func @shape_arithmetic(%x: tensor<2x3x4xf32>) -> tensor<2x12xf32> {
   %s = nn.shape %x : (tensor<2x3x4xf32>) -> tensor<3xi64>
-  %i0 = nn.constant dense<0> : tensor<i64> : tensor<i64>
+  %i0 = nn.constant dense<0> : tensor<i64>
   %d0 = nn.gather %s, %i0 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
-  %a = nn.constant dense<[0]> : tensor<1xi64> : tensor<1xi64>
+  %a = nn.constant dense<[0]> : tensor<1xi64>
   %u0 = nn.unsqueeze %d0, %a : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
-  %i1 = nn.constant dense<[1, 2]> : tensor<2xi64> : tensor<2xi64>
+  %i1 = nn.constant dense<[1, 2]> : tensor<2xi64>
   %d12 = nn.gather %s, %i1 : (tensor<3xi64>, tensor<2xi64>) -> tensor<2xi64>
-  %st = nn.constant dense<[0]> : tensor<1xi64> : tensor<1xi64>
-  %en = nn.constant dense<[1]> : tensor<1xi64> : tensor<1xi64>
-  %one = nn.constant dense<[1]> : tensor<1xi64> : tensor<1xi64>
+  %st = nn.constant dense<[0]> : tensor<1xi64>
+  %en = nn.constant dense<[1]> : tensor<1xi64>
+  %one = nn.constant dense<[1]> : tensor<1xi64>
   %d1 = nn.slice %d12, %st, %en, %st, %one : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
   %d2 = nn.slice %d12, %en, %en, %st, %one : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<0xi64>
-  %i2 = nn.constant dense<[1]> : tensor<1xi64> : tensor<1xi64>
+  %i2 = nn.constant dense<[1]> : tensor<1xi64>
   %d2b = nn.gather %d12, %i2 : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
   %m = nn.mul %d1, %d2b : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
   %c = nn.concat %u0, %m, %d2 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<0xi64>) -> tensor<2xi64>
@@ -31,7 +31,7 @@ func.func @shape_arithmetic(%x: tensor<2x3x4xf32>) -> tensor<2x12xf32> {
 // CHECK-NEXT: return %arg0
 func.func @identity_and_noop_reshape(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = nn.identity %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
-  %s = nn.constant dense<[2, 3]> : tensor<2xi64> : tensor<2xi64>
+  %s = nn.constant dense<[2, 3]> : tensor<2xi64>
   %1 = nn.reshape %0, %s : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
   %2 = nn.expand %1, %s : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
   return %2 : tensor<2x3xf32>
@@ -43,11 +43,11 @@ func.func @identity_and_noop_reshape(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // CHECK-NOT: nn.dropout
 // CHECK: return %arg0, %arg0
 func.func @inactive_dropout(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
-  %ratio = nn.constant dense<0.5> : tensor<f32> : tensor<f32>
-  %off = nn.constant dense<false> : tensor<i1> : tensor<i1>
+  %ratio = nn.constant dense<0.5> : tensor<f32>
+  %off = nn.constant dense<false> : tensor<i1>
   %0 = nn.dropout %x, %ratio, %off : (tensor<2x3xf32>, tensor<f32>, tensor<i1>) -> tensor<2x3xf32>
-  %zero = nn.constant dense<0.0> : tensor<f32> : tensor<f32>
-  %on = nn.constant dense<true> : tensor<i1> : tensor<i1>
+  %zero = nn.constant dense<0.0> : tensor<f32>
+  %on = nn.constant dense<true> : tensor<i1>
   %1 = nn.dropout %x, %zero, %on : (tensor<2x3xf32>, tensor<f32>, tensor<i1>) -> tensor<2x3xf32>
   return %0, %1 : tensor<2x3xf32>, tensor<2x3xf32>
 }
@@ -58,8 +58,8 @@ func.func @inactive_dropout(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3
 // CHECK: %[[ONES:.*]] = nn.constant dense<true> : tensor<2x3xi1>
 // CHECK: return %arg0, %[[ONES]]
 func.func @inactive_dropout_mask(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xi1>) {
-  %ratio = nn.constant dense<0.5> : tensor<f32> : tensor<f32>
-  %off = nn.constant dense<false> : tensor<i1> : tensor<i1>
+  %ratio = nn.constant dense<0.5> : tensor<f32>
+  %off = nn.constant dense<false> : tensor<i1>
   %0:2 = nn.dropout %x, %ratio, %off : (tensor<2x3xf32>, tensor<f32>, tensor<i1>) -> (tensor<2x3xf32>, tensor<2x3xi1>)
   return %0#0, %0#1 : tensor<2x3xf32>, tensor<2x3xi1>
 }
@@ -69,8 +69,8 @@ func.func @inactive_dropout_mask(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tenso
 // CHECK-LABEL: func @active_dropout_stays
 // CHECK: nn.dropout
 func.func @active_dropout_stays(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
-  %ratio = nn.constant dense<0.1> : tensor<f32> : tensor<f32>
-  %on = nn.constant dense<true> : tensor<i1> : tensor<i1>
+  %ratio = nn.constant dense<0.1> : tensor<f32>
+  %on = nn.constant dense<true> : tensor<i1>
   %0 = nn.dropout %x, %ratio, %on : (tensor<2x3xf32>, tensor<f32>, tensor<i1>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
@@ -91,22 +91,22 @@ func.func @active_dropout_stays(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // CHECK-NOT: nn.cast
 // CHECK-NOT: nn.mod
 func.func @constants() -> (tensor<4xi64>, tensor<2x3xf32>, tensor<2xi64>, tensor<2xi1>, tensor<2xf32>, tensor<2xi64>) {
-  %s = nn.constant dense<0> : tensor<i64> : tensor<i64>
-  %l = nn.constant dense<8> : tensor<i64> : tensor<i64>
-  %d = nn.constant dense<2> : tensor<i64> : tensor<i64>
+  %s = nn.constant dense<0> : tensor<i64>
+  %l = nn.constant dense<8> : tensor<i64>
+  %d = nn.constant dense<2> : tensor<i64>
   %r = nn.range %s, %l, %d : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4xi64>
-  %shape = nn.constant dense<[2, 3]> : tensor<2xi64> : tensor<2xi64>
+  %shape = nn.constant dense<[2, 3]> : tensor<2xi64>
   %z = nn.constant_of_shape %shape {value = dense<0.0> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<2x3xf32>
-  %c = nn.constant dense<[true, false]> : tensor<2xi1> : tensor<2xi1>
-  %x = nn.constant dense<[3, 4]> : tensor<2xi64> : tensor<2xi64>
+  %c = nn.constant dense<[true, false]> : tensor<2xi1>
+  %x = nn.constant dense<[3, 4]> : tensor<2xi64>
   %w = nn.where %c, %x, %s : (tensor<2xi1>, tensor<2xi64>, tensor<i64>) -> tensor<2xi64>
   %e = nn.equal %x, %x : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi1>
   %n = nn.not %e : (tensor<2xi1>) -> tensor<2xi1>
   %f = nn.equal %shape, %shape : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi1>
   %g = nn.and %f, %c : (tensor<2xi1>, tensor<2xi1>) -> tensor<2xi1>
-  %one = nn.constant dense<[1, 2]> : tensor<2xi64> : tensor<2xi64>
+  %one = nn.constant dense<[1, 2]> : tensor<2xi64>
   %fl = nn.cast %one {to = f32} : (tensor<2xi64>) -> tensor<2xf32>
-  %neg = nn.constant dense<[-3, 3]> : tensor<2xi64> : tensor<2xi64>
+  %neg = nn.constant dense<[-3, 3]> : tensor<2xi64>
   %m = nn.mod %one, %neg : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
   return %r, %z, %w, %g, %fl, %m : tensor<4xi64>, tensor<2x3xf32>, tensor<2xi64>, tensor<2xi1>, tensor<2xf32>, tensor<2xi64>
 }

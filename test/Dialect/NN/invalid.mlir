@@ -273,7 +273,7 @@ func.func @log_softmax_c1(%x: tensor<2x8xf32>) {
 // -----
 
 func.func @reduce_c1(%x: tensor<2x8xf32>) {
-  %axes = nn.constant dense<[3]> : tensor<1xi64> : tensor<1xi64>
+  %axes = nn.constant dense<[3]> : tensor<1xi64>
   // expected-error @+1 {{[reduce_c1] axis 3 is out of range for rank 2}}
   %0 = nn.reduce_mean %x, %axes : (tensor<2x8xf32>, tensor<1xi64>) -> tensor<*xf32>
   return
@@ -314,7 +314,7 @@ func.func @concat_c4(%x: tensor<2x8xf32>, %y: tensor<2x8xf16>) {
 // -----
 
 func.func @split_c2(%x: tensor<2x8xf32>) {
-  %sizes = nn.constant dense<[3, 4]> : tensor<2xi64> : tensor<2xi64>
+  %sizes = nn.constant dense<[3, 4]> : tensor<2xi64>
   // expected-error @+1 {{[split_c2] sizes sum to 7, dim is 8}}
   %0:2 = nn.split %x, %sizes {axis = 1 : i64} : (tensor<2x8xf32>, tensor<2xi64>) -> (tensor<*xf32>, tensor<*xf32>)
   return
@@ -347,7 +347,7 @@ func.func @gather_c2(%x: tensor<2x8xf32>, %i: tensor<3xf32>) {
 // -----
 
 func.func @reshape_c1(%x: tensor<2x8xf32>) {
-  %s = nn.constant dense<[5, 3]> : tensor<2xi64> : tensor<2xi64>
+  %s = nn.constant dense<[5, 3]> : tensor<2xi64>
   // expected-error @+1 {{[reshape_c1] cannot reshape 16 elements into 15}}
   %0 = nn.reshape %x, %s : (tensor<2x8xf32>, tensor<2xi64>) -> tensor<*xf32>
   return
@@ -356,7 +356,7 @@ func.func @reshape_c1(%x: tensor<2x8xf32>) {
 // -----
 
 func.func @reshape_c2(%x: tensor<2x8xf32>) {
-  %s = nn.constant dense<[-1, -1]> : tensor<2xi64> : tensor<2xi64>
+  %s = nn.constant dense<[-1, -1]> : tensor<2xi64>
   // expected-error @+1 {{[reshape_c2] shape has more than one -1}}
   %0 = nn.reshape %x, %s : (tensor<2x8xf32>, tensor<2xi64>) -> tensor<*xf32>
   return
@@ -365,7 +365,7 @@ func.func @reshape_c2(%x: tensor<2x8xf32>) {
 // -----
 
 func.func @reshape_c3(%x: tensor<2x8xf32>) {
-  %s = nn.constant dense<[4, -2]> : tensor<2xi64> : tensor<2xi64>
+  %s = nn.constant dense<[4, -2]> : tensor<2xi64>
   // expected-error @+1 {{[reshape_c3] shape has an invalid dim -2}}
   %0 = nn.reshape %x, %s : (tensor<2x8xf32>, tensor<2xi64>) -> tensor<*xf32>
   return
@@ -382,7 +382,7 @@ func.func @flatten_c1(%x: tensor<2x8xf32>) {
 // -----
 
 func.func @squeeze_c2(%x: tensor<2x8xf32>) {
-  %a = nn.constant dense<[0]> : tensor<1xi64> : tensor<1xi64>
+  %a = nn.constant dense<[0]> : tensor<1xi64>
   // expected-error @+1 {{[squeeze_c2] cannot squeeze dim 0 of size 2}}
   %0 = nn.squeeze %x, %a : (tensor<2x8xf32>, tensor<1xi64>) -> tensor<*xf32>
   return
@@ -391,7 +391,7 @@ func.func @squeeze_c2(%x: tensor<2x8xf32>) {
 // -----
 
 func.func @unsqueeze_c1(%x: tensor<2x8xf32>) {
-  %a = nn.constant dense<[0, 0]> : tensor<2xi64> : tensor<2xi64>
+  %a = nn.constant dense<[0, 0]> : tensor<2xi64>
   // expected-error @+1 {{[unsqueeze_c1] axes are out of range or repeated for output rank 4}}
   %0 = nn.unsqueeze %x, %a : (tensor<2x8xf32>, tensor<2xi64>) -> tensor<*xf32>
   return
@@ -400,7 +400,7 @@ func.func @unsqueeze_c1(%x: tensor<2x8xf32>) {
 // -----
 
 func.func @slice_c3(%x: tensor<8xf32>) {
-  %z = nn.constant dense<[0]> : tensor<1xi64> : tensor<1xi64>
+  %z = nn.constant dense<[0]> : tensor<1xi64>
   // expected-error @+1 {{[slice_c3] step is zero}}
   %0 = nn.slice %x, %z, %z, %z, %z : (tensor<8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<*xf32>
   return
@@ -409,7 +409,7 @@ func.func @slice_c3(%x: tensor<8xf32>) {
 // -----
 
 func.func @expand_c1(%x: tensor<3xf32>) {
-  %s = nn.constant dense<[2, 4]> : tensor<2xi64> : tensor<2xi64>
+  %s = nn.constant dense<[2, 4]> : tensor<2xi64>
   // expected-error @+1 {{[expand_c1] input is not broadcast-compatible with the target shape}}
   %0 = nn.expand %x, %s : (tensor<3xf32>, tensor<2xi64>) -> tensor<*xf32>
   return
@@ -426,7 +426,7 @@ func.func @pad_c1(%x: tensor<8xf32>, %p: tensor<2xi64>, %v: tensor<f32>, %a: ten
 // -----
 
 func.func @range_c1() {
-  %a = nn.constant dense<0> : tensor<i64> : tensor<i64>
+  %a = nn.constant dense<0> : tensor<i64>
   // expected-error @+1 {{[range_c1] delta is zero}}
   %0 = nn.range %a, %a, %a : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
   return

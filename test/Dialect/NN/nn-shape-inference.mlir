@@ -16,9 +16,9 @@ func.func @transformer_reshape(%x: tensor<2x8x32xf32>) -> tensor<*xf32> {
   %w = nn.param "w" {source = "inline"} : tensor<32x128xf32>
   %m = nn.matmul %x, %w : (tensor<2x8x32xf32>, tensor<32x128xf32>) -> tensor<*xf32>
   %s = nn.shape %m : (tensor<*xf32>) -> tensor<?xi64>
-  %i = nn.constant dense<[0, 1]> : tensor<2xi64> : tensor<2xi64>
+  %i = nn.constant dense<[0, 1]> : tensor<2xi64>
   %bt = nn.gather %s, %i : (tensor<?xi64>, tensor<2xi64>) -> tensor<*xi64>
-  %heads = nn.constant dense<[8, 16]> : tensor<2xi64> : tensor<2xi64>
+  %heads = nn.constant dense<[8, 16]> : tensor<2xi64>
   %c = nn.concat %bt, %heads {axis = 0 : i64} : (tensor<*xi64>, tensor<2xi64>) -> tensor<*xi64>
   %r = nn.reshape %m, %c : (tensor<*xf32>, tensor<*xi64>) -> tensor<*xf32>
   %t = nn.transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<*xf32>) -> tensor<*xf32>

@@ -4,16 +4,16 @@
 // CHECK-LABEL: func @values
 func.func @values(%shape: tensor<2xi64>) -> (tensor<2x3xf32>, tensor<4x4xf32>, tensor<?xi64>) {
   // CHECK: nn.constant dense<1.000000e+00> : tensor<2x3xf32>
-  %c = nn.constant dense<1.0> : tensor<2x3xf32> : tensor<2x3xf32>
+  %c = nn.constant dense<1.0> : tensor<2x3xf32>
   // CHECK: nn.param "fc.weight" {length = 64 : i64, offset = 128 : i64, source = "file"} : tensor<4x4xf32>
   %p = nn.param "fc.weight" {source = "file", offset = 128, length = 64} : tensor<4x4xf32>
   // CHECK: nn.param "bn.running_mean" {source = "inline", trainable = false} : tensor<4xf32>
   %m = nn.param "bn.running_mean" {source = "inline", trainable = false} : tensor<4xf32>
   // CHECK: nn.constant_of_shape
   %z = nn.constant_of_shape %shape {value = dense<0.0> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<*xf32>
-  %s = nn.constant dense<0> : tensor<i64> : tensor<i64>
-  %l = nn.constant dense<5> : tensor<i64> : tensor<i64>
-  %d = nn.constant dense<1> : tensor<i64> : tensor<i64>
+  %s = nn.constant dense<0> : tensor<i64>
+  %l = nn.constant dense<5> : tensor<i64>
+  %d = nn.constant dense<1> : tensor<i64>
   // CHECK: nn.range
   %r = nn.range %s, %l, %d : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
   return %c, %p, %r : tensor<2x3xf32>, tensor<4x4xf32>, tensor<?xi64>
@@ -61,8 +61,8 @@ func.func @elementwise(%x: tensor<2x3xf32>, %y: tensor<3xf32>, %b: tensor<2x3xi1
   %18 = nn.hard_swish %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
   // CHECK: nn.cast %{{.*}} {to = f16}
   %19 = nn.cast %x {to = f16} : (tensor<2x3xf32>) -> tensor<2x3xf16>
-  %lo = nn.constant dense<0.0> : tensor<f32> : tensor<f32>
-  %hi = nn.constant dense<6.0> : tensor<f32> : tensor<f32>
+  %lo = nn.constant dense<0.0> : tensor<f32>
+  %hi = nn.constant dense<6.0> : tensor<f32>
   // CHECK: nn.clip
   %20 = nn.clip %x, %lo, %hi : (tensor<2x3xf32>, tensor<f32>, tensor<f32>) -> tensor<2x3xf32>
   // CHECK: nn.add
@@ -130,8 +130,8 @@ func.func @normalisation(%x: tensor<2x3x4x4xf32>, %c: tensor<3xf32>, %t: tensor<
   %2 = nn.softmax %t {axis = 1 : i64} : (tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
   // CHECK: nn.log_softmax
   %3 = nn.log_softmax %t : (tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
-  %ratio = nn.constant dense<0.1> : tensor<f32> : tensor<f32>
-  %train = nn.constant dense<true> : tensor<i1> : tensor<i1>
+  %ratio = nn.constant dense<0.1> : tensor<f32>
+  %train = nn.constant dense<true> : tensor<i1>
   // CHECK: nn.dropout
   %4:2 = nn.dropout %t, %ratio, %train : (tensor<2x5x8xf32>, tensor<f32>, tensor<i1>) -> (tensor<2x5x8xf32>, tensor<2x5x8xi1>)
   return
@@ -139,7 +139,7 @@ func.func @normalisation(%x: tensor<2x3x4x4xf32>, %c: tensor<3xf32>, %t: tensor<
 
 // CHECK-LABEL: func @reductions
 func.func @reductions(%x: tensor<2x5x8xf32>) {
-  %axes = nn.constant dense<[-1]> : tensor<1xi64> : tensor<1xi64>
+  %axes = nn.constant dense<[-1]> : tensor<1xi64>
   // CHECK: nn.reduce_mean
   %0 = nn.reduce_mean %x, %axes : (tensor<2x5x8xf32>, tensor<1xi64>) -> tensor<2x5x1xf32>
   // CHECK: nn.reduce_sum
@@ -157,12 +157,12 @@ func.func @reductions(%x: tensor<2x5x8xf32>) {
 func.func @data_movement(%x: tensor<2x3x4xf32>, %i: tensor<5xi64>) {
   // CHECK: nn.shape
   %0 = nn.shape %x {start = 1 : i64} : (tensor<2x3x4xf32>) -> tensor<2xi64>
-  %shape = nn.constant dense<[6, -1]> : tensor<2xi64> : tensor<2xi64>
+  %shape = nn.constant dense<[6, -1]> : tensor<2xi64>
   // CHECK: nn.reshape
   %1 = nn.reshape %x, %shape : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<6x4xf32>
   // CHECK: nn.flatten
   %2 = nn.flatten %x {axis = 2 : i64} : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
-  %axes = nn.constant dense<[0]> : tensor<1xi64> : tensor<1xi64>
+  %axes = nn.constant dense<[0]> : tensor<1xi64>
   // CHECK: nn.unsqueeze
   %3 = nn.unsqueeze %x, %axes : (tensor<2x3x4xf32>, tensor<1xi64>) -> tensor<1x2x3x4xf32>
   // CHECK: nn.squeeze
@@ -173,23 +173,23 @@ func.func @data_movement(%x: tensor<2x3x4xf32>, %i: tensor<5xi64>) {
   %6 = nn.concat %x, %x {axis = 1 : i64} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x6x4xf32>
   // CHECK: nn.split
   %7:2 = nn.split %x {axis = 2 : i64} : (tensor<2x3x4xf32>) -> (tensor<2x3x2xf32>, tensor<2x3x2xf32>)
-  %st = nn.constant dense<[1]> : tensor<1xi64> : tensor<1xi64>
-  %en = nn.constant dense<[3]> : tensor<1xi64> : tensor<1xi64>
-  %ax = nn.constant dense<[2]> : tensor<1xi64> : tensor<1xi64>
-  %sp = nn.constant dense<[1]> : tensor<1xi64> : tensor<1xi64>
+  %st = nn.constant dense<[1]> : tensor<1xi64>
+  %en = nn.constant dense<[3]> : tensor<1xi64>
+  %ax = nn.constant dense<[2]> : tensor<1xi64>
+  %sp = nn.constant dense<[1]> : tensor<1xi64>
   // CHECK: nn.slice
   %8 = nn.slice %x, %st, %en, %ax, %sp : (tensor<2x3x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x3x2xf32>
   // CHECK: nn.gather
   %9 = nn.gather %x, %i {axis = 2 : i64} : (tensor<2x3x4xf32>, tensor<5xi64>) -> tensor<2x3x5xf32>
-  %to = nn.constant dense<[4, 2, 3, 4]> : tensor<4xi64> : tensor<4xi64>
+  %to = nn.constant dense<[4, 2, 3, 4]> : tensor<4xi64>
   // CHECK: nn.expand
   %10 = nn.expand %x, %to : (tensor<2x3x4xf32>, tensor<4xi64>) -> tensor<4x2x3x4xf32>
-  %rep = nn.constant dense<[1, 2, 1]> : tensor<3xi64> : tensor<3xi64>
+  %rep = nn.constant dense<[1, 2, 1]> : tensor<3xi64>
   // CHECK: nn.tile
   %11 = nn.tile %x, %rep : (tensor<2x3x4xf32>, tensor<3xi64>) -> tensor<2x6x4xf32>
-  %pads = nn.constant dense<[1, 2]> : tensor<2xi64> : tensor<2xi64>
-  %zero = nn.constant dense<0.0> : tensor<f32> : tensor<f32>
-  %pax = nn.constant dense<[2]> : tensor<1xi64> : tensor<1xi64>
+  %pads = nn.constant dense<[1, 2]> : tensor<2xi64>
+  %zero = nn.constant dense<0.0> : tensor<f32>
+  %pax = nn.constant dense<[2]> : tensor<1xi64>
   // CHECK: nn.pad {{.*}}mode = "reflect"
   %12 = nn.pad %x, %pads, %zero, %pax {mode = "reflect"} : (tensor<2x3x4xf32>, tensor<2xi64>, tensor<f32>, tensor<1xi64>) -> tensor<2x3x7xf32>
   // CHECK: nn.trilu

@@ -23,6 +23,25 @@ using llvm::SmallVector;
 #include "pipe/Dialect/NN/IR/NNOps.cpp.inc"
 
 //===----------------------------------------------------------------------===//
+// nn.constant syntax
+//===----------------------------------------------------------------------===//
+
+ParseResult ConstantOp::parse(OpAsmParser &parser, OperationState &result) {
+  ElementsAttr value;
+  if (parser.parseOptionalAttrDict(result.attributes) ||
+      parser.parseAttribute(value, "value", result.attributes))
+    return failure();
+  result.addTypes(value.getType());
+  return success();
+}
+
+void ConstantOp::print(OpAsmPrinter &printer) {
+  printer.printOptionalAttrDict((*this)->getAttrs(), /*elidedAttrs=*/{"value"});
+  printer << ' ';
+  printer.printAttribute(getValue());
+}
+
+//===----------------------------------------------------------------------===//
 // The shared verifier
 //===----------------------------------------------------------------------===//
 

@@ -37,7 +37,9 @@ def NN_ConstantOp : NN_Op<"constant", [ConstantLike]> {
   let summary = "A constant tensor (ONNX Constant, small integer initializers)";
   let arguments = (ins ElementsAttr:$value);
   let results = (outs AnyTensor:$output);
-  let assemblyFormat = "$value attr-dict `:` type($output)";
+  // `nn.constant dense<[1, 2]> : tensor<2xi64>`: the result type is the value's.
+  let assemblyFormat = ?;
+  let hasCustomAssemblyFormat = 1;
   let hasFolder = 1;
 }
 

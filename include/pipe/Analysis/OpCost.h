@@ -1,0 +1,74 @@
+//===- OpCost.h - what one nn op costs, independent of the GPU --*- C++ -*-===//
+//
+// The numbers the cost interface returns for one op: FLOPs and DRAM bytes of
+// its forward and backward kernels, and the values its backward keeps (its
+// gradient rule's saved values). The formulas per op class are in
+// docs/cost-model.md. A multiply-add counts as 2 FLOPs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_ANALYSIS_OPCOST_H
+#define PIPE_ANALYSIS_OPCOST_H
+
+#include "pipe/Analysis/Target.h"
+
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/SmallBitVector.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace pipe {
+
+/// What a cost query assumes about the op's context.
+struct CostQuery {
+  /// Bytes of one floating-point element at the compute dtype (integer and
+  /// boolean tensors keep their own width; i1 is one byte).
+  unsigned floatBytes = 4;
+  /// Which operands need a gradient (depend on a trainable parameter through
+  /// differentiable ops). Empty means every floating-point operand does.
+  llvm::SmallBitVector operandNeedsGrad;
+
+  bool needsGrad(unsigned operand) const {
+    return operandNeedsGrad.empty() || (operand < operandNeedsGrad.size() &&
+                                        operandNeedsGrad.test(operand));
+  }
+  bool anyNeedsGrad(unsigned numOperands) const {
+    for (unsigned i = 0; i < numOperands; ++i)
+      if (needsGrad(i))
+        return true;
+    return false;
+  }
+  /// Bytes of `v` (0 for a non-tensor or a non-static shape).
+  double bytes(mlir::Value v) const;
+};
+
+struct OpCost {
+  KernelClass kind = KernelClass::Free;
+  double forwardFlops = 0;
+  double forwardBytes = 0;
+  /// Backward = input gradients + weight gradients; the weight part is also
+  /// given alone (the zero-bubble B/W split of the partitioner).
+  double backwardFlops = 0;
+  double backwardBytes = 0;
+  double backwardWeightFlops = 0;
+  double backwardWeightBytes = 0;
+  unsigned forwardKernels = 0;
+  unsigned backwardKernels = 0;
+};
+
+/// The values an op's gradient rule keeps from its forward to its backward.
+/// `values` are operands or results; `extraBytes` are values the backward
+/// kernel keeps that are not SSA values of the forward (batch-norm mean and
+/// inverse std, a max-pool's argmax indices, a dropout mask when the op has
+/// no mask result).
+struct SavedForBackward {
+  llvm::SmallVector<mlir::Value, 2> values;
+  double extraBytes = 0;
+};
+
+/// Number of elements of a statically shaped tensor `v` (0 otherwise).
+double numElements(mlir::Value v);
+/// Bytes per element of `v`'s element type under `floatBytes`.
+double elementBytes(mlir::Value v, unsigned floatBytes);
+
+} // namespace pipe
+
+#endif // PIPE_ANALYSIS_OPCOST_H

@@ -1,0 +1,360 @@
+//===- Target.cpp - built-in GPU targets and the JSON target format -------===//
+//
+// Every figure of the built-in table comes from the vendor's datasheet named in
+// `source` (dense rates: the datasheets print the 2:4-sparsity rate for tensor
+// cores, marked with an asterisk, and we use half of it). docs/cost-model.md
+// lists the table with its citations and the conventions (capacities in GiB,
+// link bandwidth per direction = half the datasheet's bidirectional figure).
+//
+//===----------------------------------------------------------------------===//
+#include "pipe/Analysis/Target.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/FileSystem.h"
+
+using namespace pipe;
+using llvm::StringRef;
+
+static constexpr StringRef kDtypeNames[] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
+static constexpr StringRef kClassNames[] = {"free",          "gemm",      "conv",
+                                            "elementwise",   "normalization",
+                                            "reduction",     "pooling",   "data_movement"};
+
+std::optional<ComputeDtype> pipe::parseComputeDtype(StringRef text) {
+  for (unsigned i = 0; i < 5; ++i)
+    if (text.equals_insensitive(kDtypeNames[i]))
+      return static_cast<ComputeDtype>(i);
+  return std::nullopt;
+}
+StringRef pipe::toString(ComputeDtype dtype) {
+  return kDtypeNames[static_cast<unsigned>(dtype)];
+}
+unsigned pipe::storageBytes(ComputeDtype dtype) {
+  switch (dtype) {
+  case ComputeDtype::FP32:
+  case ComputeDtype::TF32:
+    return 4;
+  case ComputeDtype::FP16:
+  case ComputeDtype::BF16:
+  case ComputeDtype::FP8: // fp8 GEMMs, bf16 activations (Transformer-Engine style)
+    return 2;
+  }
+  return 4;
+}
+
+StringRef pipe::toString(KernelClass kind) {
+  return kClassNames[static_cast<unsigned>(kind)];
+}
+std::optional<KernelClass> pipe::parseKernelClass(StringRef text) {
+  for (unsigned i = 0; i < kNumKernelClasses; ++i)
+    if (text.equals_insensitive(kClassNames[i]))
+      return static_cast<KernelClass>(i);
+  return std::nullopt;
+}
+
+double Target::peakFlops(KernelClass kind, ComputeDtype dtype) const {
+  if (kind == KernelClass::Gemm || kind == KernelClass::Conv)
+    return gemmPeakFlops[static_cast<unsigned>(dtype)];
+  return vectorPeakFlops;
+}
+
+// Assumed fractions of peak (docs/cost-model.md, "Efficiency factors"): large
+// GEMMs reach 70-80% of tensor-core peak and convolutions somewhat less;
+// streaming kernels reach 70-90% of DRAM bandwidth, strided copies less.
+std::array<Efficiency, kNumKernelClasses> Target::defaultEfficiencies() {
+  std::array<Efficiency, kNumKernelClasses> e;
+  e[static_cast<unsigned>(KernelClass::Free)] = {1.0, 1.0};
+  e[static_cast<unsigned>(KernelClass::Gemm)] = {0.70, 0.80};
+  e[static_cast<unsigned>(KernelClass::Conv)] = {0.60, 0.80};
+  e[static_cast<unsigned>(KernelClass::Elementwise)] = {1.0, 0.80};
+  e[static_cast<unsigned>(KernelClass::Normalization)] = {1.0, 0.70};
+  e[static_cast<unsigned>(KernelClass::Reduction)] = {1.0, 0.70};
+  e[static_cast<unsigned>(KernelClass::Pooling)] = {1.0, 0.70};
+  e[static_cast<unsigned>(KernelClass::DataMovement)] = {1.0, 0.60};
+  return e;
+}
+
+namespace {
+constexpr double T = 1e12;   // TFLOP/s
+constexpr double GBs = 1e9;  // GB/s
+constexpr double GiB = 1073741824.0;
+constexpr double us = 1e-6;
+
+struct Entry {
+  const char *name, *aliases, *description, *source;
+  double fp32, tf32, fp16, bf16, fp8; // dense tensor-core TFLOP/s (fp32: CUDA cores)
+  double bandwidthGBs, memoryGiB;
+  const char *intraKind;
+  double intraGBsBidirectional;
+  const char *interKind;
+  double interGbitPerSecond;
+};
+
+// Sources (docs/cost-model.md gives the exact table rows used):
+//  V100: "NVIDIA Tesla V100 GPU Accelerator" datasheet, V100 SXM2 column.
+//  A100: "NVIDIA A100 Tensor Core GPU" datasheet, A100 40GB/80GB SXM columns.
+//  H100: "NVIDIA H100 Tensor Core GPU" datasheet, H100 SXM and H100 PCIe columns.
+//  H200: "NVIDIA H200 Tensor Core GPU" datasheet, H200 SXM column.
+//  L4: "NVIDIA L4 Tensor Core GPU" datasheet. L40S: "NVIDIA L40S" datasheet.
+//  RTX 4090: "NVIDIA Ada GPU Architecture" whitepaper, Table 1 (FP32-accumulate
+//  tensor rates, which are half the FP16-accumulate ones on GeForce parts).
+const Entry kEntries[] = {
+    {"v100-32gb", "v100", "NVIDIA Tesla V100 SXM2 32GB",
+     "NVIDIA Tesla V100 GPU Accelerator datasheet", 15.7, 0, 125, 0, 0, 900, 32,
+     "NVLink 2", 300, "EDR InfiniBand 100 Gb/s", 100},
+    {"a100-40gb", "a10040", "NVIDIA A100 SXM4 40GB",
+     "NVIDIA A100 Tensor Core GPU datasheet", 19.5, 156, 312, 312, 0, 1555, 40,
+     "NVLink 3", 600, "HDR InfiniBand 200 Gb/s", 200},
+    {"a100-80gb", "a100", "NVIDIA A100 SXM4 80GB",
+     "NVIDIA A100 Tensor Core GPU datasheet", 19.5, 156, 312, 312, 0, 2039, 80,
+     "NVLink 3", 600, "HDR InfiniBand 200 Gb/s", 200},
+    {"h100-sxm", "h100", "NVIDIA H100 SXM5 80GB",
+     "NVIDIA H100 Tensor Core GPU datasheet", 67, 494.5, 989.5, 989.5, 1979, 3350,
+     80, "NVLink 4", 900, "NDR InfiniBand 400 Gb/s", 400},
+    {"h100-pcie", "", "NVIDIA H100 PCIe 80GB",
+     "NVIDIA H100 Tensor Core GPU datasheet", 51, 378, 756.5, 756.5, 1513, 2000, 80,
+     "PCIe 5.0 x16", 128, "Ethernet 100 Gb/s", 100},
+    {"h200", "h200-sxm", "NVIDIA H200 SXM 141GB",
+     "NVIDIA H200 Tensor Core GPU datasheet", 67, 494.5, 989.5, 989.5, 1979, 4800,
+     141, "NVLink 4", 900, "NDR InfiniBand 400 Gb/s", 400},
+    {"l4", "", "NVIDIA L4 24GB", "NVIDIA L4 Tensor Core GPU datasheet", 30.3, 60,
+     121, 121, 242.5, 300, 24, "PCIe 4.0 x16", 64, "Ethernet 100 Gb/s", 100},
+    {"l40s", "", "NVIDIA L40S 48GB", "NVIDIA L40S GPU datasheet", 91.6, 183,
+     362.05, 362.05, 733, 864, 48, "PCIe 4.0 x16", 64, "Ethernet 100 Gb/s", 100},
+    {"rtx4090", "4090", "NVIDIA GeForce RTX 4090 24GB",
+     "NVIDIA Ada GPU Architecture whitepaper", 82.6, 82.6, 165.2, 165.2, 330.3,
+     1008, 24, "PCIe 4.0 x16", 64, "Ethernet 100 Gb/s", 100},
+};
+
+std::vector<Target> buildTable() {
+  std::vector<Target> table;
+  for (const Entry &e : kEntries) {
+    Target t;
+    t.name = e.name;
+    t.description = e.description;
+    t.source = e.source;
+    t.gemmPeakFlops[0] = e.fp32 * T;
+    t.gemmPeakFlops[1] = e.tf32 * T;
+    t.gemmPeakFlops[2] = e.fp16 * T;
+    t.gemmPeakFlops[3] = e.bf16 * T;
+    t.gemmPeakFlops[4] = e.fp8 * T;
+    t.vectorPeakFlops = e.fp32 * T;
+    t.memoryBandwidthBytesPerSecond = e.bandwidthGBs * GBs;
+    t.memoryBytes = e.memoryGiB * GiB;
+    t.intraNode = {e.intraKind, e.intraGBsBidirectional / 2 * GBs, 5 * us};
+    t.interNode = {e.interKind, e.interGbitPerSecond / 8 * GBs, 10 * us};
+    table.push_back(std::move(t));
+  }
+  return table;
+}
+
+std::string normalizeName(StringRef name) {
+  std::string out;
+  for (char c : name)
+    if (c != '-' && c != '_' && c != ' ')
+      out.push_back(llvm::toLower(c));
+  return out;
+}
+} // namespace
+
+llvm::ArrayRef<Target> pipe::builtinTargets() {
+  static const std::vector<Target> table = buildTable();
+  return table;
+}
+
+static const Target *findBuiltin(StringRef name) {
+  std::string key = normalizeName(name);
+  auto targets = builtinTargets();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (normalizeName(targets[i].name) == key)
+      return &targets[i];
+    llvm::SmallVector<StringRef> aliases;
+    StringRef(kEntries[i].aliases).split(aliases, ',', -1, false);
+    for (StringRef alias : aliases)
+      if (normalizeName(alias) == key)
+        return &targets[i];
+  }
+  return nullptr;
+}
+
+static std::string knownTargets() {
+  std::string list;
+  for (const Target &t : builtinTargets())
+    list += (list.empty() ? "" : ", ") + t.name;
+  return list;
+}
+
+llvm::Expected<Target> pipe::lookupTarget(StringRef nameOrFile) {
+  if (const Target *t = findBuiltin(nameOrFile))
+    return *t;
+  if (llvm::sys::fs::is_regular_file(nameOrFile)) {
+    auto buffer = llvm::MemoryBuffer::getFile(nameOrFile);
+    if (!buffer)
+      return llvm::createStringError(buffer.getError(), "cannot read target file '%s'",
+                                     nameOrFile.str().c_str());
+    auto target = parseTargetJson((*buffer)->getBuffer());
+    if (!target)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), "target file '" +
+                                         nameOrFile + "': " +
+                                         llvm::toString(target.takeError()));
+    return target;
+  }
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "unknown target '" + nameOrFile +
+                                     "' (known targets: " + knownTargets() +
+                                     "; or a JSON target file)");
+}
+
+//===----------------------------------------------------------------------===//
+// JSON format
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Reads optional numeric fields, recording the first type error.
+struct Reader {
+  std::string error;
+  void number(const llvm::json::Object *obj, StringRef key, double &out,
+              double scale, StringRef where) {
+    if (!obj || !error.empty())
+      return;
+    const llvm::json::Value *v = obj->get(key);
+    if (!v)
+      return;
+    std::optional<double> d = v->getAsNumber();
+    if (!d || *d < 0) {
+      error = ("'" + where + key + "' must be a non-negative number").str();
+      return;
+    }
+    out = *d * scale;
+  }
+  void string(const llvm::json::Object *obj, StringRef key, std::string &out) {
+    if (!obj || !error.empty())
+      return;
+    if (const llvm::json::Value *v = obj->get(key)) {
+      if (auto s = v->getAsString())
+        out = s->str();
+      else
+        error = ("'" + key + "' must be a string").str();
+    }
+  }
+  void link(const llvm::json::Object *obj, StringRef key, Link &link) {
+    const llvm::json::Object *l = obj->getObject(key);
+    if (!l) {
+      if (obj->get(key) && error.empty())
+        error = ("'" + key + "' must be an object").str();
+      return;
+    }
+    string(l, "kind", link.kind);
+    std::string where = (key + ".").str();
+    number(l, "bandwidth_gbps", link.bandwidthBytesPerSecond, 1e9, where);
+    number(l, "latency_us", link.latencySeconds, 1e-6, where);
+  }
+};
+} // namespace
+
+llvm::Expected<Target> pipe::parseTargetJson(StringRef text) {
+  auto parsed = llvm::json::parse(text);
+  if (!parsed)
+    return parsed.takeError();
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "a target file must be a JSON object");
+  Target target;
+  if (auto base = root->getString("base")) {
+    const Target *builtin = findBuiltin(*base);
+    if (!builtin)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "unknown base target '" + *base +
+                                         "' (known targets: " + knownTargets() + ")");
+    target = *builtin;
+  }
+  static constexpr StringRef knownKeys[] = {
+      "name", "base", "description", "source", "peak_tflops", "memory_bandwidth_gbps",
+      "memory_gib", "gpus_per_node", "intra_node", "inter_node", "launch_overhead_us",
+      "efficiency"};
+  for (const auto &kv : *root)
+    if (!llvm::is_contained(knownKeys, StringRef(kv.first)))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "unknown field '" + StringRef(kv.first) + "'");
+  Reader r;
+  r.string(root, "name", target.name);
+  r.string(root, "description", target.description);
+  r.string(root, "source", target.source);
+  if (const llvm::json::Object *peaks = root->getObject("peak_tflops")) {
+    for (unsigned i = 0; i < 5; ++i)
+      r.number(peaks, kDtypeNames[i], target.gemmPeakFlops[i], 1e12, "peak_tflops.");
+    r.number(peaks, "vector_fp32", target.vectorPeakFlops, 1e12, "peak_tflops.");
+  }
+  r.number(root, "memory_bandwidth_gbps", target.memoryBandwidthBytesPerSecond, 1e9, "");
+  r.number(root, "memory_gib", target.memoryBytes, GiB, "");
+  double gpus = target.gpusPerNode;
+  r.number(root, "gpus_per_node", gpus, 1, "");
+  target.gpusPerNode = static_cast<int>(gpus);
+  r.number(root, "launch_overhead_us", target.launchOverheadSeconds, 1e-6, "");
+  r.link(root, "intra_node", target.intraNode);
+  r.link(root, "inter_node", target.interNode);
+  if (const llvm::json::Object *eff = root->getObject("efficiency")) {
+    for (const auto &kv : *eff) {
+      auto kind = parseKernelClass(kv.first);
+      const llvm::json::Object *pair = kv.second.getAsObject();
+      if (!kind || !pair)
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "efficiency: unknown kernel class '" +
+                                           StringRef(kv.first) + "'");
+      Efficiency &e = target.efficiency[static_cast<unsigned>(*kind)];
+      std::string where = ("efficiency." + StringRef(kv.first) + ".").str();
+      r.number(pair, "compute", e.compute, 1, where);
+      r.number(pair, "memory", e.memory, 1, where);
+    }
+  }
+  if (r.error.empty()) {
+    if (target.name.empty())
+      r.error = "'name' is required";
+    else if (target.memoryBandwidthBytesPerSecond <= 0)
+      r.error = "'memory_bandwidth_gbps' must be positive";
+    else if (target.vectorPeakFlops <= 0 && target.gemmPeakFlops[0] <= 0)
+      r.error = "'peak_tflops' needs at least fp32";
+    else if (target.gpusPerNode < 1)
+      r.error = "'gpus_per_node' must be at least 1";
+  }
+  if (target.vectorPeakFlops <= 0)
+    target.vectorPeakFlops = target.gemmPeakFlops[0];
+  for (const Efficiency &e : target.efficiency)
+    if (r.error.empty() && (e.compute <= 0 || e.compute > 1 || e.memory <= 0 || e.memory > 1))
+      r.error = "efficiency factors must lie in (0, 1]";
+  if (!r.error.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), r.error);
+  return target;
+}
+
+void pipe::writeTargetJson(const Target &t, llvm::raw_ostream &os) {
+  llvm::json::Object peaks;
+  for (unsigned i = 0; i < 5; ++i)
+    peaks[kDtypeNames[i]] = t.gemmPeakFlops[i] / 1e12;
+  peaks["vector_fp32"] = t.vectorPeakFlops / 1e12;
+  auto link = [](const Link &l) {
+    return llvm::json::Object{{"kind", l.kind},
+                              {"bandwidth_gbps", l.bandwidthBytesPerSecond / 1e9},
+                              {"latency_us", l.latencySeconds / 1e-6}};
+  };
+  llvm::json::Object eff;
+  for (unsigned i = 0; i < kNumKernelClasses; ++i)
+    eff[kClassNames[i]] = llvm::json::Object{{"compute", t.efficiency[i].compute},
+                                             {"memory", t.efficiency[i].memory}};
+  llvm::json::Object root{{"name", t.name},
+                          {"description", t.description},
+                          {"source", t.source},
+                          {"peak_tflops", std::move(peaks)},
+                          {"memory_bandwidth_gbps", t.memoryBandwidthBytesPerSecond / 1e9},
+                          {"memory_gib", t.memoryBytes / GiB},
+                          {"gpus_per_node", t.gpusPerNode},
+                          {"intra_node", link(t.intraNode)},
+                          {"inter_node", link(t.interNode)},
+                          {"launch_overhead_us", t.launchOverheadSeconds / 1e-6},
+                          {"efficiency", std::move(eff)}};
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+}

@@ -1,0 +1,425 @@
+// Every exact algorithm equals brute force on thousands of random small instances:
+// all contiguous splits of chains, all DAG-convex (monotone) allocations of tiny DAGs.
+// The brute force prices stages with its own code, independent of StageModel.
+#include "TestUtil.h"
+
+#include "partitioner/Algorithm.h"
+#include "partitioner/CutLattice.h"
+#include "partitioner/LatticeDp.h"
+#include "partitioner/Linearize.h"
+#include "partitioner/Planner.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <set>
+
+namespace partitioner {
+std::vector<int> minMaxSplitSizes(const std::vector<double> &weights, int stages);
+}
+
+namespace partitioner::testing {
+namespace {
+
+enum class Rule { None, OneFOneB, GPipe, PipeDream };
+
+/// Independent pricing of a partition given as a list of layer sets (in stage order).
+struct BruteStage {
+  double period = 0, memory = 0, forward = 0, backward = 0;
+  bool fits = true;
+};
+
+double cutOf(const Problem &problem, const std::vector<bool> &inside) {
+  double bytes = 0;
+  for (const Tensor &t : problem.tensors) {
+    if (!inside[static_cast<size_t>(t.producer)])
+      continue;
+    for (int c : t.consumers)
+      if (!inside[static_cast<size_t>(c)]) {
+        bytes += t.bytes;
+        break;
+      }
+  }
+  return bytes;
+}
+
+std::vector<BruteStage> priceStages(const Problem &problem, const std::vector<std::vector<int>> &stages,
+                                    Rule rule) {
+  const int k = static_cast<int>(stages.size());
+  const int gpus = problem.platform.gpus;
+  const int m = problem.training.microbatches;
+  std::vector<bool> inside(problem.layers.size(), false);
+  std::vector<double> cutBefore, cutAfter;
+  for (const auto &stage : stages) {
+    cutBefore.push_back(cutOf(problem, inside));
+    for (int l : stage)
+      inside[static_cast<size_t>(l)] = true;
+    cutAfter.push_back(cutOf(problem, inside));
+  }
+  std::vector<BruteStage> result;
+  for (int s = 0; s < k; ++s) {
+    const int gpu = gpus - k + s;
+    BruteStage stage;
+    double work = 0, saved = 0, params = 0;
+    for (int l : stages[static_cast<size_t>(s)]) {
+      const Layer &layer = problem.layers[static_cast<size_t>(l)];
+      work += layer.forwardMs + layer.backwardMs;
+      stage.forward += layer.forwardMs;
+      stage.backward += layer.backwardMs;
+      saved += layer.savedBytes;
+      params += layer.parameterBytes;
+    }
+    double comm = 0;
+    if (s > 0)
+      comm += problem.platform.linkBetween(gpu - 1, gpu).transferMs(cutBefore[static_cast<size_t>(s)]);
+    if (s < k - 1)
+      comm += problem.platform.linkBetween(gpu, gpu + 1).transferMs(cutAfter[static_cast<size_t>(s)]);
+    stage.period = std::max(work, comm);
+    const double buffers = problem.training.communicationBuffers
+                               ? (s > 0 ? cutBefore[static_cast<size_t>(s)] : 0.0) +
+                                     (s < k - 1 ? cutAfter[static_cast<size_t>(s)] : 0.0)
+                               : 0.0;
+    int copies = 0;
+    if (rule == Rule::OneFOneB)
+      copies = std::min(k - s, m);
+    else if (rule == Rule::GPipe)
+      copies = m;
+    stage.memory = problem.training.stateMultiplier * params + buffers + copies * saved;
+    if (rule == Rule::PipeDream)
+      stage.fits = (k - s - 1) * (saved + params) <= problem.platform.memoryBytesPerGpu;
+    else if (rule != Rule::None)
+      stage.fits = stage.memory <= problem.platform.memoryBytesPerGpu * (1 + 1e-12);
+    result.push_back(stage);
+  }
+  return result;
+}
+
+std::vector<std::vector<int>> stagesFromSizes(const std::vector<int> &sizes) {
+  std::vector<std::vector<int>> stages;
+  int next = 0;
+  for (int size : sizes) {
+    std::vector<int> stage;
+    for (int i = 0; i < size; ++i)
+      stage.push_back(next++);
+    stages.push_back(stage);
+  }
+  return stages;
+}
+
+std::vector<std::vector<int>> stagesFromPartition(const CutLattice &lattice, const CutPartition &p) {
+  std::vector<std::vector<int>> stages;
+  for (size_t s = 0; s + 1 < p.cuts.size(); ++s)
+    stages.push_back(lattice.layersBetween(p.cuts[s], p.cuts[s + 1]));
+  return stages;
+}
+
+struct BruteBest {
+  double period = kInfinity;
+  double bytesAtBest = kInfinity;
+};
+
+/// Best bottleneck (and, among optimal partitions, fewest crossing bytes) over a list
+/// of candidate partitions.
+BruteBest bruteBest(const Problem &problem, const std::vector<std::vector<std::vector<int>>> &candidates,
+                    Rule rule) {
+  BruteBest best;
+  std::vector<std::pair<double, double>> values;
+  for (const auto &stages : candidates) {
+    auto priced = priceStages(problem, stages, rule);
+    double bottleneck = 0;
+    bool fits = true;
+    for (const auto &s : priced) {
+      bottleneck = std::max(bottleneck, s.period);
+      fits = fits && s.fits;
+    }
+    if (!fits)
+      continue;
+    std::vector<bool> inside(problem.layers.size(), false);
+    double bytes = 0;
+    for (size_t s = 0; s + 1 < stages.size(); ++s) {
+      for (int l : stages[s])
+        inside[static_cast<size_t>(l)] = true;
+      bytes += cutOf(problem, inside);
+    }
+    values.emplace_back(bottleneck, bytes);
+    best.period = std::min(best.period, bottleneck);
+  }
+  for (const auto &[period, bytes] : values)
+    if (period <= best.period * (1 + 1e-9))
+      best.bytesAtBest = std::min(best.bytesAtBest, bytes);
+  return best;
+}
+
+double bottleneckOf(const Problem &problem, const std::vector<std::vector<int>> &stages, Rule rule,
+                    bool *fits, double *bytes) {
+  auto priced = priceStages(problem, stages, rule);
+  double bottleneck = 0;
+  *fits = true;
+  for (const auto &s : priced) {
+    bottleneck = std::max(bottleneck, s.period);
+    *fits = *fits && s.fits;
+  }
+  std::vector<bool> inside(problem.layers.size(), false);
+  *bytes = 0;
+  for (size_t s = 0; s + 1 < stages.size(); ++s) {
+    for (int l : stages[s])
+      inside[static_cast<size_t>(l)] = true;
+    *bytes += cutOf(problem, inside);
+  }
+  return bottleneck;
+}
+
+void expectNear(double expected, double actual, const std::string &what) {
+  if (expected == kInfinity || actual == kInfinity) {
+    EXPECT_EQ(expected, actual) << what;
+    return;
+  }
+  EXPECT_NEAR(expected, actual, 1e-7 * std::max(1.0, std::fabs(expected))) << what;
+}
+
+void checkMinMax(const Problem &problem, const CutLattice &lattice,
+                 const std::vector<std::vector<std::vector<int>>> &candidates, Rule rule,
+                 const std::string &label) {
+  const StageModel model(problem, lattice);
+  MinMaxOptions options;
+  options.maxStages = problem.platform.gpus;
+  options.memoryAware = rule != Rule::None;
+  options.inFlightRule = rule == Rule::GPipe ? ScheduleKind::GPipe : ScheduleKind::OneFOneB;
+  options.pipeDreamFilter = rule == Rule::PipeDream;
+  options.exactStageCount = rule == Rule::PipeDream;
+  options.tieBreak = rule != Rule::PipeDream;
+  auto partition = minMaxPartition(model, options);
+  BruteBest brute = bruteBest(problem, candidates, rule);
+  if (brute.period == kInfinity) {
+    EXPECT_FALSE(partition.has_value()) << label;
+    return;
+  }
+  ASSERT_TRUE(partition.has_value()) << label << ": brute force found " << brute.period;
+  bool fits = false;
+  double bytes = 0;
+  double value = bottleneckOf(problem, stagesFromPartition(lattice, *partition), rule, &fits, &bytes);
+  EXPECT_TRUE(fits) << label;
+  expectNear(brute.period, value, label + " bottleneck");
+  expectNear(brute.period, partition->periodMs, label + " reported period");
+  if (options.tieBreak)
+    expectNear(brute.bytesAtBest, bytes, label + " crossing bytes at the optimum");
+}
+
+TEST(AlgorithmOracle, ChainDynamicProgramsEqualBruteForce) {
+  std::mt19937 rng(20260101);
+  int cases = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    const int layers = 1 + static_cast<int>(rng() % 9);
+    const int gpus = 1 + static_cast<int>(rng() % 4);
+    Problem problem = randomChain(rng, layers, gpus);
+    const CutLattice lattice = chainLattice(problem, topologicalOrder(problem));
+    std::vector<std::vector<std::vector<int>>> candidates, exact;
+    for (const auto &sizes : allCompositions(layers, gpus)) {
+      candidates.push_back(stagesFromSizes(sizes));
+      if (static_cast<int>(sizes.size()) == std::min(gpus, layers))
+        exact.push_back(stagesFromSizes(sizes));
+    }
+    const std::string label = "trial " + std::to_string(trial);
+    checkMinMax(problem, lattice, candidates, Rule::None, label + " balanced");
+    checkMinMax(problem, lattice, candidates, Rule::OneFOneB, label + " madpipe/1f1b");
+    checkMinMax(problem, lattice, candidates, Rule::GPipe, label + " madpipe/gpipe");
+    checkMinMax(problem, lattice, exact, Rule::PipeDream, label + " pipedream");
+    ++cases;
+  }
+  EXPECT_EQ(cases, 1500);
+}
+
+TEST(AlgorithmOracle, DagAwareCutsEqualBruteForceOverMonotoneAllocations) {
+  std::mt19937 rng(777);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int layers = 2 + static_cast<int>(rng() % 6);
+    const int gpus = 1 + static_cast<int>(rng() % 3);
+    Problem problem = randomDag(rng, layers, gpus);
+    auto lattice = idealLattice(problem, 100000);
+    ASSERT_TRUE(lattice.has_value());
+    // All labelings layer -> stage that are monotone along tensors and use 0..k-1.
+    std::vector<std::vector<std::vector<int>>> candidates;
+    std::vector<int> label(static_cast<size_t>(layers), 0);
+    std::function<void(int)> enumerate = [&](int layer) {
+      if (layer == layers) {
+        int k = *std::max_element(label.begin(), label.end()) + 1;
+        std::vector<std::vector<int>> stages(static_cast<size_t>(k));
+        for (int l = 0; l < layers; ++l)
+          stages[static_cast<size_t>(label[static_cast<size_t>(l)])].push_back(l);
+        for (const auto &s : stages)
+          if (s.empty())
+            return;
+        for (const Tensor &t : problem.tensors)
+          for (int c : t.consumers)
+            if (label[static_cast<size_t>(c)] < label[static_cast<size_t>(t.producer)])
+              return;
+        candidates.push_back(stages);
+        return;
+      }
+      for (int s = 0; s < gpus; ++s) {
+        label[static_cast<size_t>(layer)] = s;
+        enumerate(layer + 1);
+      }
+    };
+    enumerate(0);
+    const std::string name = "dag trial " + std::to_string(trial);
+    checkMinMax(problem, *lattice, candidates, Rule::None, name + " balanced");
+    checkMinMax(problem, *lattice, candidates, Rule::OneFOneB, name + " madpipe/1f1b");
+  }
+}
+
+/// Independent span recursion of the periodic schedule (LatticeDp.h).
+double bruteSpan(const Problem &problem, const std::vector<std::vector<int>> &stages, double T,
+                 bool *feasible) {
+  const int k = static_cast<int>(stages.size());
+  const int gpus = problem.platform.gpus;
+  const int m = problem.training.microbatches;
+  auto priced = priceStages(problem, stages, Rule::None);
+  std::vector<bool> inside(problem.layers.size(), false);
+  std::vector<double> cutAfter;
+  for (const auto &stage : stages) {
+    for (int l : stage)
+      inside[static_cast<size_t>(l)] = true;
+    cutAfter.push_back(cutOf(problem, inside));
+  }
+  *feasible = true;
+  double downstream = 0;
+  for (int s = k - 1; s >= 0; --s) {
+    const int gpu = gpus - k + s;
+    const BruteStage &stage = priced[static_cast<size_t>(s)];
+    const double f = stage.forward, b = stage.backward;
+    if (f + b > T * (1 + 1e-9) || stage.period > T * (1 + 1e-9)) {
+      *feasible = false;
+      return kInfinity;
+    }
+    double earliest = f;
+    if (s < k - 1)
+      earliest += downstream +
+                  2 * problem.platform.linkBetween(gpu, gpu + 1).transferMs(cutAfter[static_cast<size_t>(s)]);
+    // Smallest x >= earliest with x mod T in [f, T - b].
+    double x = earliest;
+    for (int guard = 0; guard < 4; ++guard) {
+      double r = std::fmod(x, T);
+      if (r + 1e-9 * T >= f && r <= T - b + 1e-9 * T)
+        break;
+      x = r < f ? x + (f - r) : x + (T - r) + f;
+    }
+    const double span = x + b;
+    int copies = std::max(1, std::min(m, static_cast<int>(std::ceil(span / T - 1e-9))));
+    double params = 0, saved = 0;
+    for (int l : stages[static_cast<size_t>(s)]) {
+      params += problem.layers[static_cast<size_t>(l)].parameterBytes;
+      saved += problem.layers[static_cast<size_t>(l)].savedBytes;
+    }
+    double buffers = 0;
+    if (problem.training.communicationBuffers) {
+      if (s > 0)
+        buffers += cutAfter[static_cast<size_t>(s - 1)];
+      if (s < k - 1)
+        buffers += cutAfter[static_cast<size_t>(s)];
+    }
+    if (problem.training.stateMultiplier * params + buffers + copies * saved >
+        problem.platform.memoryBytesPerGpu * (1 + 1e-12)) {
+      *feasible = false;
+      return kInfinity;
+    }
+    downstream = span;
+  }
+  return downstream;
+}
+
+TEST(AlgorithmOracle, PeriodicDynamicProgramEqualsBruteForceAtFixedPeriod) {
+  std::mt19937 rng(4242);
+  for (int trial = 0; trial < 800; ++trial) {
+    const int layers = 1 + static_cast<int>(rng() % 8);
+    const int gpus = 1 + static_cast<int>(rng() % 4);
+    Problem problem = randomChain(rng, layers, gpus);
+    double total = 0, largest = 0;
+    for (const Layer &l : problem.layers) {
+      total += l.workMs();
+      largest = std::max(largest, l.workMs());
+    }
+    const double T = std::uniform_real_distribution<double>(largest, total * 1.2 + 1)(rng);
+    const CutLattice lattice = chainLattice(problem, topologicalOrder(problem));
+    const StageModel model(problem, lattice);
+    double bestSpan = kInfinity;
+    for (const auto &sizes : allCompositions(layers, gpus)) {
+      bool feasible = false;
+      double span = bruteSpan(problem, stagesFromSizes(sizes), T, &feasible);
+      if (feasible)
+        bestSpan = std::min(bestSpan, span);
+    }
+    auto partition = periodicPartition(model, gpus, T);
+    const std::string label = "trial " + std::to_string(trial) + " T=" + std::to_string(T);
+    if (bestSpan == kInfinity) {
+      EXPECT_FALSE(partition.has_value()) << label;
+      continue;
+    }
+    ASSERT_TRUE(partition.has_value()) << label;
+    bool feasible = false;
+    double span = bruteSpan(problem, stagesFromPartition(lattice, *partition), T, &feasible);
+    EXPECT_TRUE(feasible) << label;
+    expectNear(bestSpan, span, label + " first-stage span");
+  }
+}
+
+TEST(AlgorithmOracle, ParamsSplitEqualsBruteForce) {
+  std::mt19937 rng(99);
+  for (int trial = 0; trial < 1000; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 9);
+    const int parts = 1 + static_cast<int>(rng() % 5);
+    std::vector<double> weights;
+    for (int i = 0; i < n; ++i)
+      weights.push_back(static_cast<double>(rng() % 100));
+    double best = kInfinity;
+    for (const auto &sizes : allCompositions(n, std::min(parts, n))) {
+      if (static_cast<int>(sizes.size()) != std::min(parts, n))
+        continue;
+      double worst = 0;
+      int at = 0;
+      for (int size : sizes) {
+        double sum = 0;
+        for (int i = 0; i < size; ++i)
+          sum += weights[static_cast<size_t>(at++)];
+        worst = std::max(worst, sum);
+      }
+      best = std::min(best, worst);
+    }
+    auto sizes = minMaxSplitSizes(weights, parts);
+    ASSERT_EQ(static_cast<int>(sizes.size()), std::min(parts, n));
+    double worst = 0;
+    int at = 0;
+    for (int size : sizes) {
+      EXPECT_GT(size, 0);
+      double sum = 0;
+      for (int i = 0; i < size; ++i)
+        sum += weights[static_cast<size_t>(at++)];
+      worst = std::max(worst, sum);
+    }
+    EXPECT_EQ(at, n);
+    EXPECT_DOUBLE_EQ(best, worst) << "trial " << trial;
+  }
+}
+
+TEST(AlgorithmOracle, BestKeepsTheBestValidPlanOfAllTried) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 60; ++trial) {
+    Problem problem = randomChain(rng, 3 + static_cast<int>(rng() % 8), 1 + static_cast<int>(rng() % 4));
+    PlanningReport report = plan(problem);
+    ASSERT_FALSE(report.results.empty());
+    for (const PlanResult &r : report.results) {
+      if (!r.valid)
+        continue;
+      ASSERT_NE(report.best(), nullptr);
+      EXPECT_LE(report.best()->periodMs, r.periodMs * (1 + 1e-9)) << r.algorithm;
+      EXPECT_GE(r.periodMs, report.bounds.bestMs * (1 - 1e-9)) << "below the lower bound: " << r.algorithm;
+    }
+    if (!report.best())
+      for (const PlanResult &r : report.results)
+        EXPECT_FALSE(r.reason.empty()) << r.algorithm;
+  }
+}
+
+} // namespace
+} // namespace partitioner::testing

@@ -1,0 +1,153 @@
+// Problem model, readers (graph.txt, JSON), linearisation and cut sets, input errors.
+#include "TestUtil.h"
+
+#include "partitioner/CutLattice.h"
+#include "partitioner/Error.h"
+#include "partitioner/GraphText.h"
+#include "partitioner/Linearize.h"
+#include "partitioner/ProblemJson.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+
+namespace partitioner {
+namespace {
+
+std::string dataPath(const std::string &name) { return std::string(PIPE_PARTITIONER_TEST_DATA) + "/" + name; }
+
+std::string errorOf(const std::function<void()> &action) {
+  try {
+    action();
+  } catch (const Error &error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(Problem, ParsesSizesAndBandwidths) {
+  EXPECT_DOUBLE_EQ(parseBytes("16GB"), 16e9);
+  EXPECT_DOUBLE_EQ(parseBytes("16gb"), 16e9);
+  EXPECT_DOUBLE_EQ(parseBytes("1GiB"), 1073741824.0);
+  EXPECT_DOUBLE_EQ(parseBytes("512MB"), 512e6);
+  EXPECT_DOUBLE_EQ(parseBytes("1e9"), 1e9);
+  EXPECT_EQ(parseBytes("inf"), kInfinity);
+  EXPECT_DOUBLE_EQ(parseBandwidth("25GB/s"), 25e9);
+  EXPECT_DOUBLE_EQ(parseBandwidth("100Gb/s"), 12.5e9);
+  EXPECT_NE(errorOf([] { parseBytes("16 parsecs"); }).find("unknown unit"), std::string::npos);
+  EXPECT_NE(errorOf([] { parseBytes("-3GB"); }).find("positive"), std::string::npos);
+  EXPECT_NE(errorOf([] { parseScheduleKind("2f2b"); }).find("unknown schedule '2f2b'"), std::string::npos);
+}
+
+TEST(Problem, ReadsGraphTextWithInputsListsAndSkipConnections) {
+  Problem problem = readGraphTextFile(dataPath("tiny_graph.txt"));
+  ASSERT_EQ(problem.layers.size(), 6u);
+  EXPECT_EQ(problem.layers[0].name, "node1");
+  EXPECT_EQ(problem.layers[0].forwardMs, 0); // inputs are free, like the reference
+  EXPECT_EQ(problem.layers[0].savedBytes, 0);
+  EXPECT_EQ(problem.layers[1].outputBytes, 400); // [300; 100] summed
+  EXPECT_FALSE(problem.isChain());
+  const std::vector<int> order = topologicalOrder(problem);
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  // node2's output goes to node3 and (skip) node5: it crosses every cut up to node5
+  // once, whatever its number of consumers behind the cut.
+  const std::vector<double> cut = cutBytesAlong(problem, order);
+  EXPECT_EQ(cut, (std::vector<double>{100, 400, 700, 600, 200, 0}));
+}
+
+TEST(Problem, IdealLatticeOfTheTinyGraph) {
+  Problem problem = readGraphTextFile(dataPath("tiny_graph.txt"));
+  auto lattice = idealLattice(problem, 1000);
+  ASSERT_TRUE(lattice.has_value());
+  // Chain 1-2-3-4-5-6 plus the skip 2->5: the downsets are exactly the 7 prefixes.
+  EXPECT_EQ(lattice->numCuts(), 7u);
+  EXPECT_FALSE(idealLattice(problem, 3).has_value());
+}
+
+TEST(Problem, RejectsMalformedGraphsWithTheLineAndNode) {
+  std::string message = errorOf([] { readGraphTextFile(dataPath("malformed_graph.txt")); });
+  EXPECT_NE(message.find("malformed_graph.txt:2"), std::string::npos) << message;
+  EXPECT_NE(message.find("'fast' is not a number"), std::string::npos) << message;
+  message = errorOf([] {
+    Problem p = readGraphTextFile(dataPath("cycle_graph.txt"));
+    topologicalOrder(p);
+  });
+  EXPECT_NE(message.find("cycle"), std::string::npos) << message;
+  EXPECT_NE(message.find("node2"), std::string::npos) << message;
+  EXPECT_NE(message.find("node3"), std::string::npos) << message;
+  std::istringstream unknown("node1 -- A -- forward_compute_time=1, backward_compute_time=1, "
+                             "activation_size=1, parameter_size=1\n node1 -- node9\n");
+  message = errorOf([&] { readGraphText(unknown, "g"); });
+  EXPECT_NE(message.find("g:2: edge to unknown node node9"), std::string::npos) << message;
+  std::istringstream duplicate("node1 -- A -- forward_compute_time=1, backward_compute_time=1, "
+                               "activation_size=1, parameter_size=1\nnode1 -- A -- forward_compute_time=1, "
+                               "backward_compute_time=1, activation_size=1, parameter_size=1\n");
+  message = errorOf([&] { readGraphText(duplicate, "g"); });
+  EXPECT_NE(message.find("defined twice"), std::string::npos) << message;
+  std::istringstream missing("node1 -- A -- forward_compute_time=1, activation_size=1, parameter_size=1\n");
+  message = errorOf([&] { readGraphText(missing, "g"); });
+  EXPECT_NE(message.find("node1 has no backward_compute_time"), std::string::npos) << message;
+  std::istringstream empty("\n\n");
+  EXPECT_NE(errorOf([&] { readGraphText(empty, "g"); }).find("no node lines"), std::string::npos);
+}
+
+TEST(Problem, JsonRoundTripAndErrors) {
+  std::ifstream in(dataPath("tiny_problem.json"));
+  Problem problem = readProblemJson(in, "tiny_problem.json");
+  EXPECT_EQ(problem.layers.size(), 4u);
+  EXPECT_DOUBLE_EQ(problem.layers[0].parameterBytes, 2e9);
+  EXPECT_DOUBLE_EQ(problem.platform.memoryBytesPerGpu, 24e9);
+  EXPECT_DOUBLE_EQ(problem.platform.intraNode.bandwidthBytesPerSecond, 25e9);
+  EXPECT_EQ(problem.training.microbatches, 8);
+  std::ostringstream out;
+  writeProblemJson(problem, out);
+  std::istringstream back(out.str());
+  Problem again = readProblemJson(back, "again");
+  ASSERT_EQ(again.layers.size(), problem.layers.size());
+  EXPECT_EQ(again.tensors.size(), problem.tensors.size());
+  EXPECT_EQ(again.tensors[0].consumers, (std::vector<int>{1, 3}));
+  EXPECT_DOUBLE_EQ(again.layers[1].savedBytes, 2e8);
+  EXPECT_DOUBLE_EQ(again.platform.memoryBytesPerGpu, 24e9);
+
+  std::istringstream noLayers(R"({"name": "x"})");
+  EXPECT_NE(errorOf([&] { readProblemJson(noLayers, "x.json"); }).find("'layers'"), std::string::npos);
+  std::istringstream negative(R"({"layers": [{"name": "a", "forward_ms": -1}]})");
+  std::string message = errorOf([&] { readProblemJson(negative, "x.json"); });
+  EXPECT_NE(message.find("layer 0 ('a')"), std::string::npos) << message;
+  std::istringstream badTensor(R"({"layers": [{"name": "a"}], "tensors": [{"producer": 0, "consumers": [4]}]})");
+  EXPECT_NE(errorOf([&] { readProblemJson(badTensor, "x.json"); }).find("consumer 4"), std::string::npos);
+  std::istringstream notJson("{layers: ");
+  EXPECT_NE(errorOf([&] { readProblemJson(notJson, "x.json"); }).find("not valid JSON"), std::string::npos);
+}
+
+TEST(Problem, LargeRandomDagLinearisesQuickly) {
+  // 10,000 nodes, skip connections: order and cut sets are linear-time.
+  std::mt19937 rng(1);
+  Problem problem;
+  const int n = 10000;
+  for (int i = 0; i < n; ++i) {
+    Layer layer;
+    layer.name = "n" + std::to_string(i);
+    layer.forwardMs = 1;
+    layer.outputBytes = 1;
+    problem.layers.push_back(layer);
+  }
+  for (int i = 0; i + 1 < n; ++i) {
+    Tensor t{i, {i + 1}, 1.0};
+    if (i + 10 < n && rng() % 4 == 0)
+      t.consumers.push_back(i + 10);
+    problem.tensors.push_back(t);
+  }
+  problem.finalize();
+  auto order = topologicalOrder(problem);
+  auto cut = cutBytesAlong(problem, order);
+  ASSERT_EQ(cut.size(), static_cast<size_t>(n));
+  for (int i = 0; i + 1 < n; ++i)
+    ASSERT_GE(cut[static_cast<size_t>(i)], 1.0);
+}
+
+} // namespace
+} // namespace partitioner

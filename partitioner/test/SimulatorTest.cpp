@@ -1,0 +1,221 @@
+// The simulator reproduces closed forms (GPipe / 1F1B bubble (S-1)/(m+S-1), 1F1B keeps
+// S - s micro-batches on stage s, GPipe keeps m) and the reference 1F1B accounting;
+// every schedule it is given by the generators passes the checker.
+#include "TestUtil.h"
+
+#include "partitioner/Checker.h"
+#include "partitioner/LatticeDp.h"
+#include "partitioner/Linearize.h"
+#include "partitioner/Planner.h"
+#include "partitioner/Simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace partitioner::testing {
+namespace {
+
+/// S identical stages of one layer each, forward f, backward b, free links.
+Problem uniformPipeline(int stages, int m, double f, double b, double saved = 1e6) {
+  Problem problem;
+  for (int s = 0; s < stages; ++s) {
+    Layer layer;
+    layer.name = "l" + std::to_string(s);
+    layer.forwardMs = f;
+    layer.backwardMs = b;
+    layer.savedBytes = saved;
+    layer.parameterBytes = 1000;
+    layer.outputBytes = 100;
+    problem.layers.push_back(layer);
+  }
+  problem.platform.gpus = stages;
+  problem.platform.intraNode = problem.platform.interNode = LinkSpec{kInfinity, 0};
+  problem.training.microbatches = m;
+  problem.training.communicationBuffers = false;
+  problem.finalize();
+  return problem;
+}
+
+Allocation onePerGpu(int stages) {
+  Allocation allocation;
+  for (int s = 0; s < stages; ++s) {
+    allocation.stageOfLayer.push_back(s);
+    allocation.gpuOfStage.push_back(s);
+  }
+  return allocation;
+}
+
+void expectChecks(const Problem &problem, const Allocation &allocation, const Schedule &schedule,
+                  const SimulationResult &result) {
+  ASSERT_TRUE(result.completed) << result.error;
+  CheckReport report = checkSchedule(problem, allocation, schedule);
+  EXPECT_TRUE(report.ok()) << report.violations.front();
+  CheckReport timing = checkTimeline(problem, allocation, schedule, result.timeline);
+  EXPECT_TRUE(timing.ok()) << timing.violations.front();
+}
+
+TEST(Simulator, BubbleClosedFormForGPipeAndOneFOneB) {
+  for (int S : {1, 2, 3, 4, 8}) {
+    for (int m : {1, 2, 4, 8, 32}) {
+      for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
+        Problem problem = uniformPipeline(S, m, 1.0, 2.0);
+        Allocation allocation = onePerGpu(S);
+        Schedule schedule;
+        SimulationResult result = simulatePlan(problem, allocation, kind, &schedule);
+        expectChecks(problem, allocation, schedule, result);
+        const double expectedBubble = static_cast<double>(S - 1) / (m + S - 1);
+        EXPECT_NEAR(result.bubbleFraction, expectedBubble, 1e-9)
+            << toString(kind) << " S=" << S << " m=" << m;
+        EXPECT_NEAR(result.iterationMs, (m + S - 1) * 3.0, 1e-9) << toString(kind);
+        EXPECT_NEAR(result.periodMs, 3.0, 1e-9) << toString(kind);
+      }
+    }
+  }
+}
+
+TEST(Simulator, InFlightCountsOfOneFOneBAndGPipe) {
+  for (int S : {2, 4, 8}) {
+    for (int m : {1, 3, 8, 32}) {
+      Problem problem = uniformPipeline(S, m, 1.0, 2.0);
+      Allocation allocation = onePerGpu(S);
+      SimulationResult oneF = simulatePlan(problem, allocation, ScheduleKind::OneFOneB);
+      SimulationResult gpipe = simulatePlan(problem, allocation, ScheduleKind::GPipe);
+      for (int s = 0; s < S; ++s) {
+        EXPECT_EQ(oneF.stageInFlight[static_cast<size_t>(s)], std::min(S - s, m)) << "stage " << s;
+        EXPECT_EQ(gpipe.stageInFlight[static_cast<size_t>(s)], m) << "stage " << s;
+        // Reference accounting: 4 x params + in-flight x saved.
+        EXPECT_NEAR(oneF.memory[static_cast<size_t>(s)].peakBytes, 4 * 1000.0 + std::min(S - s, m) * 1e6, 1e-3);
+      }
+    }
+  }
+}
+
+TEST(Simulator, OneFOneBPeriodIsTheSlowestStageOnUnbalancedStages) {
+  // The reference model: period = slowest stage F + B, memory min(S - s, m) copies.
+  std::mt19937 rng(31);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int S = 2 + static_cast<int>(rng() % 7);
+    Problem problem = uniformPipeline(S, 8 + static_cast<int>(rng() % 25), 1, 1);
+    double slowest = 0;
+    for (Layer &layer : problem.layers) {
+      layer.forwardMs = std::uniform_real_distribution<double>(0.1, 10)(rng);
+      layer.backwardMs = std::uniform_real_distribution<double>(0.1, 20)(rng);
+      slowest = std::max(slowest, layer.workMs());
+    }
+    Allocation allocation = onePerGpu(S);
+    Schedule schedule;
+    SimulationResult result = simulatePlan(problem, allocation, ScheduleKind::OneFOneB, &schedule);
+    expectChecks(problem, allocation, schedule, result);
+    EXPECT_NEAR(result.periodMs, slowest, 1e-6 * slowest) << "trial " << trial;
+    for (int s = 0; s < S; ++s)
+      EXPECT_LE(result.stageInFlight[static_cast<size_t>(s)],
+                std::min(S - s, problem.training.microbatches));
+  }
+}
+
+TEST(Simulator, WeightStashingKeepsOneVersionPerInFlightMicroBatch) {
+  Problem problem = uniformPipeline(4, 16, 1, 2);
+  problem.training.schedule = ScheduleKind::OneFOneBStash;
+  SimulationResult result = simulatePlan(problem, onePerGpu(4), ScheduleKind::OneFOneBStash);
+  for (int s = 0; s < 4; ++s)
+    EXPECT_NEAR(result.memory[static_cast<size_t>(s)].extraWeightBytes, (4 - s - 1) * 1000.0, 1e-9);
+  problem.training.weights = WeightPolicy::DoubleBuffered;
+  result = simulatePlan(problem, onePerGpu(4), ScheduleKind::OneFOneB);
+  for (int s = 0; s < 4; ++s)
+    EXPECT_NEAR(result.memory[static_cast<size_t>(s)].extraWeightBytes, 1000.0, 1e-9);
+}
+
+TEST(Simulator, InterleavedAndZeroBubbleReduceTheBubble) {
+  const int S = 4, m = 8;
+  Problem problem = uniformPipeline(2 * S, m, 0.5, 1.0);
+  problem.platform.gpus = S;
+  Allocation interleaved;
+  for (int s = 0; s < 2 * S; ++s) {
+    interleaved.stageOfLayer.push_back(s);
+    interleaved.gpuOfStage.push_back(s % S);
+  }
+  Schedule schedule;
+  SimulationResult result = simulatePlan(problem, interleaved, ScheduleKind::Interleaved, &schedule);
+  expectChecks(problem, interleaved, schedule, result);
+  // Megatron: bubble (p - 1) / (v m) of the ideal time.
+  const double ideal = m * 2 * 1.5;
+  EXPECT_NEAR(result.iterationMs, ideal * (1 + (S - 1.0) / (2.0 * m)), 1e-9);
+
+  Problem plain = uniformPipeline(S, m, 1.0, 2.0);
+  SimulationResult oneF = simulatePlan(plain, onePerGpu(S), ScheduleKind::OneFOneB);
+  Schedule zbSchedule;
+  SimulationResult zb = simulatePlan(plain, onePerGpu(S), ScheduleKind::ZeroBubble, &zbSchedule);
+  expectChecks(plain, onePerGpu(S), zbSchedule, zb);
+  EXPECT_LT(zb.iterationMs, oneF.iterationMs);
+  for (int s = 0; s < S; ++s)
+    EXPECT_LE(zb.stageInFlight[static_cast<size_t>(s)], S - s);
+}
+
+TEST(Simulator, PeriodicScheduleMeetsThePeriodItWasPlannedFor) {
+  std::mt19937 rng(8);
+  int planned = 0;
+  for (int trial = 0; trial < 150; ++trial) {
+    Problem problem = randomChain(rng, 4 + static_cast<int>(rng() % 10), 2 + static_cast<int>(rng() % 4));
+    problem.training.microbatches = 16;
+    problem.training.schedule = ScheduleKind::Periodic;
+    problem.platform.memoryBytesPerGpu *= 3;
+    // Latency-only links never contend for ports: the pattern is then exact.
+    problem.platform.intraNode.bandwidthBytesPerSecond = kInfinity;
+    problem.platform.interNode.bandwidthBytesPerSecond = kInfinity;
+    const CutLattice lattice = chainLattice(problem, topologicalOrder(problem));
+    const StageModel model(problem, lattice);
+    auto partition = periodicMinPeriod(model, problem.platform.gpus, 0);
+    if (!partition)
+      continue;
+    ++planned;
+    Allocation allocation = allocationFromCuts(problem, lattice, *partition);
+    allocation.inFlightLimit = partition->inFlight;
+    allocation.targetPeriodMs = partition->periodMs;
+    Schedule schedule;
+    SimulationResult result = simulatePlan(problem, allocation, ScheduleKind::Periodic, &schedule);
+    expectChecks(problem, allocation, schedule, result);
+    EXPECT_LE(result.periodMs, partition->periodMs * (1 + 1e-6)) << "trial " << trial;
+    for (size_t s = 0; s < partition->inFlight.size(); ++s)
+      EXPECT_LE(result.stageInFlight[s], partition->inFlight[s]) << "trial " << trial << " stage " << s;
+  }
+  EXPECT_GT(planned, 100);
+}
+
+TEST(Simulator, EveryGeneratedScheduleOfEveryPlanPassesTheChecker) {
+  std::mt19937 rng(12);
+  for (int trial = 0; trial < 40; ++trial) {
+    Problem problem = randomDag(rng, 6 + static_cast<int>(rng() % 10), 2 + static_cast<int>(rng() % 3));
+    problem.training.microbatches = 2 * problem.platform.gpus;
+    for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::OneFOneBStash,
+                              ScheduleKind::ZeroBubble, ScheduleKind::Periodic}) {
+      problem.training.schedule = kind;
+      PlanOptions options;
+      options.algorithms = {"all"};
+      PlanningReport report = plan(problem, options);
+      for (const PlanResult &r : report.results) {
+        if (r.stages.empty())
+          continue;
+        CheckReport check = checkSchedule(problem, r.allocation, r.schedule);
+        EXPECT_TRUE(check.ok()) << r.algorithm << " " << toString(kind) << ": " << check.violations.front();
+        CheckReport timing = checkTimeline(problem, r.allocation, r.schedule, r.simulation.timeline);
+        EXPECT_TRUE(timing.ok()) << r.algorithm << " " << toString(kind) << ": " << timing.violations.front();
+      }
+    }
+  }
+}
+
+TEST(Simulator, TransfersDelayConsumersAndSharePorts) {
+  Problem problem = uniformPipeline(2, 1, 1.0, 1.0);
+  problem.tensors[0].bytes = 1e9; // 1 GB at 10 GB/s = 100 ms
+  problem.platform.intraNode = problem.platform.interNode = LinkSpec{1e10, 0.5};
+  SimulationResult result = simulatePlan(problem, onePerGpu(2), ScheduleKind::OneFOneB);
+  // F0 (1) + send (100.5) + F1 (1) + B1 (1) + gradient (100.5) + B0 (1)
+  EXPECT_NEAR(result.iterationMs, 205.0, 1e-9);
+  ASSERT_EQ(result.transfers.size(), 2u);
+  EXPECT_FALSE(result.transfers[0].gradient);
+  EXPECT_TRUE(result.transfers[1].gradient);
+}
+
+} // namespace
+} // namespace partitioner::testing
