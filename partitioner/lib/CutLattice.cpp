@@ -75,6 +75,9 @@ std::optional<CutLattice> idealLattice(const Problem &problem, size_t maxCuts) {
   // means more downsets than the budget.
   if (count + 1 > maxCuts)
     return std::nullopt;
+  // Enumeration costs O(downsets x layers): keep it to a few tens of millions of steps
+  // so that graphs of thousands of nodes fall back to one order quickly.
+  maxCuts = std::min(maxCuts, std::max<size_t>(count + 1, static_cast<size_t>(4e7) / std::max<size_t>(count, 1)));
   const size_t words = (count + 63) / 64;
   auto predecessors = predecessorLists(problem);
   CutLattice lattice;

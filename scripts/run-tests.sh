@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs every test: the lit suite (dialects, importer, passes, tools), the
+# partitioner's gtest suite through ctest, and the Python package's tests.
+# Ends with one line `N passed, M failed` and exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=${JOBS:-2}
+ninja -C "$BUILD_DIR" -j"$JOBS" || { echo "0 passed, 1 failed"; exit 1; }
+
+passed=0
+failed=0
+report=$(mktemp -d)
+
+echo "== lit"
+/usr/lib/llvm-22/bin/lit -sv -j"$JOBS" --xunit-xml-output "$report/lit.xml" "$BUILD_DIR/test"
+lit_total=$(grep -o '<testcase ' "$report/lit.xml" | wc -l)
+lit_failed=$(grep -o '<failure' "$report/lit.xml" | wc -l)
+lit_skipped=$(grep -o '<skipped' "$report/lit.xml" | wc -l)
+passed=$((passed + lit_total - lit_failed - lit_skipped))
+failed=$((failed + lit_failed))
+
+if [ -f "$BUILD_DIR/CTestTestfile.cmake" ]; then
+  echo "== ctest"
+  (cd "$BUILD_DIR" && ctest -j"$JOBS" --output-on-failure --output-junit "$report/ctest.xml") || true
+  if [ -f "$report/ctest.xml" ]; then
+    ct_total=$(grep -o '<testcase ' "$report/ctest.xml" | wc -l)
+    ct_failed=$(grep -c 'status="fail"' "$report/ctest.xml" || true)
+    ct_skipped=$(grep -c 'status="notrun"\|status="disabled"' "$report/ctest.xml" || true)
+    passed=$((passed + ct_total - ct_failed - ct_skipped))
+    failed=$((failed + ct_failed))
+  fi
+fi
+
+echo "== python"
+if /usr/bin/python3 -m unittest discover -s python/tests -v > "$report/py.log" 2>&1; then
+  py_ok=1
+else
+  py_ok=0
+fi
+cat "$report/py.log"
+py_ran=$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$report/py.log" | tail -1)
+py_skipped=$(grep -c '\.\.\. skipped' "$report/py.log" || true)
+py_failed=$(grep -c '\.\.\. \(FAIL\|ERROR\)$' "$report/py.log" || true)
+py_ran=${py_ran:-0}
+if [ "$py_ok" = 0 ] && [ "$py_failed" = 0 ]; then py_failed=1; fi
+passed=$((passed + py_ran - py_skipped - py_failed))
+failed=$((failed + py_failed))
+
+rm -rf "$report"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
