@@ -152,6 +152,10 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
       item["iteration_ms"] = jsonNumber(r.iterationMs);
       item["bubble_fraction"] = r.bubbleFraction;
       item["gap"] = jsonNumber(r.gap);
+      double peak = 0;
+      for (const auto &g : r.gpus)
+        peak = std::max(peak, g.memoryBytes);
+      item["max_memory_bytes"] = peak;
     }
     item["planner_seconds"] = r.plannerSeconds;
     tried.push_back(item);

@@ -23,6 +23,10 @@ def Pipe_CostOpInterface : OpInterface<"CostOpInterface"> {
   let methods = [
     InterfaceMethod<"The op's kernel class (`Free` for views and constants).",
       "::pipe::KernelClass", "getKernelClass", (ins)>,
+    InterfaceMethod<[{
+        False for ops whose result carries no gradient to the operands
+        (comparisons, floor, logical ops, casts to integers).
+      }], "bool", "isDifferentiable", (ins)>,
     InterfaceMethod<"FLOPs and bytes of the forward and backward kernels.",
       "::pipe::OpCost", "computeCost", (ins "const ::pipe::CostQuery &":$query)>,
     InterfaceMethod<[{

@@ -25,6 +25,9 @@ struct CostQuery {
   /// Which operands need a gradient (depend on a trainable parameter through
   /// differentiable ops). Empty means every floating-point operand does.
   llvm::SmallBitVector operandNeedsGrad;
+  /// Which operands come from parameters and constants only: the gradient
+  /// with respect to one of them is a weight gradient.
+  llvm::SmallBitVector operandIsStatic;
 
   bool needsGrad(unsigned operand) const {
     return operandNeedsGrad.empty() || (operand < operandNeedsGrad.size() &&

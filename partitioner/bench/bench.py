@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""Partitioner benchmark: prints tables, asserts nothing.
+
+  bench.py [--pipe-plan PATH] [--profiles DIR] [--stages 2,4,8,16] [--quick]
+
+Table 1: every algorithm's period as a ratio to the lower bound, over every profile x
+S x memory in {unbounded, tight, very tight}, under the reference model of the profiles
+(m = 32, 1F1B with flush, 4 x parameter bytes, free links). "tight" is 75 % and "very
+tight" 50 % of the peak memory of the memory-blind `balanced` plan at that S. "-" marks
+an algorithm whose plan does not fit (or does not exist).
+Table 2: planner time of each algorithm on generated 1,000-layer chains and
+10,000-node DAGs at 64 GPUs (generated into a temporary directory).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+ALGORITHMS = ["uniform", "params", "balanced", "pipedream", "madpipe", "interleaved"]
+
+
+def run_plan(pipe_plan, args):
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
+        out = handle.name
+    try:
+        start = time.time()
+        subprocess.run([pipe_plan] + args + ["--quiet", "--json", out], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False)
+        wall = time.time() - start
+        with open(out) as f:
+            return json.load(f), wall
+    finally:
+        os.unlink(out)
+
+
+def profile_table(pipe_plan, profiles, stages_list):
+    files = []
+    for root, _, names in os.walk(profiles):
+        for name in sorted(names):
+            if name.endswith(".txt") and not name.startswith("LICENSE"):
+                files.append(os.path.join(root, name))
+    files.sort()
+    header = f"{'profile':<28}{'S':>3} {'memory':<11}{'LB ms':>9}" + "".join(f"{a:>12}" for a in ALGORITHMS) + f"{'best':>12}"
+    print(header)
+    print("-" * len(header))
+    for path in files:
+        name = os.path.relpath(path, profiles)[:-4]
+        for stages in stages_list:
+            common = [path, "--stages", str(stages), "--microbatches", "32", "--reference-model"]
+            free, _ = run_plan(pipe_plan, common + ["--memory", "inf", "--algo", "balanced"])
+            peak = max((t.get("max_memory_bytes", 0) for t in free.get("tried", [])), default=0)
+            levels = [("unbounded", "inf")]
+            if peak > 0:
+                levels += [("tight", f"{0.75 * peak:.0f}"), ("very tight", f"{0.5 * peak:.0f}")]
+            for label, memory in levels:
+                report, _ = run_plan(pipe_plan, common + ["--memory", memory, "--algo", "all"])
+                bound = report["lower_bounds_ms"]["best"]
+                cells = {}
+                for tried in report.get("tried", []):
+                    if tried.get("valid"):
+                        cells[tried["algorithm"]] = tried["period_ms"] / bound
+                row = f"{name:<28}{stages:>3} {label:<11}{bound:>9.2f}"
+                for algorithm in ALGORITHMS:
+                    row += f"{cells[algorithm]:>12.3f}" if algorithm in cells else f"{'-':>12}"
+                best = min(cells.values()) if cells else None
+                row += f"{best:>12.3f}" if best else f"{'-':>12}"
+                print(row, flush=True)
+
+
+def timing_table(pipe_plan, quick):
+    print()
+    print(f"{'instance':<34}" + "".join(f"{a:>12}" for a in ALGORITHMS) + f"{'wall s':>10}")
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = []
+        for seed in (1, 2) if not quick else (1,):
+            chain = os.path.join(tmp, f"chain{seed}.json")
+            with open(chain, "w") as f:
+                subprocess.run([sys.executable, os.path.join(HERE, "gen_chain.py"), "1000", "--seed", str(seed)],
+                               stdout=f, check=True)
+            cases.append((f"chain 1000 layers, 64 GPUs (seed {seed})", [chain]))
+            dag = os.path.join(tmp, f"dag{seed}.txt")
+            with open(dag, "w") as f:
+                subprocess.run([sys.executable, os.path.join(HERE, "gen_dag.py"), "10000", "--seed", str(seed)],
+                               stdout=f, check=True)
+            cases.append((f"DAG 10000 nodes, 64 GPUs (seed {seed})",
+                           [dag, "--stages", "64", "--microbatches", "128", "--memory", "16GB"]))
+        for label, args in cases:
+            report, wall = run_plan(pipe_plan, args + ["--algo", "all"])
+            seconds = {t["algorithm"]: t["planner_seconds"] for t in report.get("tried", [])}
+            row = f"{label:<34}"
+            for algorithm in ALGORITHMS:
+                row += f"{seconds[algorithm]:>12.3f}" if algorithm in seconds else f"{'-':>12}"
+            print(row + f"{wall:>10.2f}", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pipe-plan", default=os.path.join(REPO, "build-partitioner", "bin", "pipe-plan"))
+    parser.add_argument("--profiles", default=os.path.join(REPO, "..", "shared", "data", "profiles"))
+    parser.add_argument("--stages", default="2,4,8,16")
+    parser.add_argument("--quick", action="store_true", help="one seed, S = 8 only")
+    args = parser.parse_args()
+    if not os.path.exists(args.pipe_plan):
+        sys.exit(f"bench.py: pipe-plan not found at {args.pipe_plan} (use --pipe-plan)")
+    stages = [8] if args.quick else [int(s) for s in args.stages.split(",")]
+    print(f"machine: {os.uname().nodename} ({os.cpu_count()} CPUs), pipe-plan: {args.pipe_plan}")
+    if os.path.isdir(args.profiles):
+        profile_table(args.pipe_plan, args.profiles, stages)
+    else:
+        print(f"(profiles directory {args.profiles} not found: table 1 skipped)")
+    timing_table(args.pipe_plan, args.quick)
+
+
+if __name__ == "__main__":
+    main()
