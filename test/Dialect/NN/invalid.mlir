@@ -431,3 +431,87 @@ func.func @range_c1() {
   %0 = nn.range %a, %a, %a : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
   return
 }
+
+// -----
+
+func.func @concat_c1() {
+  // expected-error @+1 {{[concat_c1] needs at least one input}}
+  %0 = nn.concat {axis = 0 : i64} : () -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @constant_of_shape_c1() {
+  %s = nn.constant dense<[2, -1]> : tensor<2xi64>
+  // expected-error @+1 {{[constant_of_shape_c1] shape has a negative dim -1}}
+  %0 = nn.constant_of_shape %s {value = dense<0.0> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @pad_c2(%x: tensor<8xf32>, %v: tensor<f32>) {
+  %p = nn.constant dense<[1, 2, 3]> : tensor<3xi64>
+  %a = nn.constant dense<[0]> : tensor<1xi64>
+  // expected-error @+1 {{[pad_c2] pads has 3 entries for 1 axes}}
+  %0 = nn.pad %x, %p, %v, %a : (tensor<8xf32>, tensor<3xi64>, tensor<f32>, tensor<1xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @pad_c3(%x: tensor<8xf32>, %v: tensor<f32>) {
+  %p = nn.constant dense<[1, 2]> : tensor<2xi64>
+  %a = nn.constant dense<[1]> : tensor<1xi64>
+  // expected-error @+1 {{[pad_c3] axis 1 is out of range}}
+  %0 = nn.pad %x, %p, %v, %a : (tensor<8xf32>, tensor<2xi64>, tensor<f32>, tensor<1xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @slice_c1(%x: tensor<8xf32>) {
+  %a = nn.constant dense<[0]> : tensor<1xi64>
+  %b = nn.constant dense<[0, 1]> : tensor<2xi64>
+  // expected-error @+1 {{[slice_c1] starts, ends, axes and steps differ in length}}
+  %0 = nn.slice %x, %a, %b, %a, %a : (tensor<8xf32>, tensor<1xi64>, tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @slice_c2(%x: tensor<8xf32>) {
+  %a = nn.constant dense<[0]> : tensor<1xi64>
+  %ax = nn.constant dense<[1]> : tensor<1xi64>
+  %one = nn.constant dense<[1]> : tensor<1xi64>
+  // expected-error @+1 {{[slice_c2] axis 1 is out of range}}
+  %0 = nn.slice %x, %a, %one, %ax, %one : (tensor<8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @split_c1(%x: tensor<8xf32>) {
+  // expected-error @+1 {{[split_c1] needs at least one result}}
+  nn.split %x : (tensor<8xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @squeeze_c1(%x: tensor<1x8xf32>) {
+  %a = nn.constant dense<[2]> : tensor<1xi64>
+  // expected-error @+1 {{[squeeze_c1] axis 2 is out of range for rank 2}}
+  %0 = nn.squeeze %x, %a : (tensor<1x8xf32>, tensor<1xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @tile_c1(%x: tensor<2x8xf32>) {
+  %r = nn.constant dense<[2]> : tensor<1xi64>
+  // expected-error @+1 {{[tile_c1] repeats has 1 entries for rank 2}}
+  %0 = nn.tile %x, %r : (tensor<2x8xf32>, tensor<1xi64>) -> tensor<*xf32>
+  return
+}

@@ -1,0 +1,79 @@
+//===- MemoryModel.h - GPU memory of parameters and activations -*- C++ -*-===//
+//
+// What training a set of ops keeps on a GPU: parameters, gradients, master
+// weights and optimizer state by policy; activations saved per micro-batch
+// (from the cost analysis' gradient rules); and the peak transient memory of
+// the forward and backward passes from liveness over the ops' order.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_ANALYSIS_MEMORYMODEL_H
+#define PIPE_ANALYSIS_MEMORYMODEL_H
+
+#include "pipe/Analysis/CostAnalysis.h"
+
+namespace pipe {
+
+enum class OptimizerKind { SGD, Momentum, Adam };
+std::optional<OptimizerKind> parseOptimizerKind(llvm::StringRef text);
+llvm::StringRef toString(OptimizerKind kind);
+
+/// Bytes kept per trainable parameter. fp32 training: weight 4 + gradient 4.
+/// Mixed precision (fp16/bf16/fp8 compute): weight 2 + gradient 2 + fp32
+/// master weight 4. Optimizer state in fp32: momentum 4, Adam 8 (two moments).
+struct TrainingPolicy {
+  OptimizerKind optimizer = OptimizerKind::Adam;
+  ComputeDtype dtype = ComputeDtype::FP32;
+
+  bool mixedPrecision() const { return storageBytes(dtype) < 4; }
+  double weightBytesPerParameter() const { return storageBytes(dtype); }
+  double gradientBytesPerParameter() const { return storageBytes(dtype); }
+  double masterBytesPerParameter() const { return mixedPrecision() ? 4 : 0; }
+  double optimizerBytesPerParameter() const {
+    return optimizer == OptimizerKind::SGD ? 0 : optimizer == OptimizerKind::Momentum ? 4 : 8;
+  }
+  double bytesPerParameter() const {
+    return weightBytesPerParameter() + gradientBytesPerParameter() +
+           masterBytesPerParameter() + optimizerBytesPerParameter();
+  }
+};
+
+struct ParameterMemory {
+  double trainableParameters = 0; ///< elements
+  double bufferElements = 0;      ///< non-trainable (batch-norm running stats, ...)
+  double weightBytes = 0, gradientBytes = 0, masterBytes = 0, optimizerBytes = 0;
+  double bufferBytes = 0; ///< buffers at their own element type
+  double total() const {
+    return weightBytes + gradientBytes + masterBytes + optimizerBytes + bufferBytes;
+  }
+};
+
+struct StageMemory {
+  ParameterMemory parameters;
+  double savedBytes = 0;         ///< activations kept per micro-batch
+  double forwardPeakBytes = 0;   ///< transient forward memory (not saved)
+  double backwardPeakBytes = 0;  ///< live activation gradients during backward
+  /// Parameters + `inFlight` micro-batches of saved activations + the larger
+  /// transient peak.
+  double total(double inFlight) const {
+    return parameters.total() + inFlight * savedBytes +
+           std::max(forwardPeakBytes, backwardPeakBytes);
+  }
+};
+
+/// Memory of the nn.param ops among `ops` under `policy`.
+ParameterMemory computeParameterMemory(llvm::ArrayRef<mlir::Operation *> ops,
+                                       const TrainingPolicy &policy);
+
+/// Memory of a stage made of `ops` (in program order, a subset of the analysed
+/// function). Values from outside the stage are received inputs; values used
+/// outside it (or returned) are sent outputs and stay live to the stage's end.
+StageMemory computeStageMemory(const CostAnalysis &analysis,
+                               llvm::ArrayRef<mlir::Operation *> ops,
+                               const TrainingPolicy &policy);
+
+/// The whole analysed function as one stage.
+StageMemory computeFunctionMemory(const CostAnalysis &analysis, const TrainingPolicy &policy);
+
+} // namespace pipe
+
+#endif // PIPE_ANALYSIS_MEMORYMODEL_H

@@ -1,0 +1,294 @@
+//===- CostAnalysis.cpp - per-op time and memory of a function ------------===//
+#include "pipe/Analysis/CostAnalysis.h"
+
+#include "pipe/Analysis/CostInterface.h"
+#include "pipe/Dialect/NN/IR/NNDialect.h"
+#include "pipe/Dialect/NN/IR/NNOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace mlir;
+using namespace pipe;
+
+//===----------------------------------------------------------------------===//
+// Profile
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<Profile> Profile::parse(llvm::StringRef text) {
+  auto parsed = llvm::json::parse(text);
+  if (!parsed)
+    return parsed.takeError();
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (root && root->getObject("ops"))
+    root = root->getObject("ops");
+  if (!root)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "a profile must be a JSON object keyed by node name");
+  Profile profile;
+  for (const auto &kv : *root) {
+    const llvm::json::Object *entry = kv.second.getAsObject();
+    std::optional<double> fwd = entry ? entry->getNumber("forward_ms") : std::nullopt;
+    std::optional<double> bwd = entry ? entry->getNumber("backward_ms") : std::nullopt;
+    if (!fwd || !bwd || *fwd < 0 || *bwd < 0)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "profile entry '" + llvm::StringRef(kv.first) +
+              "' needs non-negative numbers 'forward_ms' and 'backward_ms'");
+    profile.times[kv.first] = {*fwd, *bwd};
+  }
+  return profile;
+}
+
+llvm::Expected<Profile> Profile::readFile(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return llvm::createStringError(buffer.getError(), "cannot read profile '%s'",
+                                   path.str().c_str());
+  auto profile = parse((*buffer)->getBuffer());
+  if (!profile)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "profile '" + path + "': " +
+                                       llvm::toString(profile.takeError()));
+  return profile;
+}
+
+//===----------------------------------------------------------------------===//
+// CostAnalysis
+//===----------------------------------------------------------------------===//
+
+static Operation *findFunction(Operation *op) {
+  if (isa<FunctionOpInterface>(op))
+    return op;
+  Operation *found = nullptr;
+  op->walk([&](FunctionOpInterface fn) {
+    if (!found && !fn.isExternal())
+      found = fn;
+  });
+  return found;
+}
+
+CostAnalysis::CostAnalysis(Operation *op) : function(findFunction(op)) {
+  (void)compute(CostSettings());
+}
+
+std::string CostAnalysis::nodeName(Operation *op, unsigned index) {
+  if (auto param = dyn_cast<nn::ParamOp>(op))
+    return param.getName().str();
+  if (auto name = op->getLoc()->findInstanceOf<NameLoc>())
+    return name.getName().str();
+  return llvm::formatv("{0}#{1}", op->getName().getStringRef(), index).str();
+}
+
+const OpRecord *CostAnalysis::lookup(Operation *op) const {
+  auto it = indexOf.find(op);
+  return it == indexOf.end() ? nullptr : &records[it->second];
+}
+
+double CostAnalysis::bytes(Value v) const {
+  return numElements(v) * elementBytes(v, storageBytes(settings.dtype));
+}
+
+static bool isSource(Operation *op) {
+  return isa<nn::ParamOp, nn::ConstantOp>(op) || op->hasTrait<OpTrait::ConstantLike>();
+}
+
+static bool isFloat(Value v) { return isa<FloatType>(getElementTypeOrSelf(v.getType())); }
+
+/// Roofline time of one kernel group: max(compute, memory) + launches.
+static double rooflineSeconds(const Target &target, KernelClass kind, ComputeDtype dtype,
+                              double flops, double bytes, unsigned kernels) {
+  const Efficiency &eff = target.efficiencyOf(kind);
+  double peak = target.peakFlops(kind, dtype);
+  double compute = flops > 0 && peak > 0 ? flops / (peak * eff.compute) : 0;
+  double memory = bytes > 0 ? bytes / (target.memoryBandwidthBytesPerSecond * eff.memory) : 0;
+  return std::max(compute, memory) + kernels * target.launchOverheadSeconds;
+}
+
+LogicalResult CostAnalysis::compute(const CostSettings &newSettings) {
+  settings = newSettings;
+  records.clear();
+  indexOf.clear();
+  gradValues.clear();
+  staticValues.clear();
+  totals = CostTotals();
+  if (!function || function->getNumRegions() == 0 || function->getRegion(0).empty())
+    return success();
+  unsigned floatBytes = storageBytes(settings.dtype);
+  bool timing = !settings.target.name.empty();
+  Block &body = function->getRegion(0).front();
+
+  // Gradient flow and static (parameter-only) values, in program order.
+  for (Operation &op : body) {
+    if (op.hasTrait<OpTrait::IsTerminator>())
+      continue;
+    if (auto param = dyn_cast<nn::ParamOp>(op)) {
+      staticValues.insert(param.getOutput());
+      if (param.getTrainable() && isFloat(param.getOutput()))
+        gradValues.insert(param.getOutput());
+      continue;
+    }
+    if (isSource(&op)) {
+      for (Value r : op.getResults())
+        staticValues.insert(r);
+      continue;
+    }
+    bool allStatic = op.getNumOperands() > 0 &&
+                     llvm::all_of(op.getOperands(), [&](Value v) { return staticValues.contains(v); });
+    bool anyGrad = llvm::any_of(op.getOperands(), [&](Value v) { return gradValues.contains(v); });
+    auto cost = dyn_cast<CostOpInterface>(&op);
+    bool differentiable = !cost || cost.isDifferentiable();
+    for (Value r : op.getResults()) {
+      if (allStatic)
+        staticValues.insert(r);
+      if (anyGrad && differentiable && isFloat(r))
+        gradValues.insert(r);
+    }
+  }
+
+  // Per-op costs and saved values.
+  unsigned index = 0;
+  for (Operation &op : body) {
+    if (op.hasTrait<OpTrait::IsTerminator>())
+      continue;
+    OpRecord record;
+    record.op = &op;
+    record.name = nodeName(&op, index++);
+    auto cost = dyn_cast<CostOpInterface>(&op);
+    if (isa<nn::NNDialect>(op.getDialect()))
+      for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
+        if (!nn::hasStaticShape(v))
+          return op.emitError("cost model: value of type ")
+                 << v.getType() << " has no static shape (import with --micro-batch-size)";
+    record.isStatic = !isSource(&op) && op.getNumOperands() > 0 &&
+                      llvm::all_of(op.getOperands(),
+                                   [&](Value v) { return staticValues.contains(v); });
+    if (cost && !record.isStatic) {
+      CostQuery query;
+      query.floatBytes = floatBytes;
+      query.operandNeedsGrad.resize(op.getNumOperands());
+      query.operandIsStatic.resize(op.getNumOperands());
+      for (auto [i, v] : llvm::enumerate(op.getOperands())) {
+        if (gradValues.contains(v))
+          query.operandNeedsGrad.set(i);
+        if (staticValues.contains(v))
+          query.operandIsStatic.set(i);
+      }
+      record.cost = cost.computeCost(query);
+      record.saved = cost.getSavedForBackward(query);
+      record.needsBackward = record.cost.backwardKernels > 0 || record.cost.backwardFlops > 0 ||
+                             record.cost.backwardBytes > 0;
+    }
+    indexOf[&op] = records.size();
+    records.push_back(std::move(record));
+  }
+
+  // Saved bytes: parameters stay resident anyway; a value kept by several ops
+  // is stored once, charged to the first op that keeps it.
+  llvm::DenseSet<Value> kept;
+  for (OpRecord &r : records) {
+    r.savedBytes = r.chargedSavedBytes = r.saved.extraBytes;
+    for (Value v : r.saved.values) {
+      if (staticValues.contains(v))
+        continue;
+      r.savedBytes += bytes(v);
+      if (kept.insert(v).second)
+        r.chargedSavedBytes += bytes(v);
+    }
+  }
+
+  // Element-wise fusion into the producer's kernel.
+  if (settings.fuseElementwise) {
+    for (OpRecord &r : records) {
+      if (r.cost.kind != KernelClass::Elementwise || r.cost.forwardKernels == 0 ||
+          r.op->getNumResults() == 0)
+        continue;
+      double outElements = numElements(r.op->getResult(0));
+      OpRecord *producer = nullptr;
+      Value fusedValue;
+      for (Value v : r.op->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        if (!def || !v.hasOneUse() || numElements(v) != outElements)
+          continue;
+        const OpRecord *p = lookup(def);
+        if (!p || p->cost.kind == KernelClass::Free ||
+            p->cost.kind == KernelClass::DataMovement ||
+            (p->cost.forwardKernels == 0 && !p->fusedInto))
+          continue;
+        if (!producer || indexOf[def] > indexOf[producer->op]) {
+          producer = &records[indexOf[def]];
+          fusedValue = v;
+        }
+      }
+      if (!producer)
+        continue;
+      r.fusedInto = producer->fusedInto ? producer->fusedInto : producer->op;
+      // The intermediate is neither written by the producer nor read here,
+      // unless the backward keeps it (then it is written once anyway).
+      bool keptForBackward = kept.contains(fusedValue);
+      double saving = (keptForBackward ? 1 : 2) * bytes(fusedValue);
+      r.cost.forwardBytes = std::max(0.0, r.cost.forwardBytes - saving);
+      r.cost.forwardKernels = 0;
+      if (r.cost.backwardKernels > 0) {
+        r.cost.backwardBytes = std::max(0.0, r.cost.backwardBytes - 2 * bytes(fusedValue));
+        r.cost.backwardWeightBytes = std::min(r.cost.backwardWeightBytes, r.cost.backwardBytes);
+        r.cost.backwardKernels = 0;
+      }
+    }
+  }
+
+  // Times.
+  if (timing) {
+    for (OpRecord &r : records) {
+      KernelClass kind = r.cost.kind;
+      if ((kind == KernelClass::Gemm || kind == KernelClass::Conv) &&
+          settings.target.peakFlops(kind, settings.dtype) <= 0)
+        return function->emitError("cost model: target '")
+               << settings.target.name << "' has no " << toString(settings.dtype)
+               << " rate for " << toString(kind) << " kernels";
+      const OpCost &c = r.cost;
+      r.forwardSeconds = rooflineSeconds(settings.target, kind, settings.dtype,
+                                         c.forwardFlops, c.forwardBytes, c.forwardKernels);
+      r.backwardSeconds = rooflineSeconds(settings.target, kind, settings.dtype,
+                                          c.backwardFlops, c.backwardBytes, c.backwardKernels);
+      r.backwardWeightSeconds =
+          c.backwardWeightFlops > 0 || c.backwardWeightBytes > 0
+              ? std::min(r.backwardSeconds,
+                         rooflineSeconds(settings.target, kind, settings.dtype,
+                                         c.backwardWeightFlops, c.backwardWeightBytes,
+                                         c.backwardKernels > 0 ? 1 : 0))
+              : 0;
+      if (settings.profile) {
+        auto it = settings.profile->times.find(r.name);
+        if (it != settings.profile->times.end()) {
+          double share = r.backwardSeconds > 0 ? r.backwardWeightSeconds / r.backwardSeconds : 0;
+          r.forwardSeconds = it->second.forwardMs * 1e-3;
+          r.backwardSeconds = it->second.backwardMs * 1e-3;
+          r.backwardWeightSeconds = share * r.backwardSeconds;
+          r.fromProfile = true;
+        }
+      }
+    }
+  }
+
+  for (const OpRecord &r : records) {
+    totals.forwardFlops += r.cost.forwardFlops;
+    totals.backwardFlops += r.cost.backwardFlops;
+    totals.forwardBytes += r.cost.forwardBytes;
+    totals.backwardBytes += r.cost.backwardBytes;
+    totals.forwardSeconds += r.forwardSeconds;
+    totals.backwardSeconds += r.backwardSeconds;
+    totals.savedBytes += r.chargedSavedBytes;
+    if (auto param = dyn_cast<nn::ParamOp>(r.op)) {
+      if (param.getTrainable() && isFloat(param.getOutput()))
+        totals.trainableParameters += numElements(param.getOutput());
+      else
+        totals.bufferElements += numElements(param.getOutput());
+    }
+  }
+  return success();
+}
