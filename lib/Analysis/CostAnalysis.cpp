@@ -4,6 +4,9 @@
 #include "pipe/Analysis/CostInterface.h"
 #include "pipe/Dialect/NN/IR/NNDialect.h"
 #include "pipe/Dialect/NN/IR/NNOps.h"
+#include "pipe/Dialect/NN/IR/NNShapeUtils.h"
+
+#include "mlir/IR/TypeUtilities.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -278,6 +281,8 @@ LogicalResult CostAnalysis::compute(const CostSettings &newSettings) {
   for (const OpRecord &r : records) {
     totals.forwardFlops += r.cost.forwardFlops;
     totals.backwardFlops += r.cost.backwardFlops;
+    if (r.cost.kind == KernelClass::Gemm || r.cost.kind == KernelClass::Conv)
+      totals.forwardGemmFlops += r.cost.forwardFlops;
     totals.forwardBytes += r.cost.forwardBytes;
     totals.backwardBytes += r.cost.backwardBytes;
     totals.forwardSeconds += r.forwardSeconds;

@@ -13,6 +13,7 @@
 #include "pipe/Dialect/NN/IR/NNShapeUtils.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;

@@ -12,6 +12,7 @@ const std::vector<std::unique_ptr<Algorithm>> &algorithmRegistry() {
     all.push_back(makePipeDreamAlgorithm());
     all.push_back(makeMadPipeAlgorithm());
     all.push_back(makeInterleavedAlgorithm());
+    all.push_back(makeIlpAlgorithm());
     return all;
   }();
   return registry;

@@ -116,7 +116,8 @@ CheckReport checkTimeline(const Problem &problem, const Allocation &allocation,
   }
   for (size_t g = 0; g < perGpu.size(); ++g) {
     auto list = perGpu[g];
-    std::sort(list.begin(), list.end(), [](const TimedAction *a, const TimedAction *b) {
+    // Stable: actions starting together (zero-length ones) keep the timeline's order.
+    std::stable_sort(list.begin(), list.end(), [](const TimedAction *a, const TimedAction *b) {
       return a->startMs < b->startMs;
     });
     for (size_t i = 1; i < list.size(); ++i)

@@ -148,8 +148,12 @@ PlanningReport plan(const Problem &input, const PlanOptions &options) {
       result.scheduleKind = output.schedule.value_or(problem.training.schedule);
       result.lowerBoundMs = report.bounds.bestMs;
     }
-    if (output.provenLowerBoundMs > report.bounds.bestMs)
+    if (output.provenLowerBoundMs > report.bounds.bestMs) {
+      // A bound proven for this algorithm's own model (ilp): its gap is measured to it.
       result.lowerBoundMs = output.provenLowerBoundMs;
+      if (result.periodMs < kInfinity)
+        result.gap = result.periodMs / result.lowerBoundMs - 1;
+    }
     result.algorithm = algorithm->name();
     result.notes = output.notes;
     result.predictedPeriodMs = output.predictedPeriodMs;

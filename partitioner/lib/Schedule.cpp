@@ -97,9 +97,11 @@ std::vector<std::vector<Action>> patternOrder(const PeriodicPattern &pattern,
   for (int s = 0; s < allocation.numStages(); ++s) {
     const size_t g = static_cast<size_t>(allocation.gpuOfStage[static_cast<size_t>(s)]);
     for (int i = 0; i < m; ++i) {
-      perGpu[g].push_back({pattern.forwardOffset[static_cast<size_t>(s)] + i * pattern.periodMs, 1,
+      // At equal nominal times (zero-length operations) forwards go first: F(i) must
+      // precede B(i).
+      perGpu[g].push_back({pattern.forwardOffset[static_cast<size_t>(s)] + i * pattern.periodMs, 0,
                            {ActionKind::Forward, s, i}});
-      perGpu[g].push_back({pattern.backwardOffset[static_cast<size_t>(s)] + i * pattern.periodMs, 0,
+      perGpu[g].push_back({pattern.backwardOffset[static_cast<size_t>(s)] + i * pattern.periodMs, 1,
                            {ActionKind::Backward, s, i}});
     }
   }
@@ -213,13 +215,35 @@ Schedule makeSchedule(ScheduleKind kind, const Problem &problem, const Allocatio
                               ? std::max(bottleneck, allocation.targetPeriodMs)
                               : bottleneck;
     if (period > 0) {
+      auto withinOneFOneB = [&](const PeriodicPattern &pattern) {
+        for (int s = 0; s < stages; ++s)
+          if (pattern.inFlight[static_cast<size_t>(s)] > stages - s)
+            return false;
+        return true;
+      };
       PeriodicPattern pattern = periodicPattern(problem, allocation, period);
-      bool withinOneFOneB = true;
-      for (int s = 0; s < stages; ++s)
-        if (pattern.inFlight[static_cast<size_t>(s)] > std::max(1, std::min(stages - s, microbatches)))
-          withinOneFOneB = false;
-      if (kind == ScheduleKind::Periodic || withinOneFOneB) {
+      if (kind == ScheduleKind::Periodic || withinOneFOneB(pattern)) {
         schedule.actions = patternOrder(pattern, allocation, gpus, microbatches);
+        return schedule;
+      }
+      // Transfers lengthen the spans: keep 1F1B's memory bound by slowing the pattern
+      // to the smallest period (bisection) at which min(S - s, m) copies suffice.
+      double low = period, high = 2 * period;
+      while (!withinOneFOneB(periodicPattern(problem, allocation, high)) && high < 64 * period)
+        high *= 2;
+      PeriodicPattern slower = periodicPattern(problem, allocation, high);
+      if (withinOneFOneB(slower)) {
+        for (int iteration = 0; iteration < 40; ++iteration) {
+          const double mid = 0.5 * (low + high);
+          PeriodicPattern attempt = periodicPattern(problem, allocation, mid);
+          if (withinOneFOneB(attempt)) {
+            high = mid;
+            slower = attempt;
+          } else {
+            low = mid;
+          }
+        }
+        schedule.actions = patternOrder(slower, allocation, gpus, microbatches);
         return schedule;
       }
     }

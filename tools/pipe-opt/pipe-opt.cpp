@@ -5,8 +5,10 @@
 // requested passes run; any other input is parsed as MLIR.
 //
 //===----------------------------------------------------------------------===//
+#include "pipe/Analysis/CostInterface.h"
 #include "pipe/Dialect/NN/IR/NNDialect.h"
 #include "pipe/Dialect/NN/Transforms/Passes.h"
+#include "pipe/Dialect/Pipe/Transforms/Passes.h"
 #include "pipe/Import/Onnx/OnnxImporter.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -22,6 +24,10 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
+
+namespace pipe::test {
+void registerTestAnalysisPasses(); // test/lib/Analysis
+} // namespace pipe::test
 
 static llvm::cl::OptionCategory importCategory("ONNX import options");
 static llvm::cl::opt<int64_t> microBatchSize(
@@ -120,6 +126,10 @@ int main(int argc, char **argv) {
   registerAllPasses();
   registry.insert<pipe::nn::NNDialect>();
   pipe::nn::registerNNPasses();
+  registry.insert<pipe::pipeline::PipeDialect>();
+  pipe::pipeline::registerPipePasses();
+  pipe::registerCostModelInterfaces(registry);
+  pipe::test::registerTestAnalysisPasses();
 
   auto [inputFilename, outputFilename] =
       registerAndParseCLIOptions(argc, argv, "pipe-opt: pipeline-parallel training planner\n",

@@ -60,6 +60,7 @@ struct OpRecord {
 
 struct CostTotals {
   double forwardFlops = 0, backwardFlops = 0;
+  double forwardGemmFlops = 0; ///< forward FLOPs of the gemm and conv classes
   double forwardBytes = 0, backwardBytes = 0;
   double forwardSeconds = 0, backwardSeconds = 0;
   double savedBytes = 0; ///< per micro-batch, each value counted once

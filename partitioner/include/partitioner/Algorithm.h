@@ -56,6 +56,7 @@ std::unique_ptr<Algorithm> makeBalancedAlgorithm();
 std::unique_ptr<Algorithm> makePipeDreamAlgorithm();
 std::unique_ptr<Algorithm> makeMadPipeAlgorithm();
 std::unique_ptr<Algorithm> makeInterleavedAlgorithm();
+std::unique_ptr<Algorithm> makeIlpAlgorithm();
 
 } // namespace partitioner
 

@@ -21,6 +21,8 @@ struct PlanOptions {
   /// Use DAG-aware cuts (all downsets) when the graph has at most this many.
   size_t maxDownsets = 20000;
   bool dagAware = true;
+  /// Time limit of the `ilp` algorithm's MIP solver.
+  double ilpTimeLimitSeconds = 10;
 };
 
 struct StageMetrics {

@@ -24,7 +24,7 @@ const char *kUsage =
     "  --stages N              GPUs in the pipeline (alias --gpus)\n"
     "  --microbatches M        micro-batches per iteration\n"
     "  --memory SIZE           memory per GPU, e.g. 16GB, 80GiB, inf\n"
-    "  --algo NAMES            best (default), all, or a comma list of algorithms\n"
+    "  --algo NAMES            best (default), all (best + ilp), or a comma list\n"
     "  --schedule KIND         gpipe | 1f1b (default) | interleaved | 1f1b-stash | zb-h1 | periodic\n"
     "  --weights POLICY        default | single | double | stash (weight versions)\n"
     "  --state-multiplier X    bytes per parameter byte for weights+grads+optimizer (4)\n"
@@ -39,6 +39,7 @@ const char *kUsage =
     "                          the public reference figures)\n"
     "  --max-downsets N        DAG-aware cuts when the graph has at most N downsets (20000)\n"
     "  --no-dag                plan on one topological order only\n"
+    "  --time-limit S          time limit of the ilp algorithm's MIP solver (10)\n"
     "  --json FILE             write the plan JSON\n"
     "  --trace FILE            write a Chrome/Perfetto trace of the chosen plan\n"
     "  --svg FILE              write an SVG Gantt chart of the chosen plan\n"
@@ -131,6 +132,8 @@ int run(int argc, char **argv) {
       quiet = true;
     } else if (arg == "--no-dag") {
       options.dagAware = false;
+    } else if (arg == "--time-limit") {
+      options.ilpTimeLimitSeconds = parseDouble(arg, value());
     } else if (arg == "--max-downsets") {
       options.maxDownsets = static_cast<size_t>(parseInt(arg, value()));
     } else if (arg == "--no-comm-buffers" || arg == "--reference-model") {

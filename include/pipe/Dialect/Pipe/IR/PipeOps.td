@@ -1,0 +1,126 @@
+//===- PipeOps.td - the pipe dialect -----------------------*- tablegen -*-===//
+//
+// The pipeline structure after partitioning: a pipeline of stages, each the
+// forward program of one GPU, with point-to-point send/recv of activations
+// and gradients on every cut edge and references to the parameters it uses.
+// Verifier constraints are numbered and listed in docs/pipe-dialect.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_PIPE_OPS
+#define PIPE_PIPE_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Pipe_Dialect : Dialect {
+  let name = "pipe";
+  let cppNamespace = "::pipe::pipeline";
+  let summary = "Pipelined execution: stages, transfers, parameter references";
+  let usePropertiesForAttributes = 1;
+}
+
+def Pipe_I64Attr : TypedSignlessIntegerAttrBase<I64, "int64_t",
+                                                "64-bit signless integer attribute"> {
+  let convertFromStorage = "$_self.getValue().getSExtValue()";
+}
+
+class Pipe_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Pipe_Dialect, mnemonic, traits>;
+
+def Pipe_PipelineOp : Pipe_Op<"pipeline", [Symbol, SymbolTable, NoTerminator,
+                                           SingleBlock, IsolatedFromAbove]> {
+  let summary = "A model split into stages, with its plan";
+  let description = [{
+    Holds one `pipe.stage` per stage. `plan` records what the partitioner
+    chose (algorithm, schedule, period, memory per stage ...).
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Pipe_I64Attr:$num_stages,
+                       Pipe_I64Attr:$microbatches, StrAttr:$schedule,
+                       OptionalAttr<DictionaryAttr>:$plan);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  // Checked after the stages and their ops, which the matching relies on.
+  let hasRegionVerifier = 1;
+}
+
+def Pipe_StageOp : Pipe_Op<"stage", [Symbol, HasParent<"PipelineOp">,
+                                     IsolatedFromAbove]> {
+  let summary = "The forward program of one stage";
+  let description = [{
+    The block arguments are the model inputs the stage reads (`model_inputs`
+    gives their positions among the model's inputs); `pipe.return` yields the
+    model outputs it produces (`model_outputs`). Values from other stages
+    arrive through `pipe.recv`. `actions` is the per-GPU action list that
+    `pipe-schedule` attaches.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Pipe_I64Attr:$index, Pipe_I64Attr:$device,
+                       DenseI64ArrayAttr:$model_inputs, DenseI64ArrayAttr:$model_outputs,
+                       OptionalAttr<ArrayAttr>:$actions);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+}
+
+def Pipe_ReturnOp : Pipe_Op<"return", [Terminator, HasParent<"StageOp">, Pure,
+                                       ReturnLike]> {
+  let summary = "The model outputs a stage produces";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
+def Pipe_SendOp : Pipe_Op<"send"> {
+  let summary = "Send a tensor to another stage";
+  let description = [{
+    `kind` is `activation` (forward, to the consuming stage) or `gradient`
+    (backward, to the producing stage). `tag` pairs the send with exactly one
+    `pipe.recv` of the peer stage.
+  }];
+  let arguments = (ins AnyTensor:$value, Pipe_I64Attr:$peer, Pipe_I64Attr:$tag,
+                       StrAttr:$kind);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
+def Pipe_RecvOp : Pipe_Op<"recv"> {
+  let summary = "Receive a tensor from another stage";
+  let arguments = (ins Pipe_I64Attr:$peer, Pipe_I64Attr:$tag, StrAttr:$kind);
+  let results = (outs AnyTensor:$value);
+  let assemblyFormat = "attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
+def Pipe_GradOp : Pipe_Op<"grad", [Pure, AllTypesMatch<["value", "gradient"]>]> {
+  let summary = "The loss gradient with respect to a value of this micro-batch";
+  let description = [{
+    Stands for dLoss/d`value` of the current micro-batch in the stage's
+    backward pass: the gradient a stage sends back for an activation it
+    received. The differentiation pass replaces it with the VJP chain of the
+    stage's ops.
+  }];
+  let arguments = (ins AnyTensor:$value);
+  let results = (outs AnyTensor:$gradient);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+}
+
+def Pipe_ParamOp : Pipe_Op<"param", [Pure]> {
+  let summary = "A stage's reference to a parameter, with its owner";
+  let description = [{
+    Like `nn.param`, plus the stages that use the parameter. A parameter used
+    by several stages (tied weights) is owned by `owner`, which applies the
+    optimizer step; the users' gradients are reduced into the owner.
+  }];
+  let arguments = (ins StrAttr:$name, StrAttr:$source,
+                       DefaultValuedStrAttr<StrAttr, "">:$path,
+                       DefaultValuedAttr<Pipe_I64Attr, "-1">:$offset,
+                       DefaultValuedAttr<Pipe_I64Attr, "-1">:$length,
+                       DefaultValuedAttr<BoolAttr, "true">:$trainable,
+                       Pipe_I64Attr:$owner, DenseI64ArrayAttr:$users);
+  let results = (outs AnyStaticShapeTensor:$value);
+  let assemblyFormat = "$name attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
+#endif // PIPE_PIPE_OPS

@@ -1,0 +1,22 @@
+//===- Passes.h - pipe dialect passes ---------------------------*- C++ -*-===//
+#ifndef PIPE_DIALECT_PIPE_TRANSFORMS_PASSES_H
+#define PIPE_DIALECT_PIPE_TRANSFORMS_PASSES_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "pipe/Dialect/Pipe/IR/PipeDialect.h"
+
+namespace pipe::pipeline {
+
+/// The discardable attribute pipe-partition puts on every op: its stage.
+constexpr llvm::StringLiteral kStageAttr = "pipe.stage";
+
+#define GEN_PASS_DECL
+#include "pipe/Dialect/Pipe/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "pipe/Dialect/Pipe/Transforms/Passes.h.inc"
+
+} // namespace pipe::pipeline
+
+#endif // PIPE_DIALECT_PIPE_TRANSFORMS_PASSES_H

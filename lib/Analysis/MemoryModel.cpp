@@ -1,0 +1,173 @@
+//===- MemoryModel.cpp - GPU memory of parameters and activations ---------===//
+#include "pipe/Analysis/MemoryModel.h"
+
+#include "pipe/Dialect/NN/IR/NNOps.h"
+#include "pipe/Dialect/NN/IR/NNShapeUtils.h"
+
+#include "mlir/IR/TypeUtilities.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+
+using namespace mlir;
+using namespace pipe;
+
+std::optional<OptimizerKind> pipe::parseOptimizerKind(llvm::StringRef text) {
+  if (text.equals_insensitive("sgd"))
+    return OptimizerKind::SGD;
+  if (text.equals_insensitive("momentum"))
+    return OptimizerKind::Momentum;
+  if (text.equals_insensitive("adam") || text.equals_insensitive("adamw"))
+    return OptimizerKind::Adam;
+  return std::nullopt;
+}
+
+llvm::StringRef pipe::toString(OptimizerKind kind) {
+  switch (kind) {
+  case OptimizerKind::SGD: return "sgd";
+  case OptimizerKind::Momentum: return "momentum";
+  case OptimizerKind::Adam: return "adam";
+  }
+  return "adam";
+}
+
+ParameterMemory pipe::computeParameterMemory(ArrayRef<Operation *> ops,
+                                             const TrainingPolicy &policy) {
+  ParameterMemory m;
+  for (Operation *op : ops) {
+    auto param = dyn_cast<nn::ParamOp>(op);
+    if (!param)
+      continue;
+    Value v = param.getOutput();
+    double n = numElements(v);
+    if (param.getTrainable() && isa<FloatType>(getElementTypeOrSelf(v.getType()))) {
+      m.trainableParameters += n;
+    } else {
+      m.bufferElements += n;
+      m.bufferBytes += n * elementBytes(v, 4);
+    }
+  }
+  m.weightBytes = m.trainableParameters * policy.weightBytesPerParameter();
+  m.gradientBytes = m.trainableParameters * policy.gradientBytesPerParameter();
+  m.masterBytes = m.trainableParameters * policy.masterBytesPerParameter();
+  m.optimizerBytes = m.trainableParameters * policy.optimizerBytesPerParameter();
+  return m;
+}
+
+/// Views share their operand's storage: reshape-like ops and inactive dropout.
+static bool isView(const CostAnalysis &analysis, Operation *op) {
+  if (isa<nn::ReshapeOp, nn::FlattenOp, nn::SqueezeOp, nn::UnsqueezeOp, nn::IdentityOp>(op))
+    return true;
+  if (isa<nn::DropoutOp>(op))
+    if (const OpRecord *r = analysis.lookup(op))
+      return r->cost.kind == KernelClass::Free;
+  return false;
+}
+
+StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Operation *> ops,
+                                     const TrainingPolicy &policy) {
+  StageMemory m;
+  m.parameters = computeParameterMemory(ops, policy);
+  const int n = static_cast<int>(ops.size());
+  if (n == 0)
+    return m;
+  llvm::DenseMap<Operation *, int> position;
+  for (int i = 0; i < n; ++i)
+    position[ops[i]] = i;
+
+  auto rootOf = [&](Value v) {
+    while (Operation *def = v.getDefiningOp()) {
+      if (!position.count(def) || !isView(analysis, def) || def->getNumOperands() == 0)
+        break;
+      v = def->getOperand(0);
+    }
+    return v;
+  };
+
+  // Live ranges of every activation (by storage root) in forward positions.
+  struct Range {
+    int start = 0, end = -1;
+  };
+  llvm::MapVector<Value, Range> ranges;
+  auto touch = [&](Value root, int at) {
+    auto [it, inserted] = ranges.try_emplace(root);
+    if (inserted) {
+      Operation *def = root.getDefiningOp();
+      auto pos = def ? position.find(def) : position.end();
+      it->second.start = pos != position.end() ? pos->second : 0;
+      it->second.end = it->second.start;
+    }
+    it->second.end = std::max(it->second.end, at);
+  };
+  for (int i = 0; i < n; ++i) {
+    Operation *op = ops[i];
+    for (Value v : op->getOperands())
+      if (!analysis.isStatic(v))
+        touch(rootOf(v), i);
+    for (Value r : op->getResults()) {
+      if (analysis.isStatic(r))
+        continue;
+      Value root = rootOf(r);
+      touch(root, i);
+      for (Operation *user : r.getUsers())
+        if (!position.count(user)) // sent to a later stage or returned
+          touch(root, n - 1);
+    }
+  }
+
+  // Saved activations: each storage root once, plus the rules' extra bytes.
+  llvm::DenseSet<Value> saved;
+  for (Operation *op : ops) {
+    const OpRecord *r = analysis.lookup(op);
+    if (!r)
+      continue;
+    m.savedBytes += r->saved.extraBytes;
+    for (Value v : r->saved.values) {
+      if (analysis.isStatic(v))
+        continue;
+      Value root = rootOf(v);
+      if (saved.insert(root).second)
+        m.savedBytes += analysis.bytes(root);
+    }
+  }
+
+  // Forward: transient = live values that are not kept for the backward.
+  std::vector<double> delta(n + 1, 0.0);
+  for (auto &[root, range] : ranges) {
+    if (saved.contains(root))
+      continue;
+    delta[range.start] += analysis.bytes(root);
+    delta[range.end + 1] -= analysis.bytes(root);
+  }
+  double live = 0;
+  for (int i = 0; i < n; ++i)
+    m.forwardPeakBytes = std::max(m.forwardPeakBytes, live += delta[i]);
+
+  // Backward, in reverse order: the gradient of a value is live from the
+  // backward of its last consumer to the backward of its producer (received
+  // gradients of sent values from the start, gradients of received inputs
+  // until the end, when they are sent back).
+  std::fill(delta.begin(), delta.end(), 0.0);
+  for (auto &[root, range] : ranges) {
+    if (!analysis.requiresGrad(root))
+      continue;
+    Operation *def = root.getDefiningOp();
+    bool input = !def || !position.count(def);
+    int revStart = n - 1 - range.end;
+    int revEnd = input ? n - 1 : n - 1 - range.start;
+    delta[revStart] += analysis.bytes(root);
+    delta[revEnd + 1] -= analysis.bytes(root);
+  }
+  live = 0;
+  for (int j = 0; j < n; ++j)
+    m.backwardPeakBytes = std::max(m.backwardPeakBytes, live += delta[j]);
+  return m;
+}
+
+StageMemory pipe::computeFunctionMemory(const CostAnalysis &analysis,
+                                        const TrainingPolicy &policy) {
+  std::vector<Operation *> ops;
+  for (const OpRecord &r : analysis.getRecords())
+    ops.push_back(r.op);
+  return computeStageMemory(analysis, ops, policy);
+}

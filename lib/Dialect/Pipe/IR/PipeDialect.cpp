@@ -1,0 +1,161 @@
+//===- PipeDialect.cpp - the pipe dialect and its verifiers ---------------===//
+//
+// Constraint ids (`pipeline_c2`, ...) are listed in docs/pipe-dialect.md and
+// each has a case in test/Dialect/Pipe/invalid.mlir.
+//
+//===----------------------------------------------------------------------===//
+#include "pipe/Dialect/Pipe/IR/PipeDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+#include <tuple>
+
+using namespace mlir;
+using namespace pipe::pipeline;
+
+#include "pipe/Dialect/Pipe/IR/PipeOpsDialect.cpp.inc"
+
+void PipeDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "pipe/Dialect/Pipe/IR/PipeOps.cpp.inc"
+      >();
+}
+
+#define GET_OP_CLASSES
+#include "pipe/Dialect/Pipe/IR/PipeOps.cpp.inc"
+
+/// The index of the stage enclosing `op`, if any.
+static std::optional<int64_t> enclosingStage(Operation *op) {
+  if (auto stage = op->getParentOfType<StageOp>())
+    return stage.getIndex();
+  return std::nullopt;
+}
+
+static std::optional<int64_t> enclosingStageCount(Operation *op) {
+  if (auto pipeline = op->getParentOfType<PipelineOp>())
+    return pipeline.getNumStages();
+  return std::nullopt;
+}
+
+static LogicalResult verifyTransfer(Operation *op, int64_t peer, StringRef kind,
+                                    StringRef prefix) {
+  if (kind != "activation" && kind != "gradient")
+    return op->emitOpError("[") << prefix << "_c1] kind must be 'activation' or 'gradient', got '"
+                                << kind << "'";
+  auto self = enclosingStage(op);
+  auto count = enclosingStageCount(op);
+  if (peer < 0 || (count && peer >= *count))
+    return op->emitOpError("[") << prefix << "_c2] peer stage " << peer << " does not exist";
+  if (self && *self == peer)
+    return op->emitOpError("[") << prefix << "_c2] peer stage " << peer
+                                << " is the stage itself";
+  return success();
+}
+
+LogicalResult SendOp::verify() {
+  return verifyTransfer(getOperation(), getPeer(), getKind(), "send");
+}
+
+LogicalResult RecvOp::verify() {
+  return verifyTransfer(getOperation(), getPeer(), getKind(), "recv");
+}
+
+LogicalResult ParamOp::verify() {
+  StringRef source = getSource();
+  if (source != "file" && source != "external" && source != "inline")
+    return emitOpError("[param_c1] source must be 'file', 'external' or 'inline'");
+  if (!llvm::is_contained(getUsers(), getOwner()))
+    return emitOpError("[param_c2] owner stage ") << getOwner() << " is not among its users";
+  if (auto self = enclosingStage(getOperation()))
+    if (!llvm::is_contained(getUsers(), *self))
+      return emitOpError("[param_c3] stage ") << *self << " uses the parameter but is not "
+                                              << "among its users";
+  return success();
+}
+
+LogicalResult StageOp::verify() {
+  if (getIndex() < 0 || getDevice() < 0)
+    return emitOpError("[stage_c1] index and device must be non-negative");
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getModelInputs().size())
+    return emitOpError("[stage_c2] has ") << body.getNumArguments()
+                                          << " arguments but model_inputs lists "
+                                          << getModelInputs().size();
+  auto ret = dyn_cast<ReturnOp>(body.getTerminator());
+  if (!ret)
+    return emitOpError("[stage_c3] must end with pipe.return");
+  if (ret.getValues().size() != getModelOutputs().size())
+    return emitOpError("[stage_c3] returns ") << ret.getValues().size()
+                                              << " values but model_outputs lists "
+                                              << getModelOutputs().size();
+  return success();
+}
+
+LogicalResult PipelineOp::verifyRegions() {
+  int64_t count = getNumStages();
+  SmallVector<StageOp> stages(count);
+  for (Operation &op : getBody().front()) {
+    auto stage = dyn_cast<StageOp>(op);
+    if (!stage)
+      return op.emitOpError("[pipeline_c1] only pipe.stage ops may appear in a pipeline");
+    if (stage.getIndex() >= count)
+      return stage.emitOpError("[pipeline_c1] index ")
+             << stage.getIndex() << " is out of range for " << count << " stages";
+    if (stages[stage.getIndex()])
+      return stage.emitOpError("[pipeline_c1] index ") << stage.getIndex() << " is repeated";
+    stages[stage.getIndex()] = stage;
+  }
+  for (int64_t i = 0; i < count; ++i)
+    if (!stages[i])
+      return emitOpError("[pipeline_c1] stage ") << i << " is missing";
+
+  // Every send has exactly one receive with the same (from, to, tag, kind) and
+  // the same type, and vice versa.
+  using Key = std::tuple<int64_t, int64_t, int64_t, std::string>;
+  std::map<Key, SendOp> sends;
+  std::map<Key, RecvOp> recvs;
+  for (StageOp stage : stages) {
+    WalkResult walk = stage.walk([&](Operation *op) {
+      if (auto send = dyn_cast<SendOp>(op)) {
+        Key key{stage.getIndex(), send.getPeer(), send.getTag(), send.getKind().str()};
+        if (!sends.emplace(key, send).second) {
+          send.emitOpError("[pipeline_c2] repeats the tag ") << send.getTag() << " to stage "
+                                                             << send.getPeer();
+          return WalkResult::interrupt();
+        }
+      } else if (auto recv = dyn_cast<RecvOp>(op)) {
+        Key key{recv.getPeer(), stage.getIndex(), recv.getTag(), recv.getKind().str()};
+        if (!recvs.emplace(key, recv).second) {
+          recv.emitOpError("[pipeline_c2] repeats the tag ") << recv.getTag() << " from stage "
+                                                             << recv.getPeer();
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+  for (auto &[key, send] : sends) {
+    auto it = recvs.find(key);
+    if (it == recvs.end())
+      return send.emitOpError("[pipeline_c2] has no matching pipe.recv in stage ")
+             << send.getPeer();
+    if (it->second.getType() != send.getValue().getType()) {
+      auto diag = send.emitOpError("[pipeline_c3] sends ")
+                  << send.getValue().getType() << " but the matching receive expects "
+                  << it->second.getType();
+      diag.attachNote(it->second.getLoc()) << "the receive";
+      return diag;
+    }
+  }
+  for (auto &[key, recv] : recvs)
+    if (!sends.count(key))
+      return recv.emitOpError("[pipeline_c2] has no matching pipe.send in stage ")
+             << recv.getPeer();
+  return success();
+}

@@ -1,0 +1,174 @@
+// RUN: pipe-opt %s -split-input-file -verify-diagnostics
+
+pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"} {
+  // expected-error @+1 {{[pipeline_c1] index 2 is out of range for 2 stages}}
+  pipe.stage @s attributes {index = 2, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{[pipeline_c1] stage 1 is missing}}
+pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @s attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    %c = nn.constant dense<1.0> : tensor<2xf32>
+    // expected-error @+1 {{[pipeline_c2] has no matching pipe.recv in stage 1}}
+    pipe.send %c {peer = 1, tag = 7, kind = "activation"} : tensor<2xf32>
+    pipe.return
+  }
+  pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    %c = nn.constant dense<1.0> : tensor<2xf32>
+    // expected-error @+1 {{[pipeline_c3] sends 'tensor<2xf32>' but the matching receive expects 'tensor<3xf32>'}}
+    pipe.send %c {peer = 1, tag = 7, kind = "activation"} : tensor<2xf32>
+    pipe.return
+  }
+  pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
+    // expected-note @+1 {{the receive}}
+    %r = pipe.recv {peer = 0, tag = 7, kind = "activation"} : tensor<3xf32>
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  }
+  pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
+    // expected-error @+1 {{[pipeline_c2] has no matching pipe.send in stage 0}}
+    %r = pipe.recv {peer = 0, tag = 3, kind = "gradient"} : tensor<3xf32>
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    %c = nn.constant dense<1.0> : tensor<2xf32>
+    // expected-error @+1 {{[send_c1] kind must be 'activation' or 'gradient', got 'weights'}}
+    pipe.send %c {peer = 1, tag = 0, kind = "weights"} : tensor<2xf32>
+    pipe.return
+  }
+  pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    %c = nn.constant dense<1.0> : tensor<2xf32>
+    // expected-error @+1 {{[send_c2] peer stage 0 is the stage itself}}
+    pipe.send %c {peer = 0, tag = 0, kind = "activation"} : tensor<2xf32>
+    pipe.return
+  }
+  pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    // expected-error @+1 {{[recv_c1] kind must be 'activation' or 'gradient', got 'other'}}
+    %r = pipe.recv {peer = 1, tag = 0, kind = "other"} : tensor<2xf32>
+    pipe.return
+  }
+  pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    // expected-error @+1 {{[recv_c2] peer stage 5 does not exist}}
+    %r = pipe.recv {peer = 5, tag = 0, kind = "activation"} : tensor<2xf32>
+    pipe.return
+  }
+  pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    // expected-error @+1 {{[param_c1] source must be 'file', 'external' or 'inline'}}
+    %w = pipe.param "w" {source = "tape", owner = 0, users = array<i64: 0>} : tensor<2xf32>
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    // expected-error @+1 {{[param_c2] owner stage 1 is not among its users}}
+    %w = pipe.param "w" {source = "inline", owner = 1, users = array<i64: 0>} : tensor<2xf32>
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  }
+  pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
+    // expected-error @+1 {{[param_c3] stage 1 uses the parameter but is not among its users}}
+    %w = pipe.param "w" {source = "inline", owner = 0, users = array<i64: 0>} : tensor<2xf32>
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
+  // expected-error @+1 {{[stage_c1] index and device must be non-negative}}
+  pipe.stage @s0 attributes {index = 0, device = -1, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
+  // expected-error @+1 {{[stage_c2] has 0 arguments but model_inputs lists 1}}
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64: 0>, model_outputs = array<i64>} {
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
+  // expected-error @+1 {{[stage_c3] returns 0 values but model_outputs lists 1}}
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64: 0>} {
+    pipe.return
+  }
+}

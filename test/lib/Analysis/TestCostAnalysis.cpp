@@ -1,0 +1,206 @@
+//===- TestCostAnalysis.cpp - test passes printing cost and memory --------===//
+//
+// test-print-pipe-cost prints, for every op of every function, the numbers of
+// the cost analysis; test-print-pipe-memory prints the memory model. Output
+// goes to stdout, one line per op, in program order, then totals.
+//
+//===----------------------------------------------------------------------===//
+#include "pipe/Analysis/CostAnalysis.h"
+#include "pipe/Analysis/MemoryModel.h"
+#include "pipe/Dialect/NN/IR/NNDialect.h"
+#include "pipe/Dialect/NN/IR/NNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassRegistry.h"
+#include <cstdio>
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace pipe;
+
+namespace {
+
+/// Integer-valued counts print without a fraction.
+std::string count(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.0f", value);
+  return buffer;
+}
+std::string micros(double seconds) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.3f", seconds * 1e6);
+  return buffer;
+}
+
+/// Options shared by both passes, parsed into CostSettings.
+struct CostOptions {
+  LogicalResult toSettings(Operation *op, StringRef target, StringRef dtype, bool fuse,
+                           StringRef profilePath, CostSettings &settings,
+                           std::optional<Profile> &profile) {
+    auto t = lookupTarget(target);
+    if (!t)
+      return op->emitError(llvm::toString(t.takeError()));
+    settings.target = *t;
+    auto d = parseComputeDtype(dtype);
+    if (!d)
+      return op->emitError("unknown dtype '") << dtype << "' (fp32, tf32, fp16, bf16, fp8)";
+    settings.dtype = *d;
+    settings.fuseElementwise = fuse;
+    if (!profilePath.empty()) {
+      auto p = Profile::readFile(profilePath);
+      if (!p)
+        return op->emitError(llvm::toString(p.takeError()));
+      profile = std::move(*p);
+      settings.profile = &*profile;
+    }
+    return success();
+  }
+};
+
+struct TestPrintCostPass : PassWrapper<TestPrintCostPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestPrintCostPass)
+  TestPrintCostPass() = default;
+  TestPrintCostPass(const TestPrintCostPass &other) : PassWrapper(other) {}
+  StringRef getArgument() const final { return "test-print-pipe-cost"; }
+  StringRef getDescription() const final {
+    return "Print per-op FLOPs, bytes, saved bytes and roofline times";
+  }
+  Option<std::string> target{*this, "target", llvm::cl::desc("GPU name or JSON file"),
+                              llvm::cl::init("h100")};
+  Option<std::string> dtype{*this, "dtype", llvm::cl::desc("fp32, tf32, fp16, bf16, fp8"),
+                            llvm::cl::init("fp32")};
+  Option<bool> fuse{*this, "fuse", llvm::cl::desc("Fuse element-wise ops into producers"),
+                    llvm::cl::init(true)};
+  Option<std::string> profile{*this, "profile",
+                               llvm::cl::desc("Measured times (JSON keyed by node name)"),
+                               llvm::cl::init("")};
+
+  void runOnOperation() override {
+    CostSettings settings;
+    std::optional<Profile> measured;
+    if (failed(CostOptions().toSettings(getOperation(), target, dtype, fuse, profile,
+                                        settings, measured)))
+      return signalPassFailure();
+    llvm::raw_ostream &os = llvm::outs();
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      CostAnalysis analysis(fn);
+      if (failed(analysis.compute(settings)))
+        return signalPassFailure();
+      os << "cost @" << fn.getSymName() << " target=" << settings.target.name
+         << " dtype=" << toString(settings.dtype) << "\n";
+      for (const OpRecord &r : analysis.getRecords()) {
+        if (isa<nn::ParamOp, nn::ConstantOp>(r.op))
+          continue;
+        os << "op '" << r.name << "' " << r.op->getName() << " class="
+           << toString(r.cost.kind);
+        if (r.isStatic)
+          os << " static";
+        if (r.cost.kind != KernelClass::Free || r.saved.values.size() || r.needsBackward)
+          os << " fwd_flops=" << count(r.cost.forwardFlops)
+             << " fwd_bytes=" << count(r.cost.forwardBytes)
+             << " bwd_flops=" << count(r.cost.backwardFlops)
+             << " bwd_weight_flops=" << count(r.cost.backwardWeightFlops)
+             << " bwd_bytes=" << count(r.cost.backwardBytes)
+             << " kernels=" << r.cost.forwardKernels << "/" << r.cost.backwardKernels
+             << " saved=" << count(r.savedBytes) << " fwd_us=" << micros(r.forwardSeconds)
+             << " bwd_us=" << micros(r.backwardSeconds);
+        if (r.fusedInto)
+          os << " fused_into='" << analysis.lookup(r.fusedInto)->name << "'";
+        if (r.fromProfile)
+          os << " profiled";
+        os << "\n";
+      }
+      const CostTotals &t = analysis.getTotals();
+      os << "total fwd_flops=" << count(t.forwardFlops)
+         << " fwd_gemm_flops=" << count(t.forwardGemmFlops) << " bwd_flops="
+         << count(t.backwardFlops) << " fwd_bytes=" << count(t.forwardBytes)
+         << " bwd_bytes=" << count(t.backwardBytes) << " saved=" << count(t.savedBytes)
+         << " fwd_us=" << micros(t.forwardSeconds) << " bwd_us=" << micros(t.backwardSeconds)
+         << " params=" << count(t.trainableParameters) << " buffers="
+         << count(t.bufferElements) << "\n";
+    }
+  }
+};
+
+struct TestPrintMemoryPass : PassWrapper<TestPrintMemoryPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestPrintMemoryPass)
+  TestPrintMemoryPass() = default;
+  TestPrintMemoryPass(const TestPrintMemoryPass &other) : PassWrapper(other) {}
+  StringRef getArgument() const final { return "test-print-pipe-memory"; }
+  StringRef getDescription() const final {
+    return "Print saved activations, parameter state and transient peaks";
+  }
+  Option<std::string> dtype{*this, "dtype", llvm::cl::desc("fp32, tf32, fp16, bf16, fp8"),
+                            llvm::cl::init("fp32")};
+  Option<std::string> optimizer{*this, "optimizer", llvm::cl::desc("sgd, momentum, adam"),
+                                llvm::cl::init("adam")};
+
+  void runOnOperation() override {
+    CostSettings settings;
+    auto d = parseComputeDtype(dtype);
+    auto opt = parseOptimizerKind(optimizer);
+    if (!d || !opt) {
+      getOperation()->emitError("unknown dtype or optimizer");
+      return signalPassFailure();
+    }
+    settings.dtype = *d;
+    TrainingPolicy policy{*opt, *d};
+    llvm::raw_ostream &os = llvm::outs();
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      CostAnalysis analysis(fn);
+      if (failed(analysis.compute(settings)))
+        return signalPassFailure();
+      os << "memory @" << fn.getSymName() << " dtype=" << toString(policy.dtype)
+         << " optimizer=" << toString(policy.optimizer) << "\n";
+      for (const OpRecord &r : analysis.getRecords()) {
+        if (r.saved.values.empty() && r.saved.extraBytes == 0)
+          continue;
+        os << "saved '" << r.name << "' " << r.op->getName() << " bytes="
+           << count(r.savedBytes) << " keeps=";
+        llvm::interleave(
+            r.saved.values, os,
+            [&](Value v) {
+              if (auto res = dyn_cast<OpResult>(v); res && res.getOwner() == r.op)
+                os << "result" << res.getResultNumber();
+              else
+                for (OpOperand &use : v.getUses())
+                  if (use.getOwner() == r.op) {
+                    os << "operand" << use.getOperandNumber();
+                    break;
+                  }
+              if (analysis.isStatic(v))
+                os << "(param)";
+            },
+            ",");
+        if (r.saved.extraBytes > 0)
+          os << (r.saved.values.empty() ? "" : ",") << "extra:" << count(r.saved.extraBytes);
+        os << "\n";
+      }
+      StageMemory m = computeFunctionMemory(analysis, policy);
+      const ParameterMemory &p = m.parameters;
+      os << "params trainable=" << count(p.trainableParameters)
+         << " buffers=" << count(p.bufferElements) << " weights=" << count(p.weightBytes)
+         << " grads=" << count(p.gradientBytes) << " master=" << count(p.masterBytes)
+         << " optimizer=" << count(p.optimizerBytes) << " buffer_bytes="
+         << count(p.bufferBytes) << " total=" << count(p.total()) << "\n";
+      os << "activations saved=" << count(m.savedBytes)
+         << " fwd_peak=" << count(m.forwardPeakBytes)
+         << " bwd_peak=" << count(m.backwardPeakBytes) << "\n";
+    }
+  }
+};
+
+} // namespace
+
+namespace pipe::test {
+void registerTestAnalysisPasses() {
+  PassRegistration<TestPrintCostPass>();
+  PassRegistration<TestPrintMemoryPass>();
+}
+} // namespace pipe::test
