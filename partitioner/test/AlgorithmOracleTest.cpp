@@ -4,6 +4,7 @@
 #include "TestUtil.h"
 
 #include "partitioner/Algorithm.h"
+#include "partitioner/Bounds.h"
 #include "partitioner/CutLattice.h"
 #include "partitioner/LatticeDp.h"
 #include "partitioner/Linearize.h"
@@ -418,6 +419,63 @@ TEST(AlgorithmOracle, BestKeepsTheBestValidPlanOfAllTried) {
     if (!report.best())
       for (const PlanResult &r : report.results)
         EXPECT_FALSE(r.reason.empty()) << r.algorithm;
+  }
+}
+
+} // namespace
+} // namespace partitioner::testing
+
+namespace partitioner::testing {
+namespace {
+
+TEST(AlgorithmOracle, IlpEqualsBruteForceOverMonotoneAllocations) {
+  std::mt19937 rng(2024);
+  const Algorithm *ilp = findAlgorithm("ilp");
+  ASSERT_NE(ilp, nullptr);
+  for (int trial = 0; trial < 120; ++trial) {
+    const int layers = 2 + static_cast<int>(rng() % 5);
+    const int gpus = 1 + static_cast<int>(rng() % 3);
+    Problem problem = trial % 2 ? randomDag(rng, layers, gpus) : randomChain(rng, layers, gpus);
+    // One link class: the MIP may leave stages empty (it then charges more memory, never
+    // less), which only matters when link classes differ between GPU pairs.
+    problem.platform.interNode = problem.platform.intraNode;
+    std::vector<std::vector<std::vector<int>>> candidates;
+    std::vector<int> label(static_cast<size_t>(layers), 0);
+    std::function<void(int)> enumerate = [&](int layer) {
+      if (layer == layers) {
+        int k = *std::max_element(label.begin(), label.end()) + 1;
+        std::vector<std::vector<int>> stages(static_cast<size_t>(k));
+        for (int l = 0; l < layers; ++l)
+          stages[static_cast<size_t>(label[static_cast<size_t>(l)])].push_back(l);
+        for (const auto &s : stages)
+          if (s.empty())
+            return;
+        for (const Tensor &t : problem.tensors)
+          for (int c : t.consumers)
+            if (label[static_cast<size_t>(c)] < label[static_cast<size_t>(t.producer)])
+              return;
+        candidates.push_back(stages);
+        return;
+      }
+      for (int s = 0; s < gpus; ++s) {
+        label[static_cast<size_t>(layer)] = s;
+        enumerate(layer + 1);
+      }
+    };
+    enumerate(0);
+    BruteBest brute = bruteBest(problem, candidates, Rule::OneFOneB);
+    LowerBounds bounds = computeLowerBounds(problem);
+    PlanOptions options;
+    AlgorithmContext context{options, bounds};
+    AlgorithmOutput output = ilp->run(problem, context);
+    const std::string name = "ilp trial " + std::to_string(trial);
+    if (brute.period == kInfinity) {
+      EXPECT_FALSE(output.allocation.has_value()) << name;
+      continue;
+    }
+    ASSERT_TRUE(output.allocation.has_value()) << name << ": " << output.reason;
+    expectNear(brute.period, output.predictedPeriodMs, name + " optimum");
+    EXPECT_NE(output.notes.find("optimal"), std::string::npos) << name << ": " << output.notes;
   }
 }
 

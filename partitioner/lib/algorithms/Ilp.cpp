@@ -172,45 +172,46 @@ public:
                                                                          : ScheduleKind::OneFOneB,
                                               j + 1, m);
         const int versions = weightVersions(training, copies);
+        // Scaled to fractions of the limit: byte-sized coefficients upset CBC's
+        // tolerances (it then "proves" non-optimal incumbents).
         LinearRow memory;
         for (int l = 0; l < layers; ++l) {
           const Layer &layer = problem.layers[static_cast<size_t>(l)];
           addX(memory, l, j,
-               (training.stateMultiplier + versions - 1) * layer.parameterBytes + copies * layer.savedBytes);
+               ((training.stateMultiplier + versions - 1) * layer.parameterBytes + copies * layer.savedBytes) /
+                   limit);
         }
         if (training.communicationBuffers)
           for (int boundary : {j, j + 1})
             if (boundary >= 1 && boundary < K)
               for (size_t t = 0; t < problem.tensors.size(); ++t)
-                memory.add(z[t][static_cast<size_t>(boundary)], problem.tensors[t].bytes);
-        memory.addTo(model, 'L', limit);
+                memory.add(z[t][static_cast<size_t>(boundary)], problem.tensors[t].bytes / limit);
+        memory.addTo(model, 'L', 1.0);
       }
     }
     Cbc_setObjSense(model, 1.0);
     Cbc_setMaximumSeconds(model, context.options.ilpTimeLimitSeconds);
 
-    // Warm start from the memory-aware DP on one order, when it has a solution.
-    const CutLattice chain = chainLattice(problem, order);
-    const StageModel stageModel(problem, chain);
-    MinMaxOptions dpOptions;
-    dpOptions.maxStages = K;
-    dpOptions.inFlightRule = kind == ScheduleKind::GPipe ? ScheduleKind::GPipe : ScheduleKind::OneFOneB;
-    if (chain.numCuts() > 1500)
-      dpOptions.upperBoundMs = greedyUpperBound(stageModel, dpOptions);
-    if (auto start = minMaxPartition(stageModel, dpOptions)) {
-      const int stages = static_cast<int>(start->gpus.size());
-      std::vector<int> fromEnd(problem.layers.size(), 0);
-      for (int s = 0; s < stages; ++s)
-        for (int layer : chain.layersBetween(start->cuts[static_cast<size_t>(s)], start->cuts[static_cast<size_t>(s) + 1]))
-          fromEnd[static_cast<size_t>(layer)] = stages - 1 - s;
+    // Warm start from the memory-aware DP (DAG-aware when the downsets are few).
+    AlgorithmOutput warm;
+    {
+      Problem startProblem = problem;
+      if (startProblem.training.schedule != ScheduleKind::GPipe)
+        startProblem.training.schedule = ScheduleKind::OneFOneB;
+      if (const Algorithm *madpipe = findAlgorithm("madpipe"))
+        warm = madpipe->run(startProblem, context);
+    }
+    if (warm.allocation && warm.allocation->numStages() <= K) {
+      const Allocation &start = *warm.allocation;
+      const int stages = start.numStages();
       std::vector<std::string> names;
       std::vector<double> values;
       names.push_back("T");
-      values.push_back(start->periodMs);
+      values.push_back(warm.predictedPeriodMs);
       for (int l = 0; l < layers; ++l)
         for (int j = 1; j < K; ++j) {
           names.push_back("a_" + std::to_string(l) + "_" + std::to_string(j));
-          values.push_back(fromEnd[static_cast<size_t>(l)] >= j ? 1.0 : 0.0);
+          values.push_back(stages - 1 - start.stageOfLayer[static_cast<size_t>(l)] >= j ? 1.0 : 0.0);
         }
       std::vector<const char *> pointers;
       for (const auto &n : names)
@@ -225,7 +226,7 @@ public:
       return output;
     }
     const double *solution = Cbc_getColSolution(model);
-    if (Cbc_numberSavedSolutions(model) < 1 || solution == nullptr) {
+    if ((!Cbc_isProvenOptimal(model) && Cbc_numberSavedSolutions(model) < 1) || solution == nullptr) {
       output.reason = "ilp: no solution within the " + std::to_string(context.options.ilpTimeLimitSeconds) +
                       " s time limit";
       return output;

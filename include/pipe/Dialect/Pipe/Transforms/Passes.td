@@ -20,4 +20,19 @@ def PipeSplitStages : Pass<"pipe-split-stages", "::mlir::ModuleOp"> {
   let dependentDialects = ["::pipe::pipeline::PipeDialect"];
 }
 
+def PipeSchedule : Pass<"pipe-schedule", "::mlir::ModuleOp"> {
+  let summary = "Attach each stage's action list for the chosen schedule";
+  let description = [{
+    For every `pipe.pipeline`, takes the per-GPU order of forward and
+    backward work (the plan's `actions`, written by pipe-partition, or the
+    partitioner's generator for the pipeline's `schedule` when there is no
+    plan), checks it with the partitioner's checker (every F and B of every
+    micro-batch exactly once, no deadlock), and expands it on each stage into
+    `actions`: receive, forward, send for each micro-batch's F; receive
+    gradients, backward, send gradients for its B; then the reduction of
+    tied-weight gradients and the optimizer step.
+  }];
+  let dependentDialects = ["::pipe::pipeline::PipeDialect"];
+}
+
 #endif // PIPE_PIPE_PASSES

@@ -1,0 +1,199 @@
+//===- Schedule.cpp - the pipe-schedule pass ------------------------------===//
+//
+// The order of compute comes from the partitioner (its schedule generators
+// and its checker are the single source of truth); this pass only adds the
+// communication each F and B implies, from the stage's send/recv ops.
+//
+//===----------------------------------------------------------------------===//
+#include "pipe/Dialect/Pipe/Transforms/Passes.h"
+
+#include "partitioner/Checker.h"
+#include "partitioner/Error.h"
+#include "partitioner/Schedule.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace pipe::pipeline {
+#define GEN_PASS_DEF_PIPESCHEDULE
+#include "pipe/Dialect/Pipe/Transforms/Passes.h.inc"
+} // namespace pipe::pipeline
+
+using namespace mlir;
+using namespace pipe::pipeline;
+
+namespace {
+/// A problem with one layer per stage: enough for the partitioner's
+/// generators and checker, which reason about stages, not layer costs.
+partitioner::Problem stageChain(int64_t stages, int64_t microbatches,
+                                partitioner::ScheduleKind kind) {
+  partitioner::Problem problem;
+  problem.name = "stages";
+  for (int64_t s = 0; s < stages; ++s) {
+    partitioner::Layer layer;
+    layer.name = "stage" + std::to_string(s);
+    layer.nodeIds = {layer.name};
+    layer.forwardMs = 1;
+    layer.backwardMs = 2;
+    layer.outputBytes = 1;
+    problem.layers.push_back(layer);
+  }
+  problem.platform.gpus = stages;
+  problem.training.microbatches = microbatches;
+  problem.training.schedule = kind;
+  problem.finalize();
+  return problem;
+}
+
+/// Parses "F3@s1", "B0@s2", "Bi4@s0", "W4@s0".
+FailureOr<partitioner::Action> parseAction(StringRef text) {
+  partitioner::Action action;
+  if (text.consume_front("Bi"))
+    action.kind = partitioner::ActionKind::BackwardInput;
+  else if (text.consume_front("F"))
+    action.kind = partitioner::ActionKind::Forward;
+  else if (text.consume_front("B"))
+    action.kind = partitioner::ActionKind::Backward;
+  else if (text.consume_front("W"))
+    action.kind = partitioner::ActionKind::BackwardWeight;
+  else
+    return failure();
+  auto [mb, stage] = text.split("@s");
+  int mbValue, stageValue;
+  if (mb.getAsInteger(10, mbValue) || stage.getAsInteger(10, stageValue))
+    return failure();
+  action.microbatch = mbValue;
+  action.stage = stageValue;
+  return action;
+}
+
+struct Transfers {
+  SmallVector<RecvOp> activationIn, gradientIn;
+  SmallVector<SendOp> activationOut, gradientOut;
+  bool tiedParameters = false;
+};
+
+Transfers collectTransfers(StageOp stage) {
+  Transfers t;
+  stage.walk([&](Operation *op) {
+    if (auto recv = dyn_cast<RecvOp>(op))
+      (recv.getKind() == "activation" ? t.activationIn : t.gradientIn).push_back(recv);
+    else if (auto send = dyn_cast<SendOp>(op))
+      (send.getKind() == "activation" ? t.activationOut : t.gradientOut).push_back(send);
+    else if (auto param = dyn_cast<ParamOp>(op))
+      t.tiedParameters |= param.getUsers().size() > 1;
+  });
+  return t;
+}
+
+std::string transfer(StringRef verb, StringRef kind, int64_t tag, StringRef direction,
+                     int64_t peer, int microbatch) {
+  return (verb + " " + kind + " tag=" + std::to_string(tag) + " " + direction + "=" +
+          std::to_string(peer) + " mb=" + std::to_string(microbatch))
+      .str();
+}
+
+struct PipeSchedulePass : pipe::pipeline::impl::PipeScheduleBase<PipeSchedulePass> {
+  void runOnOperation() override {
+    WalkResult walk = getOperation().walk([&](PipelineOp pipeline) {
+      return failed(schedule(pipeline)) ? WalkResult::interrupt() : WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      signalPassFailure();
+  }
+
+  LogicalResult schedule(PipelineOp pipeline) {
+    int64_t stages = pipeline.getNumStages(), microbatches = pipeline.getMicrobatches();
+    partitioner::ScheduleKind kind;
+    try {
+      kind = partitioner::parseScheduleKind(pipeline.getSchedule().str());
+    } catch (const partitioner::Error &e) {
+      return pipeline.emitOpError(e.what());
+    }
+    partitioner::Problem problem = stageChain(stages, microbatches, kind);
+    partitioner::Allocation allocation;
+    for (int64_t s = 0; s < stages; ++s) {
+      allocation.stageOfLayer.push_back(s);
+      allocation.gpuOfStage.push_back(s);
+    }
+    partitioner::Schedule order;
+    order.kind = kind;
+    order.microbatches = static_cast<int>(microbatches);
+    ArrayAttr planned;
+    if (auto plan = pipeline.getPlanAttr())
+      planned = plan.getAs<ArrayAttr>("actions");
+    if (planned) {
+      for (Attribute gpuList : planned) {
+        auto list = dyn_cast<ArrayAttr>(gpuList);
+        if (!list)
+          return pipeline.emitOpError("plan.actions must be a list per GPU");
+        order.actions.emplace_back();
+        for (Attribute a : list) {
+          auto text = dyn_cast<StringAttr>(a);
+          FailureOr<partitioner::Action> action =
+              text ? parseAction(text.getValue()) : FailureOr<partitioner::Action>(failure());
+          if (failed(action))
+            return pipeline.emitOpError("cannot read plan action ") << a;
+          order.splitBackward |= action->kind == partitioner::ActionKind::BackwardInput;
+          order.actions.back().push_back(*action);
+        }
+      }
+    } else {
+      try {
+        order = partitioner::makeSchedule(kind, problem, allocation, static_cast<int>(microbatches));
+      } catch (const partitioner::Error &e) {
+        return pipeline.emitOpError("cannot build the schedule: ") << e.what();
+      }
+    }
+    partitioner::CheckReport check = partitioner::checkSchedule(problem, allocation, order);
+    if (!check.ok()) {
+      auto diag = pipeline.emitOpError("the schedule fails the partitioner's checker: ")
+                  << check.violations.front();
+      for (size_t i = 1; i < check.violations.size() && i < 5; ++i)
+        diag.attachNote() << check.violations[i];
+      return diag;
+    }
+
+    Builder b(pipeline.getContext());
+    for (StageOp stage : pipeline.getBody().getOps<StageOp>()) {
+      int64_t gpu = stage.getDevice();
+      if (gpu >= static_cast<int64_t>(order.actions.size()))
+        return stage.emitOpError("device ") << gpu << " has no action list";
+      Transfers t = collectTransfers(stage);
+      SmallVector<Attribute> actions;
+      auto add = [&](const std::string &s) { actions.push_back(b.getStringAttr(s)); };
+      for (const partitioner::Action &action : order.actions[gpu]) {
+        if (action.stage != stage.getIndex())
+          continue;
+        int mb = action.microbatch;
+        switch (action.kind) {
+        case partitioner::ActionKind::Forward:
+          for (RecvOp r : t.activationIn)
+            add(transfer("recv", "activation", r.getTag(), "from", r.getPeer(), mb));
+          add("forward mb=" + std::to_string(mb));
+          for (SendOp s : t.activationOut)
+            add(transfer("send", "activation", s.getTag(), "to", s.getPeer(), mb));
+          break;
+        case partitioner::ActionKind::Backward:
+        case partitioner::ActionKind::BackwardInput:
+          for (RecvOp r : t.gradientIn)
+            add(transfer("recv", "gradient", r.getTag(), "from", r.getPeer(), mb));
+          add((action.kind == partitioner::ActionKind::Backward ? "backward mb="
+                                                                : "backward-input mb=") +
+              std::to_string(mb));
+          for (SendOp s : t.gradientOut)
+            add(transfer("send", "gradient", s.getTag(), "to", s.getPeer(), mb));
+          break;
+        case partitioner::ActionKind::BackwardWeight:
+          add("backward-weight mb=" + std::to_string(mb));
+          break;
+        }
+      }
+      if (t.tiedParameters)
+        add("reduce tied-parameter gradients");
+      add("optimizer step");
+      stage.setActionsAttr(b.getArrayAttr(actions));
+    }
+    return success();
+  }
+};
+} // namespace
