@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Partitioner benchmark: prints tables, asserts nothing.
 
-  bench.py [--pipe-plan PATH] [--profiles DIR] [--stages 2,4,8,16] [--quick]
+  bench.py [--pipe-plan PATH] [--profiles DIR] [--stages 2,4,8,16] [--quick] [--ilp SECONDS]
 
 Table 1: every algorithm's period as a ratio to the lower bound, over every profile x
 S x memory in {unbounded, tight, very tight}, under the reference model of the profiles
@@ -22,6 +22,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 ALGORITHMS = ["uniform", "params", "balanced", "pipedream", "madpipe", "interleaved"]
+ILP_SECONDS = 10
 
 
 def run_plan(pipe_plan, args):
@@ -58,7 +59,8 @@ def profile_table(pipe_plan, profiles, stages_list):
             if peak > 0:
                 levels += [("tight", f"{0.75 * peak:.0f}"), ("very tight", f"{0.5 * peak:.0f}")]
             for label, memory in levels:
-                report, _ = run_plan(pipe_plan, common + ["--memory", memory, "--algo", "all"])
+                report, _ = run_plan(pipe_plan, common + ["--memory", memory, "--algo", ",".join(ALGORITHMS)]
+                                     + ["--time-limit", str(ILP_SECONDS)])
                 bound = report["lower_bounds_ms"]["best"]
                 cells = {}
                 for tried in report.get("tried", []):
@@ -90,7 +92,7 @@ def timing_table(pipe_plan, quick):
             cases.append((f"DAG 10000 nodes, 64 GPUs (seed {seed})",
                            [dag, "--stages", "64", "--microbatches", "128", "--memory", "16GB"]))
         for label, args in cases:
-            report, wall = run_plan(pipe_plan, args + ["--algo", "all"])
+            report, wall = run_plan(pipe_plan, args + ["--algo", ",".join(a for a in ALGORITHMS if a != "ilp")])
             seconds = {t["algorithm"]: t["planner_seconds"] for t in report.get("tried", [])}
             row = f"{label:<34}"
             for algorithm in ALGORITHMS:
@@ -104,7 +106,13 @@ def main():
     parser.add_argument("--profiles", default=os.path.join(REPO, "..", "shared", "data", "profiles"))
     parser.add_argument("--stages", default="2,4,8,16")
     parser.add_argument("--quick", action="store_true", help="one seed, S = 8 only")
+    parser.add_argument("--ilp", type=float, default=0, metavar="SECONDS",
+                        help="also run the ilp algorithm in table 1 with this time limit")
     args = parser.parse_args()
+    global ILP_SECONDS
+    if args.ilp > 0:
+        ALGORITHMS.append("ilp")
+        ILP_SECONDS = args.ilp
     if not os.path.exists(args.pipe_plan):
         sys.exit(f"bench.py: pipe-plan not found at {args.pipe_plan} (use --pipe-plan)")
     stages = [8] if args.quick else [int(s) for s in args.stages.split(",")]

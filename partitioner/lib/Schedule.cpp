@@ -1,6 +1,7 @@
 // Schedule generators (per-GPU action orders). Timing is the simulator's job.
 #include "partitioner/Schedule.h"
 #include "partitioner/Error.h"
+#include "partitioner/Simulator.h"
 
 #include <algorithm>
 #include <cmath>
@@ -255,16 +256,13 @@ Schedule makeSchedule(ScheduleKind kind, const Problem &problem, const Allocatio
     return schedule;
   }
   case ScheduleKind::ZeroBubble: {
-    // Textbook 1F1B order with the backward split into B then W (the greedy order of
-    // Simulator.h defers W into bubbles).
+    // 1F1B's memory bound (at most min(S - s, m) alive, released by W); B first, then
+    // a forward, and W deferred into what would otherwise be bubbles (Simulator.h).
     requireOneStagePerGpu(kind, allocation);
-    for (int s = 0; s < stages; ++s) {
-      const int inFlight = stages - s;
-      const int g = allocation.gpuOfStage[static_cast<size_t>(s)];
-      oneFOneB(schedule, s, stages, inFlight - 1, microbatches,
-               schedule.actions[static_cast<size_t>(g)], kind == ScheduleKind::ZeroBubble);
-    }
-    return schedule;
+    std::vector<int> caps;
+    for (int s = 0; s < stages; ++s)
+      caps.push_back(std::max(1, std::min(stages - s, microbatches)));
+    return greedySchedule(problem, allocation, kind, microbatches, caps);
   }
   case ScheduleKind::Interleaved: {
     // Megatron's interleaved 1F1B: GPU g holds chunks g, g+G, ...; forwards visit

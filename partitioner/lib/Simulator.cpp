@@ -419,19 +419,7 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
 
 Schedule buildSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
                        int microbatches) {
-  // Static generator first: it validates that the kind applies to the allocation.
-  Schedule fixed = makeSchedule(kind, problem, allocation, microbatches);
-  if (kind != ScheduleKind::ZeroBubble)
-    return fixed;
-  std::vector<int> caps;
-  const int stages = allocation.numStages();
-  for (int s = 0; s < stages; ++s) {
-    int cap = std::min(stages - s, microbatches);
-    if (kind == ScheduleKind::Periodic && !allocation.inFlightLimit.empty())
-      cap = std::max(1, std::min(allocation.inFlightLimit[static_cast<size_t>(s)], microbatches));
-    caps.push_back(cap);
-  }
-  return greedySchedule(problem, allocation, kind, microbatches, caps);
+  return makeSchedule(kind, problem, allocation, microbatches);
 }
 
 SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,

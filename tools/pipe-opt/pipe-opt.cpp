@@ -9,6 +9,7 @@
 #include "pipe/Dialect/NN/IR/NNDialect.h"
 #include "pipe/Dialect/NN/Transforms/Passes.h"
 #include "pipe/Dialect/Pipe/Transforms/Passes.h"
+#include "pipe/Driver/MainJob.h"
 #include "pipe/Import/Onnx/OnnxImporter.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -44,6 +45,33 @@ static llvm::cl::opt<bool>
 static llvm::cl::opt<bool>
     printOnnxOps("print-onnx-ops", llvm::cl::desc("Print the supported ONNX op types and exit"),
                  llvm::cl::init(false), llvm::cl::cat(importCategory));
+
+static llvm::cl::OptionCategory jobCategory("Main job options (ONNX input)");
+static llvm::cl::opt<int> pipelineStages(
+    "pipeline-stages",
+    llvm::cl::desc("Plan pipelined training on N stages and write the outputs (-o DIR)"),
+    llvm::cl::init(0), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<std::string> jobTarget("target", llvm::cl::desc("GPU (h100, a100-80gb, ...) or a target JSON file"),
+                                            llvm::cl::init("h100"), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<std::string> jobMemory("memory", llvm::cl::desc("Memory per GPU, e.g. 80GB (default: the target's)"),
+                                            llvm::cl::init(""), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<int> jobMicrobatches("microbatches", llvm::cl::desc("Micro-batches per iteration"),
+                                          llvm::cl::init(32), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<std::string> jobSchedule("schedule", llvm::cl::desc("gpipe, 1f1b, interleaved, 1f1b-stash, zero-bubble, periodic"),
+                                              llvm::cl::init("1f1b"), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<std::string> jobAlgorithm("algo", llvm::cl::desc("Partitioning algorithm (default: best)"),
+                                               llvm::cl::init("best"), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<std::string> jobDtype("dtype", llvm::cl::desc("Compute dtype: fp32, tf32, bf16, fp16, fp8"),
+                                           llvm::cl::init("fp32"), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<std::string> jobOptimizer("optimizer", llvm::cl::desc("sgd, momentum or adam"),
+                                               llvm::cl::init("adam"), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<std::string> jobProfile("profile", llvm::cl::desc("Measured per-node times (JSON keyed by ONNX node name)"),
+                                             llvm::cl::init(""), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<std::string> writeOnnxPlan(
+    "write-onnx-plan", llvm::cl::desc("Also write the model with each node's stage as node metadata"),
+    llvm::cl::init(""), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<bool> noProgress("no-progress", llvm::cl::desc("No progress lines on stderr"),
+                                      llvm::cl::init(false), llvm::cl::cat(jobCategory));
 
 /// One line per diagnostic: `model.onnx: node 'name': error: message`.
 static void printDiagnostic(Diagnostic &diag, llvm::raw_ostream &os) {
@@ -101,6 +129,24 @@ static LogicalResult runOnOnnx(llvm::StringRef inputFilename, llvm::StringRef ou
   auto module = pipe::onnx_import::importOnnxFile(inputFilename, &context, options);
   if (!module)
     return failure();
+  if (pipelineStages > 0) {
+    pipe::driver::MainJobOptions job;
+    job.partition.stages = pipelineStages;
+    job.partition.target = jobTarget;
+    job.partition.memory = jobMemory;
+    job.partition.microBatchSize = microBatchSize;
+    job.partition.microbatches = jobMicrobatches;
+    job.partition.schedule = jobSchedule;
+    job.partition.algorithm = jobAlgorithm;
+    job.partition.dtype = jobDtype;
+    job.partition.optimizer = jobOptimizer;
+    job.partition.profile = jobProfile;
+    job.modelPath = inputFilename.str();
+    job.outputDir = outputFilename == "-" ? "out" : outputFilename.str();
+    job.onnxWithPlan = writeOnnxPlan;
+    job.progress = !noProgress;
+    return pipe::driver::runMainJob(*module, job, llvm::outs());
+  }
   PassManager pm(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)) || failed(config.setupPassPipeline(pm)))
     return failure();

@@ -58,7 +58,8 @@ double bottleneckPeriod(const Problem &problem, const Allocation &allocation);
 /// 1F1B (with flush or stashing) orders each GPU's operations by the periodic pattern
 /// at the bottleneck period (at most min(S - s, m) alive, fewer when stages are
 /// unbalanced), or uses the textbook order (warm-up S - s - 1) when that pattern would
-/// need more. Periodic uses the pattern at allocation.targetPeriodMs.
+/// need more. Periodic uses the pattern at allocation.targetPeriodMs. ZB-H1 uses the
+/// list-scheduling order of greedySchedule (Simulator.h).
 /// Throws Error when the kind does not apply to the allocation.
 Schedule makeSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
                       int microbatches);

@@ -61,8 +61,7 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
 Schedule greedySchedule(const Problem &problem, const Allocation &allocation, ScheduleKind kind,
                         int microbatches, const std::vector<int> &caps);
 
-/// The schedule plan() uses: the static generators for GPipe and interleaved, the
-/// greedy order with the kind's in-flight caps for 1F1B, 1F1B-stash, ZB-H1, periodic.
+/// The schedule plan() uses (same as makeSchedule; kept for callers of older code).
 Schedule buildSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
                        int microbatches);
 

@@ -16,6 +16,7 @@
 #include <coin/Cbc_C_Interface.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -47,13 +48,15 @@ private:
   std::map<int, double> terms_;
 };
 
+/// `best` runs the MIP only on small models; larger ones need --algo ilp / all.
+constexpr int kBestBinaryLimit = 500;
+
 class IlpAlgorithm : public Algorithm {
 public:
   std::string name() const override { return "ilp"; }
   std::string summary() const override {
     return "exact MIP (CBC) over DAG-convex contiguous allocations, time-limited, proven bound";
   }
-  bool partOfBest() const override { return false; }
 
   AlgorithmOutput run(const Problem &problem, const AlgorithmContext &context) const override {
     AlgorithmOutput output;
@@ -66,6 +69,16 @@ public:
     const int layers = static_cast<int>(order.size());
     const int gpus = problem.platform.gpus;
     const int K = std::max(1, std::min(gpus, layers));
+    const bool askedFor = std::find(context.options.algorithms.begin(), context.options.algorithms.end(),
+                                    "ilp") != context.options.algorithms.end() ||
+                          std::find(context.options.algorithms.begin(), context.options.algorithms.end(),
+                                    "all") != context.options.algorithms.end();
+    if (!askedFor && layers * (K - 1) > kBestBinaryLimit) {
+      output.reason = "ilp: not run by best on " + std::to_string(layers * (K - 1)) +
+                      " binaries (more than " + std::to_string(kBestBinaryLimit) +
+                      "); ask for it with --algo ilp or all";
+      return output;
+    }
     const int m = problem.training.microbatches;
     const double limit = problem.platform.memoryBytesPerGpu;
     const Platform &platform = problem.platform;
@@ -256,8 +269,10 @@ public:
       notes << "CBC: optimal";
       output.provenLowerBoundMs = output.predictedPeriodMs;
     } else {
-      notes << "CBC: time limit, bound " << bound << " ms, gap "
-            << (bound > 0 ? 100 * (output.predictedPeriodMs / bound - 1) : 0) << " %";
+      char text[128];
+      std::snprintf(text, sizeof text, "CBC: time limit, bound %.3f ms, gap %.3f %%", bound,
+                    bound > 0 ? 100 * (output.predictedPeriodMs / bound - 1) : 0.0);
+      notes << text;
       output.provenLowerBoundMs = bound;
     }
     notes << " (" << columns << " columns)";

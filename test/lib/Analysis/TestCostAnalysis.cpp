@@ -199,8 +199,15 @@ struct TestPrintMemoryPass : PassWrapper<TestPrintMemoryPass, OperationPass<Modu
 } // namespace
 
 namespace pipe::test {
+#ifdef PIPE_HAVE_PARTITIONER
+void registerTestChainPass(); // TestChainBuilder.cpp
+#endif
+
 void registerTestAnalysisPasses() {
   PassRegistration<TestPrintCostPass>();
   PassRegistration<TestPrintMemoryPass>();
+#ifdef PIPE_HAVE_PARTITIONER
+  registerTestChainPass();
+#endif
 }
 } // namespace pipe::test

@@ -282,45 +282,35 @@ LogicalResult ConvOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   return success();
 }
 
-LogicalResult MaxPoolOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  Type element = elementTypeOf(getInput());
-  auto input = getRankedType(getInput());
-  Type indexElement = IntegerType::get(getContext(), 64);
-  if (!input) {
-    types.push_back(unrankedOf(element));
-    if (getIndices())
-      types.push_back(unrankedOf(indexElement));
-    return success();
-  }
-  if (input.getRank() < 3)
-    return emitOpError("[max_pool_c1] input must have rank >= 3");
+/// Max and average pooling: [N, C, spatial...] -> [N, C, pooled...], plus
+/// i64 indices of the same shape when `withIndices`.
+template <typename PoolOp>
+static LogicalResult inferPool(PoolOp op, StringRef id, bool withIndices,
+                               SmallVectorImpl<Type> &types) {
+  Type element = elementTypeOf(op.getInput());
+  Type indexElement = IntegerType::get(op.getContext(), 64);
+  auto input = getRankedType(op.getInput());
   SmallVector<int64_t> shape;
-  if (failed(inferWindow(getOperation(), input, input.getDimSize(1), getKernelShape(),
-                         getStrides(), getDilations(), getPads(), getAutoPad(),
-                         getCeilMode() != 0, shape)))
-    return failure();
-  types.push_back(rankedOf(shape, element));
-  if (getIndices())
-    types.push_back(rankedOf(shape, indexElement));
+  if (input) {
+    if (input.getRank() < 3)
+      return op.emitOpError("[") << id << "] input must have rank >= 3";
+    if (failed(inferWindow(op.getOperation(), input, input.getDimSize(1), op.getKernelShape(),
+                           op.getStrides(), op.getDilations(), op.getPads(), op.getAutoPad(),
+                           op.getCeilMode() != 0, shape)))
+      return failure();
+  }
+  types.push_back(input ? rankedOf(shape, element) : unrankedOf(element));
+  if (withIndices)
+    types.push_back(input ? rankedOf(shape, indexElement) : unrankedOf(indexElement));
   return success();
 }
 
+LogicalResult MaxPoolOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  return inferPool(*this, "max_pool_c1", static_cast<bool>(getIndices()), types);
+}
+
 LogicalResult AveragePoolOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  Type element = elementTypeOf(getInput());
-  auto input = getRankedType(getInput());
-  if (!input) {
-    types.push_back(unrankedOf(element));
-    return success();
-  }
-  if (input.getRank() < 3)
-    return emitOpError("[average_pool_c1] input must have rank >= 3");
-  SmallVector<int64_t> shape;
-  if (failed(inferWindow(getOperation(), input, input.getDimSize(1), getKernelShape(),
-                         getStrides(), getDilations(), getPads(), getAutoPad(),
-                         getCeilMode() != 0, shape)))
-    return failure();
-  types.push_back(rankedOf(shape, element));
-  return success();
+  return inferPool(*this, "average_pool_c1", false, types);
 }
 
 static LogicalResult inferGlobalPool(Operation *op, SmallVectorImpl<Type> &types) {

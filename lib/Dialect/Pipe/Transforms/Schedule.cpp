@@ -24,7 +24,7 @@ using namespace pipe::pipeline;
 namespace {
 /// A problem with one layer per stage: enough for the partitioner's
 /// generators and checker, which reason about stages, not layer costs.
-partitioner::Problem stageChain(int64_t stages, int64_t microbatches,
+partitioner::Problem stageChain(int64_t stages, int64_t gpus, int64_t microbatches,
                                 partitioner::ScheduleKind kind) {
   partitioner::Problem problem;
   problem.name = "stages";
@@ -37,7 +37,7 @@ partitioner::Problem stageChain(int64_t stages, int64_t microbatches,
     layer.outputBytes = 1;
     problem.layers.push_back(layer);
   }
-  problem.platform.gpus = stages;
+  problem.platform.gpus = static_cast<int>(gpus);
   problem.training.microbatches = microbatches;
   problem.training.schedule = kind;
   problem.finalize();
@@ -109,12 +109,17 @@ struct PipeSchedulePass : pipe::pipeline::impl::PipeScheduleBase<PipeSchedulePas
     } catch (const partitioner::Error &e) {
       return pipeline.emitOpError(e.what());
     }
-    partitioner::Problem problem = stageChain(stages, microbatches, kind);
+    // Stage s runs on the GPU its pipe.stage names (several, when interleaved).
     partitioner::Allocation allocation;
-    for (int64_t s = 0; s < stages; ++s) {
-      allocation.stageOfLayer.push_back(s);
-      allocation.gpuOfStage.push_back(s);
+    allocation.gpuOfStage.assign(stages, 0);
+    int64_t gpus = 1;
+    for (StageOp stage : pipeline.getBody().getOps<StageOp>()) {
+      allocation.gpuOfStage[stage.getIndex()] = static_cast<int>(stage.getDevice());
+      gpus = std::max(gpus, stage.getDevice() + 1);
     }
+    for (int64_t s = 0; s < stages; ++s)
+      allocation.stageOfLayer.push_back(static_cast<int>(s));
+    partitioner::Problem problem = stageChain(stages, gpus, microbatches, kind);
     partitioner::Schedule order;
     order.kind = kind;
     order.microbatches = static_cast<int>(microbatches);

@@ -171,8 +171,13 @@ LogicalResult Splitter::run() {
   Block *pipelineBody = new Block();
   pipeline.getBody().push_back(pipelineBody);
   builder.setInsertionPointToEnd(pipelineBody);
+  // The plan may put several stages on one GPU (interleaved schedules).
+  DenseI64ArrayAttr gpuOfStage;
+  if (plan)
+    gpuOfStage = plan.getAs<DenseI64ArrayAttr>("gpu_of_stage");
   for (int64_t s = 0; s < count; ++s) {
-    auto stage = StageOp::create(builder, func.getLoc(), "stage" + std::to_string(s), s, s,
+    int64_t device = gpuOfStage && s < gpuOfStage.size() ? gpuOfStage[s] : s;
+    auto stage = StageOp::create(builder, func.getLoc(), "stage" + std::to_string(s), s, device,
                                  builder.getDenseI64ArrayAttr({}),
                                  builder.getDenseI64ArrayAttr({}), ArrayAttr());
     stages[s].op = stage;

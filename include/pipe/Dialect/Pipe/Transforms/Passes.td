@@ -20,6 +20,38 @@ def PipeSplitStages : Pass<"pipe-split-stages", "::mlir::ModuleOp"> {
   let dependentDialects = ["::pipe::pipeline::PipeDialect"];
 }
 
+def PipePartition : Pass<"pipe-partition", "::mlir::ModuleOp"> {
+  let summary = "Choose the stage of every op and the schedule";
+  let description = [{
+    Builds the chain problem of the module's function through the cost model
+    (per-op time on `target` at `dtype`, saved activations, parameter and
+    optimizer state by `optimizer`), runs the partitioner (`algo`, default
+    `best`), and writes `pipe.stage` on every op and `pipe.plan` (algorithm,
+    schedule, period, per-stage time and memory, per-GPU action lists, model
+    totals) on the module. When no plan fits, the error names the stage, the
+    bytes it needs and the limit.
+  }];
+  let options = [
+    Option<"stages", "stages", "int", /*default=*/"2", "Number of pipeline stages (GPUs)">,
+    Option<"memory", "memory", "std::string", /*default=*/"\"\"",
+           "Memory per GPU, e.g. 80GB (default: the target's)">,
+    Option<"target", "target", "std::string", /*default=*/"\"h100\"",
+           "GPU: a built-in name or a target JSON file">,
+    Option<"microBatchSize", "micro-batch-size", "int64_t", /*default=*/"0",
+           "Expected micro-batch size (the model's batch dim)">,
+    Option<"microbatches", "microbatches", "int", /*default=*/"32",
+           "Micro-batches per iteration">,
+    Option<"algo", "algo", "std::string", /*default=*/"\"best\"", "Partitioning algorithm">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"", "Schedule family">,
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"fp32\"", "Compute dtype">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adam\"",
+           "Optimizer (sgd, momentum, adam)">,
+    Option<"profile", "profile", "std::string", /*default=*/"\"\"",
+           "Measured per-node times (JSON keyed by ONNX node name)">,
+  ];
+  let dependentDialects = ["::pipe::pipeline::PipeDialect"];
+}
+
 def PipeSchedule : Pass<"pipe-schedule", "::mlir::ModuleOp"> {
   let summary = "Attach each stage's action list for the chosen schedule";
   let description = [{

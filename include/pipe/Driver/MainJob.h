@@ -1,0 +1,40 @@
+//===- MainJob.h - `pipe-opt model.onnx --pipeline-stages=N` ----*- C++ -*-===//
+//
+// The main job on an imported module: partition, split into stages, schedule,
+// print the report and write the output directory (per-stage MLIR, plan.json,
+// trace, SVG, report), optionally the model with each node's stage.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_DRIVER_MAINJOB_H
+#define PIPE_DRIVER_MAINJOB_H
+
+#include "pipe/Dialect/Pipe/Transforms/Partition.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace pipe::driver {
+
+struct MainJobOptions {
+  pipeline::PartitionOptions partition;
+  std::string modelPath;   ///< the ONNX file the module was imported from
+  std::string outputDir;   ///< where the outputs go
+  std::string onnxWithPlan; ///< if set, write the model with per-node stages here
+  bool progress = true;    ///< progress lines on stderr
+};
+
+/// Runs the job; the report goes to `report` (and to outputDir/report.txt).
+/// Errors are emitted as diagnostics (or printed) and give failure.
+mlir::LogicalResult runMainJob(mlir::ModuleOp module, const MainJobOptions &options,
+                               llvm::raw_ostream &report);
+
+/// Writes a copy of the ONNX model at `input` to `output` with each node's
+/// stage as node metadata (`metadata_props`, key `pipe.stage`; ONNX IR 10
+/// field, ignored by older readers) and the plan summary as model metadata.
+mlir::LogicalResult writeOnnxWithStages(llvm::StringRef input, llvm::StringRef output,
+                                        const std::map<std::string, int> &stageOf,
+                                        llvm::StringRef planSummary, std::string &error);
+
+} // namespace pipe::driver
+
+#endif // PIPE_DRIVER_MAINJOB_H

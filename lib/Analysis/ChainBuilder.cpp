@@ -1,0 +1,154 @@
+//===- ChainBuilder.cpp - the analysed function as a partitioning problem -===//
+#include "pipe/Analysis/ChainBuilder.h"
+
+#include "pipe/Dialect/NN/IR/NNOps.h"
+
+#include "partitioner/ProblemJson.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/DenseMap.h"
+#include <algorithm>
+#include <sstream>
+
+using namespace mlir;
+using namespace pipe;
+
+static bool isSource(Operation *op) {
+  return isa<nn::ParamOp, nn::ConstantOp>(op) || op->hasTrait<OpTrait::ConstantLike>();
+}
+
+std::vector<LayerGroup> pipe::groupLayers(const CostAnalysis &analysis) {
+  ArrayRef<OpRecord> records = analysis.getRecords();
+  llvm::DenseMap<Operation *, int> groupOf;
+  std::vector<LayerGroup> groups;
+  std::vector<const OpRecord *> deferred;
+
+  auto latestOperandGroup = [&](Operation *op) {
+    int latest = -1;
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        if (auto it = groupOf.find(def); it != groupOf.end())
+          latest = std::max(latest, it->second);
+    return latest;
+  };
+
+  for (const OpRecord &r : records) {
+    Operation *op = r.op;
+    if (isSource(op)) {
+      deferred.push_back(&r);
+      continue;
+    }
+    bool ownKernel = !r.fusedInto && !r.isStatic && r.cost.kind != KernelClass::Free &&
+                     r.cost.forwardKernels > 0;
+    if (ownKernel) {
+      groupOf[op] = static_cast<int>(groups.size());
+      groups.push_back({op, {}});
+      continue;
+    }
+    int group = latestOperandGroup(op);
+    if (r.fusedInto)
+      group = std::max(group, groupOf.lookup(r.fusedInto));
+    if (group < 0) {
+      deferred.push_back(&r); // on parameters, constants and graph inputs only
+      continue;
+    }
+    groupOf[op] = group;
+  }
+  if (groups.empty() && !records.empty()) {
+    groups.push_back({records.front().op, {}});
+  }
+  // Deferred ops join their earliest user's layer (users come later in program
+  // order, so walk backwards); unused ones join the last layer.
+  for (auto it = deferred.rbegin(); it != deferred.rend(); ++it) {
+    Operation *op = (*it)->op;
+    int group = -1;
+    for (Operation *user : op->getUsers())
+      if (auto found = groupOf.find(user); found != groupOf.end())
+        group = group < 0 ? found->second : std::min(group, found->second);
+    groupOf[op] = group < 0 ? static_cast<int>(groups.size()) - 1 : group;
+  }
+  for (const OpRecord &r : records)
+    groups[groupOf.lookup(r.op)].ops.push_back(r.op);
+  return groups;
+}
+
+FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &analysis,
+                                                       const TrainingPolicy &policy) {
+  const CostSettings &settings = analysis.getSettings();
+  std::vector<LayerGroup> groups = groupLayers(analysis);
+  if (groups.empty()) {
+    if (Operation *fn = analysis.getFunction())
+      return fn->emitError("cannot build a chain: the function has no ops");
+    return failure();
+  }
+  llvm::DenseMap<Operation *, int> groupOf;
+  for (auto [i, group] : llvm::enumerate(groups))
+    for (Operation *op : group.ops)
+      groupOf[op] = static_cast<int>(i);
+
+  partitioner::Problem problem;
+  if (auto name = analysis.getFunction()->getAttrOfType<StringAttr>("sym_name"))
+    problem.name = name.str();
+  double stateMultiplier =
+      policy.bytesPerParameter() / policy.weightBytesPerParameter();
+  for (const LayerGroup &group : groups) {
+    partitioner::Layer layer;
+    layer.name = analysis.lookup(group.anchor)->name;
+    double backwardWeight = 0;
+    for (Operation *op : group.ops) {
+      const OpRecord *r = analysis.lookup(op);
+      if (!isa<nn::ParamOp>(op) && op->getLoc()->findInstanceOf<NameLoc>())
+        layer.nodeIds.push_back(r->name);
+      layer.forwardMs += r->forwardSeconds * 1e3;
+      layer.backwardMs += r->backwardSeconds * 1e3;
+      backwardWeight += r->backwardWeightSeconds * 1e3;
+    }
+    layer.backwardWeightMs = std::min(backwardWeight, layer.backwardMs);
+    ParameterMemory params = computeParameterMemory(group.ops, policy);
+    layer.parameterBytes = params.weightBytes + params.bufferBytes / stateMultiplier;
+    layer.savedBytes = computeStageMemory(analysis, group.ops, policy).savedBytes;
+    problem.layers.push_back(std::move(layer));
+  }
+
+  // Exact cut sets: every non-parameter value read outside its layer.
+  for (auto [i, group] : llvm::enumerate(groups)) {
+    for (Operation *op : group.ops) {
+      for (Value v : op->getResults()) {
+        if (analysis.isStatic(v))
+          continue;
+        partitioner::Tensor tensor;
+        tensor.producer = static_cast<int>(i);
+        tensor.bytes = analysis.bytes(v);
+        for (Operation *user : v.getUsers())
+          if (auto it = groupOf.find(user); it != groupOf.end() && it->second != tensor.producer)
+            tensor.consumers.push_back(it->second);
+        if (tensor.consumers.empty())
+          continue;
+        std::sort(tensor.consumers.begin(), tensor.consumers.end());
+        tensor.consumers.erase(std::unique(tensor.consumers.begin(), tensor.consumers.end()),
+                               tensor.consumers.end());
+        problem.layers[i].outputBytes += tensor.bytes;
+        problem.tensors.push_back(std::move(tensor));
+      }
+    }
+  }
+
+  const Target &target = settings.target;
+  if (target.memoryBytes > 0)
+    problem.platform.memoryBytesPerGpu = target.memoryBytes;
+  problem.platform.gpusPerNode = target.gpusPerNode;
+  if (target.intraNode.bandwidthBytesPerSecond > 0)
+    problem.platform.intraNode = {target.intraNode.bandwidthBytesPerSecond,
+                                  target.intraNode.latencySeconds * 1e3};
+  if (target.interNode.bandwidthBytesPerSecond > 0)
+    problem.platform.interNode = {target.interNode.bandwidthBytesPerSecond,
+                                  target.interNode.latencySeconds * 1e3};
+  problem.training.stateMultiplier = stateMultiplier;
+  return problem;
+}
+
+void pipe::writeProblemJson(const partitioner::Problem &problem, llvm::raw_ostream &os) {
+  std::ostringstream out;
+  partitioner::writeProblemJson(problem, out);
+  os << out.str();
+}
