@@ -75,9 +75,7 @@ static Operation *findFunction(Operation *op) {
   return found;
 }
 
-CostAnalysis::CostAnalysis(Operation *op) : function(findFunction(op)) {
-  (void)compute(CostSettings());
-}
+CostAnalysis::CostAnalysis(Operation *op) : function(findFunction(op)) {}
 
 std::string CostAnalysis::nodeName(Operation *op, unsigned index) {
   if (auto param = dyn_cast<nn::ParamOp>(op))

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "pipe/Driver/MainJob.h"
 
+#include "pipe/Analysis/ChainBuilder.h"
 #include "pipe/Dialect/NN/IR/NNOps.h"
 #include "pipe/Dialect/Pipe/Transforms/Passes.h"
 
@@ -197,13 +198,8 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
                 llvm::formatv("{0:f3}", best.periodMs) + " ms over " +
                 llvm::Twine(outcome->report.results.size()) + " algorithms");
 
-  // Remember each node's stage before the split replaces the function.
-  std::map<std::string, int> stageOf;
-  module.walk([&](Operation *op) {
-    if (auto stage = op->getAttrOfType<IntegerAttr>(pipeline::kStageAttr))
-      if (auto name = op->getLoc()->findInstanceOf<NameLoc>())
-        stageOf[name.getName().str()] = static_cast<int>(stage.getInt());
-  });
+  // Each ONNX node's stage, as plan.json's stage_of lists it.
+  std::map<std::string, int> stageOf = pipeline::stageOfNodes(*outcome);
 
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   pm.addPass(pipeline::createPipeSplitStages());
@@ -245,6 +241,10 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
                    {"parameters", outcome->parameters},
                    {"forward_flops", outcome->forwardFlops},
                    {"target", outcome->targetName}};
+  std::string problemJson;
+  llvm::raw_string_ostream problemStream(problemJson);
+  pipe::writeProblemJson(outcome->problem, problemStream);
+  problemStream.flush();
   std::string pipelineText;
   llvm::raw_string_ostream pipelineStream(pipelineText);
   module.print(pipelineStream);
@@ -253,6 +253,7 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
       failed(writeFile(path("schedule.trace.json"), trace.str())) ||
       failed(writeFile(path("schedule.svg"), svg.str())) ||
       failed(writeFile(path("report.txt"), report)) ||
+      failed(writeFile(path("problem.json"), problemJson)) ||
       failed(writeFile(path("pipeline.mlir"), pipelineText)))
     return module.emitError("cannot write to '") << options.outputDir << "'";
   for (auto pipelineOp : module.getOps<pipeline::PipelineOp>()) {
@@ -276,7 +277,7 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
                                    summary.dump(), error)))
       return module.emitError(error);
   }
-  progress.step("wrote " + options.outputDir + "/ (plan.json, report.txt, schedule.trace.json, "
-                "schedule.svg, pipeline.mlir, stage*.mlir)");
+  progress.step("wrote " + options.outputDir + "/ (plan.json, problem.json, report.txt, "
+                "schedule.trace.json, schedule.svg, pipeline.mlir, stage*.mlir)");
   return success();
 }

@@ -63,11 +63,12 @@ std::vector<BruteStage> priceStages(const Problem &problem, const std::vector<st
     const int gpu = gpus - k + s;
     BruteStage stage;
     double work = 0, saved = 0, params = 0;
+    const double speed = problem.platform.speed.empty() ? 1.0 : problem.platform.speed[static_cast<size_t>(gpu)];
     for (int l : stages[static_cast<size_t>(s)]) {
       const Layer &layer = problem.layers[static_cast<size_t>(l)];
-      work += layer.forwardMs + layer.backwardMs;
-      stage.forward += layer.forwardMs;
-      stage.backward += layer.backwardMs;
+      work += (layer.forwardMs + layer.backwardMs) / speed;
+      stage.forward += layer.forwardMs / speed;
+      stage.backward += layer.backwardMs / speed;
       saved += layer.savedBytes;
       params += layer.parameterBytes;
     }
@@ -439,6 +440,7 @@ TEST(AlgorithmOracle, IlpEqualsBruteForceOverMonotoneAllocations) {
     // One link class: the MIP may leave stages empty (it then charges more memory, never
     // less), which only matters when link classes differ between GPU pairs.
     problem.platform.interNode = problem.platform.intraNode;
+    problem.platform.speed.clear(); // same reason: every GPU alike
     std::vector<std::vector<std::vector<int>>> candidates;
     std::vector<int> label(static_cast<size_t>(layers), 0);
     std::function<void(int)> enumerate = [&](int layer) {

@@ -29,6 +29,9 @@ Problem randomChain(std::mt19937 &rng, int layers, int gpus) {
   problem.platform.interNode = LinkSpec{uniform(rng, 5e7, 5e8), uniform(rng, 0, 1)};
   problem.training.microbatches = 1 + static_cast<int>(rng() % 6);
   problem.training.communicationBuffers = rng() % 2 == 0;
+  if (rng() % 3 == 0) // heterogeneous GPUs
+    for (int g = 0; g < gpus; ++g)
+      problem.platform.speed.push_back(uniform(rng, 0.5, 2.0));
   problem.finalize();
   return problem;
 }

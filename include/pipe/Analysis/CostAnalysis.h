@@ -69,13 +69,13 @@ struct CostTotals {
 
 class CostAnalysis {
 public:
-  /// Analyses `op` (a func.func, or a module with one function) with default
-  /// settings (fp32; no target: times are zero until compute() is called).
+  /// Prepares the analysis of `op` (a function, or the first function with a
+  /// body inside it); compute() fills the records.
   explicit CostAnalysis(mlir::Operation *op);
 
-  /// Recomputes every record for `settings`. Fails (with a diagnostic on the
-  /// function) when the target has no rate for the dtype or an op has a
-  /// non-static shape.
+  /// Computes every record for `settings` (a default-constructed target, with
+  /// an empty name, leaves all times zero). Fails, with an error on the op,
+  /// when an op has a non-static shape or the target has no rate for the dtype.
   mlir::LogicalResult compute(const CostSettings &settings);
 
   const CostSettings &getSettings() const { return settings; }

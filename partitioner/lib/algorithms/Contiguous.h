@@ -11,10 +11,63 @@
 #include "partitioner/Planner.h"
 
 #include <functional>
+#include <queue>
+#include <random>
+#include <tuple>
 #include <sstream>
 
 namespace partitioner {
 namespace detail {
+
+/// A topological order that keeps `allocation`'s stages contiguous and, inside each
+/// stage, puts first the layers that could move to the previous stage (all inputs from
+/// earlier stages) and last those that could move to the next (all consumers later),
+/// so that a chain DP on it can shift every boundary across both.
+inline std::vector<int> flexibleOrder(const Problem &problem, const Allocation &allocation,
+                                      const std::vector<int> &previousOrder, unsigned seed) {
+  const size_t count = problem.layers.size();
+  auto successors = successorLists(problem);
+  auto predecessors = predecessorLists(problem);
+  std::vector<int> position(count, 0);
+  for (size_t i = 0; i < previousOrder.size(); ++i)
+    position[static_cast<size_t>(previousOrder[i])] = static_cast<int>(i);
+  // Seed 0 keeps the previous order among equals; others shuffle the ties
+  // (deterministically) to try other subsets of movable layers.
+  if (seed != 0) {
+    std::mt19937 rng(seed);
+    for (auto &p : position)
+      p = static_cast<int>(rng() % 1000003);
+  }
+  std::vector<int> priority(count, 1), indegree(count, 0);
+  for (size_t l = 0; l < count; ++l) {
+    const int stage = allocation.stageOfLayer[l];
+    bool sourceOfStage = true, sinkOfStage = true;
+    for (int p : predecessors[l])
+      sourceOfStage &= allocation.stageOfLayer[static_cast<size_t>(p)] < stage;
+    for (int c : successors[l])
+      sinkOfStage &= allocation.stageOfLayer[static_cast<size_t>(c)] > stage;
+    priority[l] = sourceOfStage ? 0 : sinkOfStage ? 2 : 1;
+    indegree[l] = static_cast<int>(predecessors[l].size());
+  }
+  using Key = std::tuple<int, int, int, int>; // stage, priority, old position, layer
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> ready;
+  auto push = [&](size_t l) {
+    ready.push({allocation.stageOfLayer[l], priority[l], position[l], static_cast<int>(l)});
+  };
+  for (size_t l = 0; l < count; ++l)
+    if (indegree[l] == 0)
+      push(l);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int layer = std::get<3>(ready.top());
+    ready.pop();
+    order.push_back(layer);
+    for (int c : successors[static_cast<size_t>(layer)])
+      if (--indegree[static_cast<size_t>(c)] == 0)
+        push(static_cast<size_t>(c));
+  }
+  return order;
+}
 
 /// solve(model, upperBound) returns a partition (or nothing); smaller periodMs wins.
 inline AlgorithmOutput solveOnLattices(
@@ -27,6 +80,7 @@ inline AlgorithmOutput solveOnLattices(
   std::optional<CutPartition> best = solve(chainModel, kInfinity);
   const CutLattice *bestLattice = &chain;
   std::optional<CutLattice> ideals;
+  std::vector<CutLattice> lattices; // orders tried by the local search (kept alive)
   std::ostringstream notes;
   notes << "chain of " << problem.layers.size() << " layers";
   if (context.options.dagAware && !problem.isChain()) {
@@ -41,8 +95,28 @@ inline AlgorithmOutput solveOnLattices(
         bestLattice = &*ideals;
       }
     } else {
-      notes << " (more than " << context.options.maxDownsets
-            << " downsets: one topological order)";
+      notes << " (more than " << context.options.maxDownsets << " downsets";
+      // Local search over topological orders: re-solve on an order built around the
+      // current stages that lets every boundary move across parallel branches.
+      std::vector<int> order = topologicalOrder(problem);
+      int improvements = 0;
+      lattices.reserve(64);
+      for (unsigned round = 0; round < 48 && best && problem.layers.size() <= 3000; ++round) {
+        const Allocation current = allocationFromCuts(problem, *bestLattice, *best);
+        std::vector<int> candidateOrder = flexibleOrder(problem, current, order, round);
+        lattices.push_back(chainLattice(problem, candidateOrder));
+        const StageModel model(problem, lattices.back());
+        auto candidate = solve(model, best->periodMs);
+        if (candidate && candidate->periodMs < best->periodMs * (1 - 1e-12)) {
+          best = candidate;
+          bestLattice = &lattices.back();
+          order = candidateOrder;
+          ++improvements;
+        } else {
+          lattices.pop_back();
+        }
+      }
+      notes << "; " << improvements << " order improvements)";
     }
   }
   output.notes = notes.str();

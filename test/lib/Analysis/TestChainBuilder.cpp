@@ -45,8 +45,13 @@ struct TestPrintChainPass : PassWrapper<TestPrintChainPass, OperationPass<Module
     auto t = lookupTarget(target);
     auto d = parseComputeDtype(dtype);
     auto opt = parseOptimizerKind(optimizer);
-    if (!t || !d || !opt) {
-      getOperation()->emitError(t ? "unknown dtype or optimizer" : llvm::toString(t.takeError()));
+    if (!t) {
+      getOperation()->emitError(llvm::toString(t.takeError()));
+      return signalPassFailure();
+    }
+    if (!d || !opt) {
+      getOperation()->emitError("unknown dtype '")
+          << dtype << "' or optimizer '" << optimizer << "'";
       return signalPassFailure();
     }
     settings.target = *t;

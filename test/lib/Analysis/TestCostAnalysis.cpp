@@ -142,9 +142,13 @@ struct TestPrintMemoryPass : PassWrapper<TestPrintMemoryPass, OperationPass<Modu
   void runOnOperation() override {
     CostSettings settings;
     auto d = parseComputeDtype(dtype);
+    if (!d) {
+      getOperation()->emitError("unknown dtype '") << dtype << "' (fp32, tf32, fp16, bf16, fp8)";
+      return signalPassFailure();
+    }
     auto opt = parseOptimizerKind(optimizer);
-    if (!d || !opt) {
-      getOperation()->emitError("unknown dtype or optimizer");
+    if (!opt) {
+      getOperation()->emitError("unknown optimizer '") << optimizer << "' (sgd, momentum, adam)";
       return signalPassFailure();
     }
     settings.dtype = *d;

@@ -19,7 +19,6 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/Error.h"
 
-#include <map>
 
 namespace pipe::pipeline {
 #define GEN_PASS_DEF_PIPEPARTITION
@@ -124,6 +123,17 @@ DictionaryAttr planAttribute(MLIRContext *context, const PartitionOutcome &outco
 }
 } // namespace
 
+std::map<std::string, int> pipe::pipeline::stageOfNodes(const PartitionOutcome &outcome) {
+  std::map<std::string, int> stageOf;
+  const partitioner::PlanResult *best = outcome.report.best();
+  if (!best)
+    return stageOf;
+  for (size_t l = 0; l < outcome.problem.layers.size(); ++l)
+    for (const std::string &id : outcome.problem.layers[l].nodeIds)
+      stageOf[id] = best->allocation.stageOfLayer[l];
+  return stageOf;
+}
+
 FailureOr<PartitionOutcome> pipe::pipeline::partitionModule(ModuleOp module,
                                                             const PartitionOptions &options) {
   func::FuncOp func = mainFunction(module);
@@ -195,11 +205,7 @@ FailureOr<PartitionOutcome> pipe::pipeline::partitionModule(ModuleOp module,
       diag.attachNote() << result.algorithm << ": " << result.reason;
     return diag;
   }
-  std::map<std::string, int> stageOf;
-  for (size_t l = 0; l < outcome.problem.layers.size(); ++l)
-    for (const std::string &id : outcome.problem.layers[l].nodeIds)
-      stageOf[id] = best->allocation.stageOfLayer[l];
-  annotateStages(func, stageOf);
+  annotateStages(func, stageOfNodes(outcome));
   module->setAttr("pipe.plan", planAttribute(module.getContext(), outcome));
   return outcome;
 }

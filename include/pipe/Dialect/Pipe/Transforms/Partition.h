@@ -13,6 +13,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <map>
 #include <string>
 
 namespace pipe::pipeline {
@@ -40,6 +41,9 @@ struct PartitionOutcome {
   double parameters = 0, forwardFlops = 0;
   std::string targetName;
 };
+
+/// The stage of every ONNX node the chosen plan places (plan.json's stage_of).
+std::map<std::string, int> stageOfNodes(const PartitionOutcome &outcome);
 
 /// Partitions the single function of `module`. On success every op of it has
 /// `pipe.stage` and the module has `pipe.plan`; when no plan fits, the error

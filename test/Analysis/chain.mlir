@@ -1,0 +1,52 @@
+// RUN: pipe-opt %s --test-print-pipe-chain='target=h100 dtype=fp32 optimizer=adam' -o /dev/null | FileCheck %s
+// RUN: pipe-opt %s --test-print-pipe-chain='target=h100 dtype=fp32 json=1' -o /dev/null | FileCheck %s --check-prefix=JSON
+
+// A residual block: conv1 -> bn (fused relu) -> conv2 -> add(skip) (fused into
+// conv2) -> flatten (free) -> gemm.
+// Layers: each kernel-launching op starts one; fused and free ops join their
+// kernel's / operand's layer; parameters join their first user's layer.
+//   0 conv1 (w1), 1 bn + relu (scale, bias, buffers), 2 conv2 + add + flatten (w2),
+//   3 fc (wf, bf).
+// Cut sets (exact, from def-use): y1 (layer 0) is read by layer 1 and by the
+// add in layer 2 (the skip): one tensor with consumers 1,2 of 1*4*4*4*4 = 256
+// bytes; r (layer 1) -> 2 (256 bytes); the flattened sum (layer 2) -> 3 (256).
+// W(l) in bytes at fp32: conv1 4*4*1*1*4 = 64; bn 8*4 = 32 + buffers 32 / 4
+// (Adam fp32: state multiplier 16 / 4 = 4) = 40; conv2 4*4*3*3*4 = 576;
+// fc (64*2 + 2)*4 = 520.
+// Saved (fp32): conv1 keeps x (256); bn keeps y1 (256) + 32 bytes of
+// statistics and relu keeps r (256): 544; conv2 keeps r too: a value kept by
+// ops of two layers is counted in both (a stage holding only one of them needs
+// its own copy); fc keeps the flattened sum (256).
+// CHECK-LABEL: chain @block layers=4 tensors=3 state_multiplier=4
+// CHECK-NEXT: layer 0 'conv1' nodes=conv1 params=64 saved=256 out=256
+// CHECK-NEXT: layer 1 'bn' nodes=bn,relu params=40 saved=544 out=256
+// CHECK-NEXT: layer 2 'conv2' nodes=conv2,skip,flatten params=576 saved=256 out=256
+// CHECK-NEXT: layer 3 'fc' nodes=fc params=520 saved=256 out=0
+// CHECK-NEXT: tensor 0 -> 1,2 bytes=256
+// CHECK-NEXT: tensor 1 -> 2 bytes=256
+// CHECK-NEXT: tensor 2 -> 3 bytes=256
+// JSON: "node_ids": [
+// JSON-NEXT: "conv1"
+// JSON: "name": "block"
+// JSON: "consumers": [
+// JSON-NEXT: 1,
+// JSON-NEXT: 2
+// JSON: "state_multiplier": 4.0
+func.func @block(%x: tensor<1x4x4x4xf32>) -> tensor<1x2xf32> {
+  %w1 = nn.param "w1" {source = "inline"} : tensor<4x4x1x1xf32>
+  %scale = nn.param "bn.weight" {source = "inline"} : tensor<4xf32>
+  %bias = nn.param "bn.bias" {source = "inline"} : tensor<4xf32>
+  %mean = nn.param "bn.running_mean" {source = "inline", trainable = false} : tensor<4xf32>
+  %var = nn.param "bn.running_var" {source = "inline", trainable = false} : tensor<4xf32>
+  %w2 = nn.param "w2" {source = "inline"} : tensor<4x4x3x3xf32>
+  %wf = nn.param "fc.weight" {source = "inline"} : tensor<2x64xf32>
+  %bf = nn.param "fc.bias" {source = "inline"} : tensor<2xf32>
+  %y1 = nn.conv %x, %w1 : (tensor<1x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<1x4x4x4xf32> loc("conv1")
+  %b, %rm, %rv = nn.batch_norm %y1, %scale, %bias, %mean, %var {training_mode = 1 : i64} : (tensor<1x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<1x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>) loc("bn")
+  %r = nn.relu %b : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> loc("relu")
+  %y2 = nn.conv %r, %w2 {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x4x4x4xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x4x4xf32> loc("conv2")
+  %s = nn.add %y2, %y1 : (tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> loc("skip")
+  %f = nn.flatten %s : (tensor<1x4x4x4xf32>) -> tensor<1x64xf32> loc("flatten")
+  %o = nn.gemm %f, %wf, %bf {transB = 1 : i64} : (tensor<1x64xf32>, tensor<2x64xf32>, tensor<2xf32>) -> tensor<1x2xf32> loc("fc")
+  return %o : tensor<1x2xf32>
+}
