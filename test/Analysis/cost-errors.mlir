@@ -5,7 +5,7 @@
 
 // The cost model needs static shapes: the error names the op (by its ONNX
 // node name when imported) and says how to get them.
-// CHECK: error: cost model: value of type 'tensor<?x4xf32>' has no static shape (import with --micro-batch-size)
+// CHECK: error: loc("relu"): cost model: value of type 'tensor<?x4xf32>' has no static shape (import with --micro-batch-size)
 // DTYPE: error: unknown dtype 'fp64' (fp32, tf32, fp16, bf16, fp8)
 // PROFILE: error: profile '{{.*}}bad-profile.json': profile entry 'mm' needs non-negative numbers 'forward_ms' and 'backward_ms'
 // OPTIMIZER: error: unknown optimizer 'lamb' (sgd, momentum, adam)

@@ -102,7 +102,6 @@ private:
   llvm::DenseMap<mlir::Operation *, unsigned> indexOf;
   llvm::DenseSet<mlir::Value> gradValues, staticValues;
   CostTotals totals;
-  bool timed = false;
 };
 
 } // namespace pipe

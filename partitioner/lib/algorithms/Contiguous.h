@@ -116,7 +116,10 @@ inline AlgorithmOutput solveOnLattices(
           lattices.pop_back();
         }
       }
-      notes << "; " << improvements << " order improvements)";
+      if (problem.layers.size() <= 3000)
+        notes << "; local search over orders: " << improvements << " improvements)";
+      else
+        notes << ": one topological order)";
     }
   }
   output.notes = notes.str();

@@ -116,7 +116,7 @@ int run(int argc, char **argv) {
     } else if (arg == "--list-algorithms") {
       for (const auto &algorithm : algorithmRegistry())
         std::cout << algorithm->name() << ": " << algorithm->summary() << "\n";
-      std::cout << "best: run every algorithm above, keep the best valid plan\n";
+      std::cout << "best: run every algorithm above (ilp only on small models), keep the best valid plan\n";
       return 0;
     } else if (arg == "--algo" || arg == "--algorithm") {
       options.algorithms = splitComma(value());
