@@ -194,6 +194,10 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   if (failed(outcome))
     return failure();
   const partitioner::PlanResult &best = *outcome->report.best();
+  for (const partitioner::PlanResult &result : outcome->report.results)
+    progress.step("  " + result.algorithm + ": " +
+                  llvm::formatv("{0:f3}", result.plannerSeconds) + " s" +
+                  (result.valid ? llvm::Twine("") : llvm::Twine(" (") + result.reason + ")"));
   progress.step("chose " + best.algorithm + ": period " +
                 llvm::formatv("{0:f3}", best.periodMs) + " ms over " +
                 llvm::Twine(outcome->report.results.size()) + " algorithms");
@@ -216,7 +220,7 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
                       outcome->parameters / 1e6, outcome->forwardFlops / 1e9,
                       outcome->targetName, outcome->problem.training.microbatches);
   std::ostringstream table;
-  partitioner::writeTable(outcome->problem, outcome->report, table);
+  partitioner::writeTable(outcome->problem, outcome->report, table, /*timings=*/false);
   os << table.str();
   for (auto pipelineOp : module.getOps<pipeline::PipelineOp>())
     stageSummary(pipelineOp, os);
@@ -233,7 +237,7 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
     return p.str().str();
   };
   std::ostringstream planJson, trace, svg;
-  partitioner::writePlanJson(outcome->problem, outcome->report, planJson);
+  partitioner::writePlanJson(outcome->problem, outcome->report, planJson, /*timings=*/false);
   partitioner::writeTraceJson(outcome->problem, best, trace);
   partitioner::writeSvg(outcome->problem, best, svg);
   nlohmann::ordered_json plan = nlohmann::ordered_json::parse(planJson.str());

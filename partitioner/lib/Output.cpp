@@ -40,7 +40,8 @@ double jsonNumber(double value) { return std::isfinite(value) ? value : -1; }
 
 } // namespace
 
-void writeTable(const Problem &problem, const PlanningReport &report, std::ostream &out) {
+void writeTable(const Problem &problem, const PlanningReport &report, std::ostream &out,
+                bool timings) {
   const PlanResult *best = report.best();
   out << "problem: " << problem.name << " | " << problem.layers.size() << " layers, "
       << problem.platform.gpus << " GPUs x " << formatBytes(problem.platform.memoryBytesPerGpu)
@@ -48,7 +49,10 @@ void writeTable(const Problem &problem, const PlanningReport &report, std::ostre
       << toString(problem.training.schedule) << "\n";
   out << "lower bound: " << fixed(report.bounds.bestMs) << " ms (work/P " << fixed(report.bounds.workMs)
       << ", largest layer " << fixed(report.bounds.largestLayerMs) << ", memory "
-      << fixed(report.bounds.memoryMs) << ")\n\n";
+      << fixed(report.bounds.memoryMs) << ")\n";
+  if (report.bounds.memoryInfeasible)
+    out << "memory: no plan can fit: " << report.bounds.memoryReason << "\n";
+  out << "\n";
   if (best) {
     out << "chosen: " << best->algorithm << " (" << toString(best->scheduleKind) << ")";
     if (!best->notes.empty())
@@ -77,7 +81,7 @@ void writeTable(const Problem &problem, const PlanningReport &report, std::ostre
   out << std::left << std::setw(13) << "algorithm" << std::setw(12) << "schedule" << std::right
       << std::setw(7) << "stages" << std::setw(11) << "period" << std::setw(12) << "iteration"
       << std::setw(8) << "bubble" << std::setw(8) << "gap" << std::setw(11) << "max mem"
-      << std::setw(9) << "time s" << "  status\n";
+      << (timings ? "   time s" : "") << "  status\n";
   for (size_t i = 0; i < report.results.size(); ++i) {
     const PlanResult &r = report.results[i];
     out << std::left << std::setw(13) << r.algorithm << std::setw(12) << toString(r.scheduleKind)
@@ -89,8 +93,10 @@ void writeTable(const Problem &problem, const PlanningReport &report, std::ostre
     double peak = 0;
     for (const auto &g : r.gpus)
       peak = std::max(peak, g.memoryBytes);
-    out << std::setw(11) << (r.gpus.empty() ? std::string("-") : formatBytes(peak)) << std::setw(9)
-        << fixed(r.plannerSeconds, 3) << "  "
+    out << std::setw(11) << (r.gpus.empty() ? std::string("-") : formatBytes(peak));
+    if (timings)
+      out << std::setw(9) << fixed(r.plannerSeconds, 3);
+    out << "  "
         << (static_cast<int>(i) == report.chosen ? "best" : r.valid ? "ok" : r.reason) << "\n";
   }
 }
@@ -134,7 +140,8 @@ std::vector<std::vector<std::string>> loweredActions(const Problem &problem, con
   return ranks;
 }
 
-void writePlanJson(const Problem &problem, const PlanningReport &report, std::ostream &out) {
+void writePlanJson(const Problem &problem, const PlanningReport &report, std::ostream &out,
+                   bool timings) {
   json document;
   json tried = json::array();
   for (const PlanResult &r : report.results) {
@@ -157,7 +164,8 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
         peak = std::max(peak, g.memoryBytes);
       item["max_memory_bytes"] = peak;
     }
-    item["planner_seconds"] = r.plannerSeconds;
+    if (timings)
+      item["planner_seconds"] = r.plannerSeconds;
     tried.push_back(item);
   }
   document["problem"] = problem.name;
@@ -165,6 +173,8 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
                                  {"largest_layer", report.bounds.largestLayerMs},
                                  {"memory", report.bounds.memoryMs},
                                  {"best", report.bounds.bestMs}};
+  if (report.bounds.memoryInfeasible)
+    document["memory_infeasible"] = report.bounds.memoryReason;
   document["tried"] = tried;
   const PlanResult *best = report.best();
   if (!best) {
@@ -198,6 +208,15 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
       stageOf[node] = best->allocation.stageOfLayer[l];
   document["stage_of"] = stageOf;
   document["gpu_of_stage"] = best->allocation.gpuOfStage;
+  // What evaluateAllocation needs beyond the placement, so the plan replays exactly.
+  if (!best->allocation.inFlightLimit.empty() || best->allocation.targetPeriodMs > 0) {
+    json allocation = json::object();
+    if (!best->allocation.inFlightLimit.empty())
+      allocation["in_flight_limit"] = best->allocation.inFlightLimit;
+    if (best->allocation.targetPeriodMs > 0)
+      allocation["target_period_ms"] = best->allocation.targetPeriodMs;
+    document["allocation"] = allocation;
+  }
   json metrics = json::array();
   for (const StageMetrics &stage : best->stages) {
     const GpuMetrics &gpu = best->gpus[static_cast<size_t>(stage.gpu)];

@@ -78,15 +78,25 @@ static void printDiagnostic(Diagnostic &diag, llvm::raw_ostream &os) {
   Location loc = diag.getLocation();
   if (auto file = loc->findInstanceOf<FileLineColLoc>())
     os << file.getFilename().getValue() << ": ";
-  if (auto name = loc->findInstanceOf<NameLoc>())
-    os << "node '" << name.getName().getValue() << "': ";
+  if (auto name = loc->findInstanceOf<NameLoc>()) {
+    std::string node = name.getName().str();
+    for (char &c : node)
+      if (static_cast<unsigned char>(c) < 0x20)
+        c = '?';
+    os << "node '" << node << "': ";
+  }
   switch (diag.getSeverity()) {
   case DiagnosticSeverity::Error: os << "error: "; break;
   case DiagnosticSeverity::Warning: os << "warning: "; break;
   case DiagnosticSeverity::Remark: os << "remark: "; break;
   case DiagnosticSeverity::Note: os << "note: "; break;
   }
-  os << diag.str() << "\n";
+  // One line, whatever bytes a corrupt model put into its names.
+  std::string message = diag.str();
+  for (char &c : message)
+    if (static_cast<unsigned char>(c) < 0x20)
+      c = ' ';
+  os << message << "\n";
   for (Diagnostic &note : diag.getNotes())
     printDiagnostic(note, os);
 }

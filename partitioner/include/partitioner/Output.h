@@ -11,11 +11,15 @@ namespace partitioner {
 
 /// Per stage of the chosen plan: layers, time, memory vs limit; then period,
 /// iteration time, bubble, gap to the bound; then one row per algorithm tried.
-void writeTable(const Problem &problem, const PlanningReport &report, std::ostream &out);
+/// With `timings` false the planner times are left out, so that the output of
+/// the same problem is the same byte for byte (the compiler's main job).
+void writeTable(const Problem &problem, const PlanningReport &report, std::ostream &out,
+                bool timings = true);
 
 /// The plan JSON of the chosen plan (format in docs/partitioner.md), with a summary of
 /// every algorithm tried. Writes {"error": ...} when no plan is valid.
-void writePlanJson(const Problem &problem, const PlanningReport &report, std::ostream &out);
+void writePlanJson(const Problem &problem, const PlanningReport &report, std::ostream &out,
+                   bool timings = true);
 
 /// Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev): one track per GPU,
 /// one slice per F/B/W, plus one track per link direction for transfers.

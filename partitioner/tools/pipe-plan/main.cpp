@@ -3,6 +3,7 @@
 #include "partitioner/Error.h"
 #include "partitioner/GraphText.h"
 #include "partitioner/Output.h"
+#include "partitioner/Replay.h"
 #include "partitioner/Planner.h"
 #include "partitioner/ProblemJson.h"
 
@@ -41,6 +42,8 @@ const char *kUsage =
     "  --no-dag                plan on one topological order only\n"
     "  --time-limit S          time limit of the ilp algorithm's MIP solver (10)\n"
     "  --json FILE             write the plan JSON\n"
+    "  --replay PLAN.json      simulate the plan PLAN.json describes on PROFILE and check\n"
+    "                          its period, iteration time and per-stage memory and time\n"
     "  --trace FILE            write a Chrome/Perfetto trace of the chosen plan\n"
     "  --svg FILE              write an SVG Gantt chart of the chosen plan\n"
     "  --write-problem FILE    write the problem JSON (e.g. converted from graph.txt)\n"
@@ -99,7 +102,7 @@ int run(int argc, char **argv) {
     std::cerr << kUsage;
     return 2;
   }
-  std::string profile, jsonPath, tracePath, svgPath, problemPath;
+  std::string profile, jsonPath, tracePath, svgPath, problemPath, replayPath;
   PlanOptions options;
   bool quiet = false;
   std::vector<std::pair<std::string, std::string>> overrides;
@@ -120,6 +123,8 @@ int run(int argc, char **argv) {
       return 0;
     } else if (arg == "--algo" || arg == "--algorithm") {
       options.algorithms = splitComma(value());
+    } else if (arg == "--replay") {
+      replayPath = value();
     } else if (arg == "--json") {
       jsonPath = value();
     } else if (arg == "--trace") {
@@ -194,6 +199,21 @@ int run(int argc, char **argv) {
   problem.finalize();
   if (!problemPath.empty())
     writeFile(problemPath, "the problem", [&](std::ostream &out) { writeProblemJson(problem, out); });
+  if (!replayPath.empty()) {
+    std::ifstream in(replayPath);
+    if (!in)
+      throw Error("cannot open '" + replayPath + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    ReplayCheck check = replayPlan(problem, text.str());
+    std::cout << "replayed " << replayPath << ": period " << check.replayed.periodMs
+              << " ms, iteration " << check.replayed.iterationMs << " ms, "
+              << check.replayed.stages.size() << " stages\n";
+    for (const std::string &line : check.mismatches)
+      std::cout << "mismatch: " << line << "\n";
+    std::cout << (check.ok() ? "replay matches the plan\n" : "replay differs from the plan\n");
+    return check.ok() ? 0 : 1;
+  }
   PlanningReport report = plan(problem, options);
   if (!quiet)
     writeTable(problem, report, std::cout);
