@@ -164,6 +164,8 @@ PlanningReport plan(const Problem &input, const PlanOptions &options) {
     const PlanResult &candidate = report.results[i];
     if (!candidate.valid)
       continue;
+    if (options.requireSchedule && candidate.scheduleKind != problem.training.schedule)
+      continue;
     if (report.chosen < 0 || betterPlan(candidate, report.results[static_cast<size_t>(report.chosen)]))
       report.chosen = static_cast<int>(i);
   }

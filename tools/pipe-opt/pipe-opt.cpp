@@ -57,8 +57,11 @@ static llvm::cl::opt<std::string> jobMemory("memory", llvm::cl::desc("Memory per
                                             llvm::cl::init(""), llvm::cl::cat(jobCategory));
 static llvm::cl::opt<int> jobMicrobatches("microbatches", llvm::cl::desc("Micro-batches per iteration"),
                                           llvm::cl::init(32), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<std::string> jobSchedule("schedule", llvm::cl::desc("gpipe, 1f1b, interleaved, 1f1b-stash, zero-bubble, periodic"),
-                                              llvm::cl::init("1f1b"), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<std::string> jobSchedule(
+    "schedule",
+    llvm::cl::desc("gpipe, 1f1b, interleaved, 1f1b-stash, zb-h1, periodic (default: the best "
+                   "of 1f1b and interleaved)"),
+    llvm::cl::init(""), llvm::cl::cat(jobCategory));
 static llvm::cl::opt<std::string> jobAlgorithm("algo", llvm::cl::desc("Partitioning algorithm (default: best)"),
                                                llvm::cl::init("best"), llvm::cl::cat(jobCategory));
 static llvm::cl::opt<std::string> jobDtype("dtype", llvm::cl::desc("Compute dtype: fp32, tf32, bf16, fp16, fp8"),

@@ -21,6 +21,10 @@ struct PlanOptions {
   /// Use DAG-aware cuts (all downsets) when the graph has at most this many.
   size_t maxDownsets = 20000;
   bool dagAware = true;
+  /// Only plans of the problem's own schedule family compete for the best (a
+  /// user who asked for 1F1B does not get an interleaved plan). The others are
+  /// still run and reported.
+  bool requireSchedule = false;
   /// Time limit of the `ilp` algorithm's MIP solver.
   double ilpTimeLimitSeconds = 10;
 };

@@ -190,10 +190,12 @@ FailureOr<PartitionOutcome> pipe::pipeline::partitionModule(ModuleOp module,
     outcome.problem.platform.gpus = options.stages;
     outcome.problem.platform.memoryBytesPerGpu = memory;
     outcome.problem.training.microbatches = options.microbatches;
-    outcome.problem.training.schedule = partitioner::parseScheduleKind(options.schedule);
+    outcome.problem.training.schedule = partitioner::parseScheduleKind(
+        options.schedule.empty() ? std::string("1f1b") : options.schedule);
     outcome.problem.finalize();
     partitioner::PlanOptions planOptions;
     planOptions.algorithms = {options.algorithm};
+    planOptions.requireSchedule = !options.schedule.empty();
     outcome.report = partitioner::plan(outcome.problem, planOptions);
   } catch (const partitioner::Error &e) {
     return module.emitError(e.what());

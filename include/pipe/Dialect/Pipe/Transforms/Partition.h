@@ -27,7 +27,9 @@ struct PartitionOptions {
   int64_t microBatchSize = 0;
   int microbatches = 32;
   std::string algorithm = "best";
-  std::string schedule = "1f1b";
+  /// Schedule family; empty lets `best` pick any (1F1B with flush is planned
+  /// for, interleaved competes). A named family is the only one that can win.
+  std::string schedule;
   std::string dtype = "fp32";
   std::string optimizer = "adam";
   /// Measured per-node times (JSON keyed by ONNX node name), optional.
