@@ -99,12 +99,16 @@ struct Entry {
 //  H100: "NVIDIA H100 Tensor Core GPU" datasheet, H100 SXM and H100 PCIe columns.
 //  H200: "NVIDIA H200 Tensor Core GPU" datasheet, H200 SXM column.
 //  L4: "NVIDIA L4 Tensor Core GPU" datasheet. L40S: "NVIDIA L40S" datasheet.
-//  RTX 4090: "NVIDIA Ada GPU Architecture" whitepaper, Table 1 (FP32-accumulate
-//  tensor rates, which are half the FP16-accumulate ones on GeForce parts).
+//  RTX 4090: "NVIDIA Ada GPU Architecture" whitepaper (v2.02 or later), Appendix A
+//  RTX 4090 table (FP32-accumulate tensor rates, which are half the
+//  FP16-accumulate ones on GeForce parts; v2.02 corrected the FP8 one).
+// Inter-node defaults are the per-GPU share of the NICs of the matching DGX
+// system: DGX-1/DGX-2 (V100) have one EDR port per two GPUs, DGX A100 one HDR
+// port per GPU, DGX H100/H200 one NDR port per GPU. PCIe cards: an assumption.
 const Entry kEntries[] = {
     {"v100-32gb", "v100", "NVIDIA Tesla V100 SXM2 32GB",
      "NVIDIA Tesla V100 GPU Accelerator datasheet", 15.7, 0, 125, 0, 0, 900, 32,
-     "NVLink 2", 300, "EDR InfiniBand 100 Gb/s", 100},
+     "NVLink 2", 300, "EDR InfiniBand 100 Gb/s per 2 GPUs", 50},
     {"a100-40gb", "a10040", "NVIDIA A100 SXM4 40GB",
      "NVIDIA A100 Tensor Core GPU datasheet", 19.5, 156, 312, 312, 0, 1555, 40,
      "NVLink 3", 600, "HDR InfiniBand 200 Gb/s", 200},

@@ -121,6 +121,8 @@ static LogicalResult parseDimBindings(pipe::onnx_import::ImportOptions &options)
   }
   if (microBatchSize > 0)
     options.microBatchSize = microBatchSize;
+  else if (pipelineStages > 0)
+    options.microBatchSize = 1; // The main job plans per micro-batch; 1 unless told.
   options.inferShapes = !noShapeInference;
   return success();
 }
@@ -147,7 +149,7 @@ static LogicalResult runOnOnnx(llvm::StringRef inputFilename, llvm::StringRef ou
     job.partition.stages = pipelineStages;
     job.partition.target = jobTarget;
     job.partition.memory = jobMemory;
-    job.partition.microBatchSize = microBatchSize;
+    job.partition.microBatchSize = options.microBatchSize.value_or(0);
     job.partition.microbatches = jobMicrobatches;
     job.partition.schedule = jobSchedule;
     job.partition.algorithm = jobAlgorithm;
