@@ -1,10 +1,12 @@
 //===- Target.cpp - built-in GPU targets and the JSON target format -------===//
 //
-// Every figure of the built-in table comes from the vendor's datasheet named in
-// `source` (dense rates: the datasheets print the 2:4-sparsity rate for tensor
-// cores, marked with an asterisk, and we use half of it). docs/cost-model.md
-// lists the table with its citations and the conventions (capacities in GiB,
-// link bandwidth per direction = half the datasheet's bidirectional figure).
+// Every rate, capacity and intra-node link of the built-in table comes from the
+// vendor document named in `source` (dense rates: the data-center datasheets
+// print the 2:4-sparsity rate for tensor cores, marked with an asterisk, and we
+// use half of it); the inter-node link is a default (see below).
+// docs/cost-model.md lists the table with its citations and the conventions
+// (capacities in GiB, link bandwidth per direction = half the datasheet's
+// bidirectional figure).
 //
 //===----------------------------------------------------------------------===//
 #include "pipe/Analysis/Target.h"
@@ -90,13 +92,14 @@ struct Entry {
   const char *intraKind;
   double intraGBsBidirectional;
   const char *interKind;
-  double interGbitPerSecond;
+  double interGbitPerSecond; // per GPU
 };
 
 // Sources (docs/cost-model.md gives the exact table rows used):
 //  V100: "NVIDIA Tesla V100 GPU Accelerator" datasheet, V100 SXM2 column.
 //  A100: "NVIDIA A100 Tensor Core GPU" datasheet, A100 40GB/80GB SXM columns.
-//  H100: "NVIDIA H100 Tensor Core GPU" datasheet, H100 SXM and H100 PCIe columns.
+//  H100: "NVIDIA H100 Tensor Core GPU" datasheet, H100 SXM column and (2022
+//  edition) H100 PCIe column.
 //  H200: "NVIDIA H200 Tensor Core GPU" datasheet, H200 SXM column.
 //  L4: "NVIDIA L4 Tensor Core GPU" datasheet. L40S: "NVIDIA L40S" datasheet.
 //  RTX 4090: "NVIDIA Ada GPU Architecture" whitepaper (v2.02 or later), Appendix A

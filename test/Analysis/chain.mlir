@@ -1,5 +1,6 @@
 // RUN: pipe-opt %s --test-print-pipe-chain='target=h100 dtype=fp32 optimizer=adam' -o /dev/null | FileCheck %s
 // RUN: pipe-opt %s --test-print-pipe-chain='target=h100 dtype=fp32 json=1' -o /dev/null | FileCheck %s --check-prefix=JSON
+// RUN: pipe-opt %s --test-print-pipe-chain='target=v100 dtype=fp16 json=1' -o /dev/null | FileCheck %s --check-prefix=V100
 
 // A residual block: conv1 -> bn (fused relu) -> conv2 -> add(skip) (fused into
 // conv2) -> flatten (free) -> gemm.
@@ -32,6 +33,16 @@
 // JSON-NEXT: 1,
 // JSON-NEXT: 2
 // JSON: "state_multiplier": 4.0
+// The built-in target's links reach the problem per direction, in bytes/s.
+// V100 (DGX-1/DGX-2: one 100 Gb/s EDR port per two GPUs): 50 Gb/s per GPU /
+// 8 = 6.25e9 B/s, latency 10 us = 0.01 ms; NVLink 2 300 GB/s bidirectional /
+// 2 = 150e9 B/s; memory 32 GiB = 32 * 1073741824 = 34359738368 bytes.
+// V100: "platform": {
+// V100: "inter_node": {
+// V100-NEXT: "bandwidth_bytes_per_s": 6250000000.0,
+// V100: "intra_node": {
+// V100-NEXT: "bandwidth_bytes_per_s": 150000000000.0,
+// V100: "memory_bytes_per_gpu": 34359738368.0
 func.func @block(%x: tensor<1x4x4x4xf32>) -> tensor<1x2xf32> {
   %w1 = nn.param "w1" {source = "inline"} : tensor<4x4x1x1xf32>
   %scale = nn.param "bn.weight" {source = "inline"} : tensor<4xf32>
