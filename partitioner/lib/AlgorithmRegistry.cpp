@@ -13,6 +13,8 @@ const std::vector<std::unique_ptr<Algorithm>> &algorithmRegistry() {
     all.push_back(makeMadPipeAlgorithm());
     all.push_back(makeInterleavedAlgorithm());
     all.push_back(makeIlpAlgorithm());
+    all.push_back(makeGeneralAlgorithm());
+    all.push_back(makeIlpGeneralAlgorithm());
     return all;
   }();
   return registry;

@@ -119,6 +119,194 @@ std::vector<std::vector<Action>> patternOrder(const PeriodicPattern &pattern,
   return order;
 }
 
+/// How generalPatternOrder reserves GPU time modulo T.
+enum class SlotMode {
+  PerOperation, ///< each F and B at the earliest free slot after its inputs
+  PerStage,     ///< F and B of a stage in one block of F + B (earliest free block)
+  Packed,       ///< the stage blocks of each GPU back to back (always fits at T)
+};
+
+/// A 1-periodic pattern for a general allocation at period T: operations in chain
+/// order (forwards by stage, then backwards in reverse), each at the earliest time after
+/// its inputs whose slot modulo T is reserved for it on its GPU (see SlotMode). Fails
+/// (empty) when a GPU's free time is too fragmented or a stage would keep more than
+/// caps[s] micro-batches. Returns the per-GPU order of m micro-batches by nominal start.
+std::vector<std::vector<Action>> generalPatternOrder(const Problem &problem, const Allocation &allocation,
+                                                     double period, const std::vector<int> &caps, int m,
+                                                     SlotMode mode) {
+  const StageGraph graph = buildStageGraph(problem, allocation);
+  const int stages = graph.numStages;
+  const size_t gpus = static_cast<size_t>(problem.platform.gpus);
+  const double eps = 1e-9 * period;
+  std::vector<std::vector<std::pair<double, double>>> busy(gpus); // [a, b) within [0, T)
+  auto isFree = [&](size_t g, double r, double d) {
+    // [r, r + d) modulo T, split where it wraps.
+    std::vector<std::pair<double, double>> pieces;
+    if (r + d <= period + eps)
+      pieces.push_back({r, r + d});
+    else {
+      pieces.push_back({r, period});
+      pieces.push_back({0, r + d - period});
+    }
+    for (const auto &[a, b] : busy[g])
+      for (const auto &[x, y] : pieces)
+        if (x < b - eps && a < y - eps)
+          return false;
+    return true;
+  };
+  auto occupy = [&](size_t g, double r, double d) {
+    if (d <= 0)
+      return;
+    if (r + d <= period + eps)
+      busy[g].push_back({r, std::min(period, r + d)});
+    else {
+      busy[g].push_back({r, period});
+      busy[g].push_back({0, r + d - period});
+    }
+  };
+  // Earliest t >= earliest with a free slot of length d on GPU g, or -1.
+  auto place = [&](size_t g, double earliest, double d) {
+    if (d > period + eps)
+      return -1.0;
+    const double base = std::fmod(earliest, period);
+    std::vector<double> candidates{0.0};
+    for (const auto &interval : busy[g]) {
+      double delay = std::fmod(interval.second - base, period);
+      if (delay < 0)
+        delay += period;
+      if (delay > period - eps)
+        delay = 0;
+      candidates.push_back(delay);
+    }
+    std::sort(candidates.begin(), candidates.end());
+    for (double delay : candidates) {
+      double r = std::fmod(base + delay, period);
+      if (r < 0)
+        r += period;
+      if (d <= 0 || isFree(g, r, d)) {
+        occupy(g, r, d);
+        return earliest + delay;
+      }
+    }
+    return -1.0;
+  };
+  auto transfer = [&](int from, int to, double bytes) {
+    const int a = graph.gpu[static_cast<size_t>(from)], b = graph.gpu[static_cast<size_t>(to)];
+    return a == b ? 0.0 : problem.platform.linkBetween(a, b).transferMs(bytes);
+  };
+  // Smallest t >= earliest with t = offset modulo T.
+  auto atOffset = [&](double earliest, double offset) {
+    double delay = std::fmod(offset - earliest, period);
+    if (delay < 0)
+      delay += period;
+    if (delay > period - eps)
+      delay = 0;
+    return earliest + delay;
+  };
+  std::vector<double> packed(gpus, 0);
+  std::vector<double> forward(static_cast<size_t>(stages), 0), backward(static_cast<size_t>(stages), 0);
+  for (int s = 0; s < stages; ++s) {
+    const size_t i = static_cast<size_t>(s);
+    double earliest = 0;
+    for (const auto &edge : graph.predecessors[i])
+      earliest = std::max(earliest, forward[static_cast<size_t>(edge.stage)] +
+                                        graph.forwardMs[static_cast<size_t>(edge.stage)] +
+                                        transfer(edge.stage, s, edge.bytes));
+    const size_t g = static_cast<size_t>(graph.gpu[i]);
+    if (mode == SlotMode::PerOperation) {
+      forward[i] = place(g, earliest, graph.forwardMs[i]);
+    } else if (mode == SlotMode::PerStage) {
+      forward[i] = place(g, earliest, graph.forwardMs[i] + graph.backwardMs[i]);
+    } else {
+      forward[i] = atOffset(earliest, packed[g]);
+      packed[g] += graph.forwardMs[i] + graph.backwardMs[i];
+      if (packed[g] > period * (1 + 1e-9))
+        return {};
+    }
+    if (forward[i] < 0)
+      return {};
+  }
+  for (int s = stages - 1; s >= 0; --s) {
+    const size_t i = static_cast<size_t>(s);
+    double earliest = forward[i] + graph.forwardMs[i];
+    for (const auto &edge : graph.successors[i])
+      earliest = std::max(earliest, backward[static_cast<size_t>(edge.stage)] +
+                                        graph.backwardMs[static_cast<size_t>(edge.stage)] +
+                                        transfer(edge.stage, s, edge.bytes));
+    backward[i] = mode == SlotMode::PerOperation
+                      ? place(static_cast<size_t>(graph.gpu[i]), earliest, graph.backwardMs[i])
+                      : atOffset(earliest, forward[i] + graph.forwardMs[i]);
+    if (backward[i] < 0)
+      return {};
+    const double span = backward[i] + graph.backwardMs[i] - forward[i];
+    if (std::max(1, static_cast<int>(std::ceil(span / period - 1e-9))) > caps[i])
+      return {};
+  }
+  struct Timed {
+    double time;
+    int rank; ///< forwards first, forwards by stage, backwards by reverse stage
+    Action action;
+  };
+  std::vector<std::vector<Timed>> perGpu(gpus);
+  for (int s = 0; s < stages; ++s) {
+    const size_t g = static_cast<size_t>(graph.gpu[static_cast<size_t>(s)]);
+    for (int i = 0; i < m; ++i) {
+      perGpu[g].push_back({forward[static_cast<size_t>(s)] + i * period, s, {ActionKind::Forward, s, i}});
+      perGpu[g].push_back(
+          {backward[static_cast<size_t>(s)] + i * period, 2 * stages - s, {ActionKind::Backward, s, i}});
+    }
+  }
+  std::vector<std::vector<Action>> order(gpus);
+  for (size_t g = 0; g < gpus; ++g) {
+    std::sort(perGpu[g].begin(), perGpu[g].end(), [](const Timed &a, const Timed &b) {
+      if (a.time != b.time)
+        return a.time < b.time;
+      if (a.rank != b.rank)
+        return a.rank < b.rank;
+      return a.action.microbatch < b.action.microbatch;
+    });
+    for (const Timed &t : perGpu[g])
+      order[g].push_back(t.action);
+  }
+  return order;
+}
+
+/// 1F1B for general allocations (a GPU holds several stages, in any order); stage s
+/// keeps at most min(S - s, m) micro-batches, the memory rule `ilp-general` plans with.
+/// First choice: the 1-periodic pattern above at the bottleneck period (its replay runs
+/// at that period or faster when links do not contend). Otherwise (fragmented slots or
+/// too many copies), the faster in simulation of the pattern at a slightly longer period
+/// and the list scheduler of greedySchedule with those caps.
+Schedule generalOneFOneB(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
+                         int microbatches) {
+  const int stages = allocation.numStages();
+  std::vector<int> caps;
+  for (int s = 0; s < stages; ++s)
+    caps.push_back(std::max(1, std::min(stages - s, microbatches)));
+  Schedule greedy = greedySchedule(problem, allocation, kind, microbatches, caps);
+  if (kind == ScheduleKind::ZeroBubble)
+    return greedy;
+  const double bottleneck = bottleneckPeriod(problem, allocation);
+  if (bottleneck <= 0)
+    return greedy;
+  for (double factor : {1.0, 1.02, 1.05, 1.1, 1.2, 1.35, 1.5}) {
+    std::vector<std::vector<Action>> order;
+    for (SlotMode mode : {SlotMode::PerOperation, SlotMode::PerStage, SlotMode::Packed})
+      if (order.empty())
+        order = generalPatternOrder(problem, allocation, bottleneck * factor, caps, microbatches, mode);
+    if (order.empty())
+      continue;
+    Schedule pattern = greedy;
+    pattern.actions = std::move(order);
+    if (factor == 1.0)
+      return pattern;
+    const SimulationResult a = simulate(problem, allocation, pattern);
+    const SimulationResult b = simulate(problem, allocation, greedy);
+    return a.completed && (!b.completed || a.iterationMs < b.iterationMs) ? pattern : greedy;
+  }
+  return greedy;
+}
+
 } // namespace
 
 double bottleneckPeriod(const Problem &problem, const Allocation &allocation) {
@@ -210,6 +398,8 @@ Schedule makeSchedule(ScheduleKind kind, const Problem &problem, const Allocatio
   case ScheduleKind::OneFOneB:
   case ScheduleKind::OneFOneBStash:
   case ScheduleKind::Periodic: {
+    if (kind != ScheduleKind::Periodic && !allocation.oneStagePerGpu())
+      return generalOneFOneB(kind, problem, allocation, microbatches);
     requireOneStagePerGpu(kind, allocation);
     const double bottleneck = bottleneckPeriod(problem, allocation);
     const double period = kind == ScheduleKind::Periodic
@@ -258,7 +448,7 @@ Schedule makeSchedule(ScheduleKind kind, const Problem &problem, const Allocatio
   case ScheduleKind::ZeroBubble: {
     // 1F1B's memory bound (at most min(S - s, m) alive, released by W); B first, then
     // a forward, and W deferred into what would otherwise be bubbles (Simulator.h).
-    requireOneStagePerGpu(kind, allocation);
+    // Several stages per GPU are fine: the list scheduler shares the GPU between them.
     std::vector<int> caps;
     for (int s = 0; s < stages; ++s)
       caps.push_back(std::max(1, std::min(stages - s, microbatches)));

@@ -57,6 +57,8 @@ std::unique_ptr<Algorithm> makePipeDreamAlgorithm();
 std::unique_ptr<Algorithm> makeMadPipeAlgorithm();
 std::unique_ptr<Algorithm> makeInterleavedAlgorithm();
 std::unique_ptr<Algorithm> makeIlpAlgorithm();
+std::unique_ptr<Algorithm> makeGeneralAlgorithm();
+std::unique_ptr<Algorithm> makeIlpGeneralAlgorithm();
 
 } // namespace partitioner
 

@@ -25,7 +25,7 @@ struct PlanOptions {
   /// user who asked for 1F1B does not get an interleaved plan). The others are
   /// still run and reported.
   bool requireSchedule = false;
-  /// Time limit of the `ilp` algorithm's MIP solver.
+  /// Time limit of the `ilp` and `ilp-general` MIP solvers.
   double ilpTimeLimitSeconds = 10;
 };
 

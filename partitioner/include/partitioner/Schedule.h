@@ -54,7 +54,9 @@ PeriodicPattern periodicPattern(const Problem &problem, const Allocation &alloca
 double bottleneckPeriod(const Problem &problem, const Allocation &allocation);
 
 /// Builds the action lists of `kind` for `allocation` and `microbatches` micro-batches.
-/// 1F1B-like kinds need one stage per GPU; interleaved needs stage s on GPU s mod G.
+/// Periodic needs one stage per GPU; interleaved needs stage s on GPU s mod G. 1F1B,
+/// 1F1B-stash and ZB-H1 on a general allocation (a GPU holding several stages) use the
+/// list-scheduling order of greedySchedule with caps min(S - s, m).
 /// 1F1B (with flush or stashing) orders each GPU's operations by the periodic pattern
 /// at the bottleneck period (at most min(S - s, m) alive, fewer when stages are
 /// unbalanced), or uses the textbook order (warm-up S - s - 1) when that pattern would

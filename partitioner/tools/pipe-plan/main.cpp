@@ -25,7 +25,8 @@ const char *kUsage =
     "  --stages N              GPUs in the pipeline (alias --gpus)\n"
     "  --microbatches M        micro-batches per iteration\n"
     "  --memory SIZE           memory per GPU, e.g. 16GB, 80GiB, inf\n"
-    "  --algo NAMES            best (default), all (best + ilp), or a comma list\n"
+    "  --algo NAMES            best (default), all (best + ilp), or a comma list; see\n"
+    "                          --list-algorithms (ilp-general: general allocations)\n"
     "  --schedule KIND         gpipe | 1f1b (default) | interleaved | 1f1b-stash | zb-h1 | periodic\n"
     "  --weights POLICY        default | single | double | stash (weight versions)\n"
     "  --state-multiplier X    bytes per parameter byte for weights+grads+optimizer (4)\n"
@@ -40,7 +41,7 @@ const char *kUsage =
     "                          the public reference figures)\n"
     "  --max-downsets N        DAG-aware cuts when the graph has at most N downsets (20000)\n"
     "  --no-dag                plan on one topological order only\n"
-    "  --time-limit S          time limit of the ilp algorithm's MIP solver (10)\n"
+    "  --time-limit S          time limit of the ilp and ilp-general MIP solvers (10)\n"
     "  --json FILE             write the plan JSON\n"
     "  --replay PLAN.json      simulate the plan PLAN.json describes on PROFILE and check\n"
     "                          its period, iteration time and per-stage memory and time\n"
@@ -119,7 +120,8 @@ int run(int argc, char **argv) {
     } else if (arg == "--list-algorithms") {
       for (const auto &algorithm : algorithmRegistry())
         std::cout << algorithm->name() << ": " << algorithm->summary() << "\n";
-      std::cout << "best: run every algorithm above (ilp only on small models), keep the best valid plan\n";
+      std::cout << "best: run every algorithm above (ilp and ilp-general only on small models), "
+                   "keep the best valid plan\n";
       return 0;
     } else if (arg == "--algo" || arg == "--algorithm") {
       options.algorithms = splitComma(value());

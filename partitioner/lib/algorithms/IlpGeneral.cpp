@@ -1,0 +1,394 @@
+// `ilp-general`: exact MIP (CBC) over general allocations: any map from the positions
+// of one topological order to GPUs; a GPU may hold several intervals, each maximal
+// interval is a stage. The model (docs/partitioner.md, "The ilp-general model"):
+//   period T = max over GPUs of compute (at the GPU's speed) and port occupancy (one
+//     transfer per cut boundary and direction, on each side of the cut);
+//   memory: each stage keeps min(S - s, m) micro-batches (m for GPipe), where S - s =
+//     1 + the cuts after it; weights, buffers and stashed versions as in the simulator.
+// The generated 1F1B schedule (list scheduling with exactly these caps) never keeps
+// more, so a plan within the limit here fits in the simulator as well; the simulator
+// judges the period.
+//
+// Variables: x[l][p] in {0,1} (position l on GPU p); c[b] in [0,1] (boundary b cut);
+// e[b][p], f[b][p] in [0,1] (GPU p holds the position before / after cut b);
+// n[l] in [1, m] copies of position l; q[l] in {0,1} (n[l] capped at m); mu[l][p] >= 0.
+// min T + eps * sum c  s.t.  sum_p x[l][p] = 1;  c[b] >= x[b][p] - x[b+1][p];
+//   e[b][p] >= x[b][p] + c[b] - 1;  f[b][p] >= x[b+1][p] + c[b] - 1;
+//   T >= sum_l work[l] / speed[p] x[l][p];  T >= sum_b occ[b] (e[b][p] + f[b][p]);
+//   n[l] >= 1 + sum_{b >= l} c[b] - L q[l];  n[l] >= m q[l];
+//   mu[l][p] >= k[l] n[l] - k0[l] - k[l] min(m, L-l) (1 - x[l][p]);  sum_p mu[l][p] >= k[l] n[l] - k0[l];
+//   sum_l (static[l] x[l][p] + mu[l][p]) + buffers(e, f) <= M;  T >= largest layer, work / speed.
+// Identical GPUs on one link class: GPU p is opened only after GPU p-1 (symmetry).
+// Warm start: madpipe's contiguous plan, along an order that keeps its stages together.
+#include "General.h"
+#include "partitioner/Planner.h"
+
+#include <coin/Cbc_C_Interface.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+
+namespace partitioner {
+namespace {
+
+/// `best` and `all` run the MIP only on small models (at most this many assignment
+/// binaries) and with a node limit (deterministic, unlike a time limit); larger ones
+/// need --algo ilp-general.
+constexpr int kBestBinaryLimit = 24;
+constexpr int kBestNodes = 2000;
+
+class Row {
+public:
+  void add(int column, double coefficient) {
+    if (coefficient != 0)
+      terms_[column] += coefficient;
+  }
+  void addTo(Cbc_Model *model, char sense, double rhs) const {
+    std::vector<int> columns;
+    std::vector<double> values;
+    for (const auto &[column, value] : terms_)
+      if (value != 0) {
+        columns.push_back(column);
+        values.push_back(value);
+      }
+    Cbc_addRow(model, "", static_cast<int>(columns.size()), columns.data(), values.data(), sense, rhs);
+  }
+
+private:
+  std::map<int, double> terms_;
+};
+
+class IlpGeneralAlgorithm : public Algorithm {
+public:
+  std::string name() const override { return "ilp-general"; }
+  std::string summary() const override {
+    return "exact MIP (CBC) over general allocations (a GPU may hold several intervals), "
+           "1F1B memory rule min(S-s, m), time-limited, proven bound";
+  }
+
+  AlgorithmOutput run(const Problem &problem, const AlgorithmContext &context) const override {
+    AlgorithmOutput output;
+    const ScheduleKind kind = detail::generalScheduleKind(problem);
+    output.schedule = kind;
+    const int L = static_cast<int>(problem.layers.size());
+    const int P = problem.platform.gpus;
+    const auto &asked = context.options.algorithms;
+    const bool askedFor = std::find(asked.begin(), asked.end(), name()) != asked.end();
+    if (!askedFor && L * P > kBestBinaryLimit) {
+      output.reason = "ilp-general: not run by best / all on " + std::to_string(L * P) +
+                      " binaries (more than " + std::to_string(kBestBinaryLimit) +
+                      "); ask for it with --algo ilp-general";
+      return output;
+    }
+    // Warm start: the memory-aware contiguous DP (madpipe). The order is the
+    // topological order with its stages kept together (it is monotone along tensors),
+    // so that the start is one of the maps the MIP considers.
+    AlgorithmOutput warm;
+    {
+      Problem startProblem = problem;
+      startProblem.training.schedule = kind == ScheduleKind::GPipe ? kind : ScheduleKind::OneFOneB;
+      if (const Algorithm *madpipe = findAlgorithm("madpipe"))
+        warm = madpipe->run(startProblem, context);
+    }
+    std::vector<int> order = topologicalOrder(problem);
+    if (warm.allocation)
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return warm.allocation->stageOfLayer[static_cast<size_t>(a)] <
+               warm.allocation->stageOfLayer[static_cast<size_t>(b)];
+      });
+    const detail::GeneralChain chain(problem, order);
+    const Platform &platform = problem.platform;
+    const TrainingSettings &training = problem.training;
+    const int m = training.microbatches;
+    const double limit = platform.memoryBytesPerGpu;
+
+    std::vector<double> occupancy;
+    bool comm = false;
+    for (size_t b = 0; b + 1 < static_cast<size_t>(L); ++b) {
+      occupancy.push_back(detail::boundaryOccupancyMs(problem, chain, b));
+      comm |= occupancy.back() > 0;
+    }
+    const bool buffers = training.communicationBuffers && limit < kInfinity;
+    bool identical = platform.gpus <= platform.gpusPerNode ||
+                     (platform.intraNode.bandwidthBytesPerSecond == platform.interNode.bandwidthBytesPerSecond &&
+                      platform.intraNode.latencyMs == platform.interNode.latencyMs);
+    for (int p = 1; p < P; ++p)
+      identical &= platform.speedOf(p) == platform.speedOf(0);
+
+    double totalWork = 0, largest = 0;
+    for (double w : chain.work) {
+      totalWork += w;
+      largest = std::max(largest, w);
+    }
+
+    std::unique_ptr<Cbc_Model, void (*)(Cbc_Model *)> owner(Cbc_newModel(), Cbc_deleteModel);
+    Cbc_Model *model = owner.get();
+    Cbc_setLogLevel(model, 0);
+    int columns = 0;
+    auto addColumn = [&](double lower, double upper, bool integer, double objective,
+                         const std::string &name = "") {
+      Cbc_addCol(model, name.c_str(), lower, upper, objective, integer ? 1 : 0, 0, nullptr, nullptr);
+      return columns++;
+    };
+    // Valid bounds the LP relaxation does not see: the largest layer on the fastest GPU,
+    // and the total work over the total speed.
+    double fastest = 0, speeds = 0;
+    for (int p = 0; p < P; ++p) {
+      fastest = std::max(fastest, platform.speedOf(p));
+      speeds += platform.speedOf(p);
+    }
+    const double floorT = std::max(largest / fastest, totalWork / speeds);
+    const int T = addColumn(floorT, 1e30, false, 1.0, "T");
+    // Ties on T: fewer cuts (fewer stages, transfers and in-flight copies).
+    const double eps = 1e-7 * std::max(largest, totalWork / std::max(1, P)) / std::max(1, L);
+    std::vector<std::vector<int>> x(static_cast<size_t>(L), std::vector<int>(static_cast<size_t>(P)));
+    for (int l = 0; l < L; ++l)
+      for (int p = 0; p < P; ++p) {
+        const bool allowed = !identical || p <= l;
+        x[static_cast<size_t>(l)][static_cast<size_t>(p)] =
+            addColumn(0, allowed ? 1 : 0, true, 0, "x_" + std::to_string(l) + "_" + std::to_string(p));
+      }
+    std::vector<int> c;
+    for (int b = 0; b + 1 < L; ++b)
+      c.push_back(addColumn(0, 1, false, eps));
+    const bool needSides = comm || buffers;
+    std::vector<std::vector<int>> e, f;
+    if (needSides)
+      for (int b = 0; b + 1 < L; ++b) {
+        e.emplace_back();
+        f.emplace_back();
+        for (int p = 0; p < P; ++p) {
+          e.back().push_back(addColumn(0, 1, false, 0));
+          f.back().push_back(addColumn(0, 1, false, 0));
+        }
+      }
+    auto X = [&](int l, int p) { return x[static_cast<size_t>(l)][static_cast<size_t>(p)]; };
+
+    for (int l = 0; l < L; ++l) {
+      Row row;
+      for (int p = 0; p < P; ++p)
+        row.add(X(l, p), 1);
+      row.addTo(model, 'E', 1);
+    }
+    if (identical) // GPU p may hold position l only if GPU p-1 holds an earlier one
+      for (int l = 1; l < L; ++l)
+        for (int p = 1; p < std::min(P, l + 1); ++p) {
+          Row row;
+          row.add(X(l, p), 1);
+          for (int k = 0; k < l; ++k)
+            row.add(X(k, p - 1), -1);
+          row.addTo(model, 'L', 0);
+        }
+    for (int b = 0; b + 1 < L; ++b)
+      for (int p = 0; p < P; ++p) {
+        Row cut;
+        cut.add(c[static_cast<size_t>(b)], 1);
+        cut.add(X(b, p), -1);
+        cut.add(X(b + 1, p), 1);
+        cut.addTo(model, 'G', 0);
+        if (needSides) {
+          Row before, after;
+          before.add(e[static_cast<size_t>(b)][static_cast<size_t>(p)], 1);
+          before.add(X(b, p), -1);
+          before.add(c[static_cast<size_t>(b)], -1);
+          before.addTo(model, 'G', -1);
+          after.add(f[static_cast<size_t>(b)][static_cast<size_t>(p)], 1);
+          after.add(X(b + 1, p), -1);
+          after.add(c[static_cast<size_t>(b)], -1);
+          after.addTo(model, 'G', -1);
+        }
+      }
+    for (int p = 0; p < P; ++p) {
+      Row compute;
+      for (int l = 0; l < L; ++l)
+        compute.add(X(l, p), chain.work[static_cast<size_t>(l)] / platform.speedOf(p));
+      compute.add(T, -1);
+      compute.addTo(model, 'L', 0);
+      if (comm) {
+        Row ports;
+        for (int b = 0; b + 1 < L; ++b) {
+          ports.add(e[static_cast<size_t>(b)][static_cast<size_t>(p)], occupancy[static_cast<size_t>(b)]);
+          ports.add(f[static_cast<size_t>(b)][static_cast<size_t>(p)], occupancy[static_cast<size_t>(b)]);
+        }
+        ports.add(T, -1);
+        ports.addTo(model, 'L', 0);
+      }
+    }
+
+    if (limit < kInfinity) {
+      // Weight versions: stashing keeps one per copy, otherwise a constant.
+      const bool stash = weightVersions(training, 2) == 2 && weightVersions(training, 1) == 1;
+      const int constantVersions = weightVersions(training, 1);
+      const bool gpipe = kind == ScheduleKind::GPipe;
+      std::vector<int> n;
+      if (!gpipe) {
+        for (int l = 0; l < L; ++l) {
+          const int copies = addColumn(1, std::min(m, L - l), false, 0);
+          n.push_back(copies);
+          Row lower; // n >= 1 + cuts after l (capped at m through q)
+          lower.add(copies, 1);
+          for (int b = l; b + 1 < L; ++b)
+            lower.add(c[static_cast<size_t>(b)], -1);
+          if (L > m) {
+            const int q = addColumn(0, 1, true, 0);
+            lower.add(q, L);
+            Row capped;
+            capped.add(copies, 1);
+            capped.add(q, -m);
+            capped.addTo(model, 'G', 0);
+          }
+          lower.addTo(model, 'G', 1);
+        }
+      }
+      // Aggregate rows (valid, and they tighten the LP relaxation): the GPU holding l
+      // pays at least perCopy * n[l], so sum_p mu[l][p] >= perCopy * n[l] - offset.
+      std::vector<std::vector<int>> mus(static_cast<size_t>(L));
+      for (int p = 0; p < P; ++p) {
+        // Fractions of the limit: byte-sized coefficients upset CBC's tolerances.
+        Row memory;
+        for (int l = 0; l < L; ++l) {
+          const double saved = chain.saved[static_cast<size_t>(l)] / limit;
+          const double params = chain.params[static_cast<size_t>(l)] / limit;
+          if (gpipe) {
+            const int versions = weightVersions(training, m);
+            memory.add(X(l, p), (training.stateMultiplier + versions - 1) * params + m * saved);
+            continue;
+          }
+          memory.add(X(l, p), (training.stateMultiplier + (stash ? 0 : constantVersions - 1)) * params);
+          const double perCopy = saved + (stash ? params : 0);
+          if (perCopy <= 0)
+            continue;
+          // At most min(m, L - l) copies: L - l - 1 cuts can follow position l.
+          const double most = std::min(m, L - l);
+          const int mu = addColumn(0, 1e30, false, 0);
+          mus[static_cast<size_t>(l)].push_back(mu);
+          Row link; // mu >= perCopy * n - (stash ? params : 0) - perCopy * most * (1 - x)
+          link.add(mu, 1);
+          link.add(n[static_cast<size_t>(l)], -perCopy);
+          link.add(X(l, p), -perCopy * most);
+          link.addTo(model, 'G', -(stash ? params : 0) - perCopy * most);
+          memory.add(mu, 1);
+        }
+        if (buffers)
+          for (int b = 0; b + 1 < L; ++b) {
+            const double bytes = chain.boundaryBytes[static_cast<size_t>(b)] / limit;
+            memory.add(e[static_cast<size_t>(b)][static_cast<size_t>(p)], bytes);
+            memory.add(f[static_cast<size_t>(b)][static_cast<size_t>(p)], bytes);
+          }
+        memory.addTo(model, 'L', 1.0);
+      }
+      for (int l = 0; l < L && !gpipe; ++l) {
+        if (mus[static_cast<size_t>(l)].empty())
+          continue;
+        const double params = chain.params[static_cast<size_t>(l)] / limit;
+        const double perCopy = chain.saved[static_cast<size_t>(l)] / limit + (stash ? params : 0);
+        Row aggregate;
+        for (int mu : mus[static_cast<size_t>(l)])
+          aggregate.add(mu, 1);
+        aggregate.add(n[static_cast<size_t>(l)], -perCopy);
+        aggregate.addTo(model, 'G', -(stash ? params : 0));
+      }
+      for (int l = 0; l + 1 < L && !gpipe; ++l) { // n[l] >= n[l+1] (implied, helps the LP)
+        Row monotone;
+        monotone.add(n[static_cast<size_t>(l)], 1);
+        monotone.add(n[static_cast<size_t>(l + 1)], -1);
+        monotone.addTo(model, 'G', 0);
+      }
+    }
+    Cbc_setObjSense(model, 1.0);
+    // Inside best / all: kBestNodes nodes at most (the incumbent and its gap are
+    // reported); the time limit stays as a backstop.
+    const double seconds = context.options.ilpTimeLimitSeconds;
+    Cbc_setMaximumSeconds(model, seconds);
+    if (!askedFor)
+      Cbc_setMaximumNodes(model, kBestNodes);
+    Cbc_setParameter(model, "cuts", "off"); // faster on these models (measured)
+    Cbc_setAllowableGap(model, 0.5 * eps);
+    // The warm start as a map along the order (GPUs relabelled by first use when they
+    // are interchangeable). CBC completes the continuous columns, or drops the start
+    // when it does not fit this model.
+    {
+      if (warm.allocation) {
+        std::vector<int> label(static_cast<size_t>(P), -1);
+        int next = 0;
+        std::vector<std::string> names;
+        std::vector<double> values;
+        bool ok = true;
+        for (int l = 0; l < L && ok; ++l) {
+          const int layer = chain.order[static_cast<size_t>(l)];
+          int gpu = warm.allocation->gpuOfStage[static_cast<size_t>(warm.allocation->stageOfLayer[static_cast<size_t>(layer)])];
+          if (identical) {
+            if (label[static_cast<size_t>(gpu)] < 0)
+              label[static_cast<size_t>(gpu)] = next++;
+            gpu = label[static_cast<size_t>(gpu)];
+          }
+          ok = gpu >= 0 && gpu < P && (!identical || gpu <= l);
+          if (!ok)
+            break;
+          for (int p = 0; p < P; ++p) {
+            names.push_back("x_" + std::to_string(l) + "_" + std::to_string(p));
+            values.push_back(p == gpu ? 1.0 : 0.0);
+          }
+        }
+        if (ok) {
+          std::vector<const char *> pointers;
+          for (const auto &n : names)
+            pointers.push_back(n.c_str());
+          Cbc_setMIPStart(model, static_cast<int>(names.size()), pointers.data(), values.data());
+        }
+      }
+    }
+    Cbc_solve(model);
+
+    if (Cbc_isProvenInfeasible(model)) {
+      output.reason = "ilp-general: proven infeasible: no general allocation on " + std::to_string(P) +
+                      " GPUs fits " + formatBytes(limit) + " per GPU under the 1F1B memory rule";
+      return output;
+    }
+    const double *solution = Cbc_getColSolution(model);
+    if ((!Cbc_isProvenOptimal(model) && Cbc_numberSavedSolutions(model) < 1) || solution == nullptr) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%g s", seconds);
+      output.reason = "ilp-general: no solution within the " + std::string(text) + " time limit" +
+                      (askedFor ? "" : " or the node limit of best");
+      return output;
+    }
+    std::vector<int> gpuOf(static_cast<size_t>(L), 0);
+    for (int l = 0; l < L; ++l)
+      for (int p = 0; p < P; ++p)
+        if (solution[X(l, p)] > 0.5)
+          gpuOf[static_cast<size_t>(l)] = p;
+    output.allocation = detail::allocationFromGpuMap(problem, chain, gpuOf);
+    output.predictedPeriodMs = solution[T];
+    double cuts = 0;
+    for (int column : c)
+      cuts += solution[column];
+    const double bound = std::min(output.predictedPeriodMs,
+                                  std::max(0.0, Cbc_getBestPossibleObjValue(model) - eps * cuts));
+    std::ostringstream notes;
+    if (Cbc_isProvenOptimal(model)) {
+      notes << "CBC: optimal";
+      output.provenLowerBoundMs = output.predictedPeriodMs;
+    } else {
+      char text[128];
+      std::snprintf(text, sizeof text, "CBC: stopped by its limit, bound %.3f ms, gap %.3f %%", bound,
+                    bound > 0 ? 100 * (output.predictedPeriodMs / bound - 1) : 0.0);
+      notes << text;
+      output.provenLowerBoundMs = bound;
+    }
+    notes << ", " << output.allocation->numStages() << " stages on " << output.allocation->numGpusUsed()
+          << " GPUs (" << columns << " columns)";
+    output.notes = notes.str();
+    return output;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Algorithm> makeIlpGeneralAlgorithm() { return std::make_unique<IlpGeneralAlgorithm>(); }
+
+} // namespace partitioner

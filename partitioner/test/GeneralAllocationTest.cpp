@@ -1,0 +1,312 @@
+// General (non-contiguous) allocations: `ilp-general` against enumeration of every map
+// layer -> GPU on tiny chains, the schedules of general allocations against the checker
+// and the simulator, the paper's contiguity example, and the `general` heuristic.
+#include "TestUtil.h"
+
+#include "partitioner/Linearize.h"
+#include "partitioner/Planner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace partitioner::testing {
+namespace {
+
+/// The model `ilp-general` optimises (docs/partitioner.md), evaluated independently for
+/// one map position -> GPU of a chain: stages are maximal runs; stage s keeps
+/// min(S - s, m) copies (m for GPipe); period = max over GPUs of compute and port
+/// occupancy; memory as the simulator counts it with those copies.
+struct ModelValue {
+  double period = 0;
+  bool fits = true;
+};
+
+ModelValue modelValue(const Problem &problem, const std::vector<int> &order, const std::vector<int> &gpuOf,
+                      ScheduleKind kind) {
+  const int L = static_cast<int>(order.size());
+  const int P = problem.platform.gpus;
+  const Platform &platform = problem.platform;
+  std::vector<int> position(static_cast<size_t>(L));
+  for (int i = 0; i < L; ++i)
+    position[static_cast<size_t>(order[static_cast<size_t>(i)])] = i;
+  std::vector<int> stageOf(static_cast<size_t>(L), 0);
+  int S = 1;
+  for (int i = 1; i < L; ++i) {
+    if (gpuOf[static_cast<size_t>(i)] != gpuOf[static_cast<size_t>(i - 1)])
+      ++S;
+    stageOf[static_cast<size_t>(i)] = S - 1;
+  }
+  std::vector<double> compute(static_cast<size_t>(P), 0), ports(static_cast<size_t>(P), 0),
+      memory(static_cast<size_t>(P), 0);
+  const int m = problem.training.microbatches;
+  for (int i = 0; i < L; ++i) {
+    const Layer &layer = problem.layers[static_cast<size_t>(order[static_cast<size_t>(i)])];
+    const size_t g = static_cast<size_t>(gpuOf[static_cast<size_t>(i)]);
+    compute[g] += layer.workMs() / platform.speedOf(static_cast<int>(g));
+    const int copies = kind == ScheduleKind::GPipe ? m : std::min(S - stageOf[static_cast<size_t>(i)], m);
+    memory[g] += (problem.training.stateMultiplier + weightVersions(problem.training, copies) - 1) *
+                     layer.parameterBytes +
+                 copies * layer.savedBytes;
+  }
+  for (int b = 0; b + 1 < L; ++b) {
+    const int before = gpuOf[static_cast<size_t>(b)], after = gpuOf[static_cast<size_t>(b + 1)];
+    if (before == after)
+      continue;
+    double bytes = 0; // tensors produced at or before b and consumed after it
+    for (const Tensor &t : problem.tensors) {
+      bool crosses = false;
+      for (int c : t.consumers)
+        crosses |= position[static_cast<size_t>(t.producer)] <= b && position[static_cast<size_t>(c)] > b;
+      if (crosses)
+        bytes += t.bytes;
+    }
+    double occupancy = platform.intraNode.occupancyMs(bytes);
+    if (P > platform.gpusPerNode)
+      occupancy = std::max(occupancy, platform.interNode.occupancyMs(bytes));
+    for (int g : {before, after}) {
+      ports[static_cast<size_t>(g)] += occupancy;
+      if (problem.training.communicationBuffers)
+        memory[static_cast<size_t>(g)] += bytes;
+    }
+  }
+  ModelValue value;
+  for (size_t g = 0; g < static_cast<size_t>(P); ++g) {
+    value.period = std::max({value.period, compute[g], ports[g]});
+    value.fits &= memory[g] <= platform.memoryBytesPerGpu * (1 + 1e-9);
+  }
+  return value;
+}
+
+Allocation allocationOfMap(const Problem &problem, const std::vector<int> &order, const std::vector<int> &gpuOf) {
+  Allocation allocation;
+  allocation.stageOfLayer.assign(problem.layers.size(), 0);
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i == 0 || gpuOf[i] != gpuOf[i - 1])
+      allocation.gpuOfStage.push_back(gpuOf[i]);
+    allocation.stageOfLayer[static_cast<size_t>(order[i])] = allocation.numStages() - 1;
+  }
+  return allocation;
+}
+
+/// Calls f(map) for every map of `layers` positions to `gpus` GPUs.
+template <typename F> void forEachMap(int layers, int gpus, F f) {
+  std::vector<int> map(static_cast<size_t>(layers), 0);
+  while (true) {
+    f(map);
+    int i = 0;
+    while (i < layers && ++map[static_cast<size_t>(i)] == gpus)
+      map[static_cast<size_t>(i++)] = 0;
+    if (i == layers)
+      return;
+  }
+}
+
+Problem randomSmallChain(std::mt19937 &rng, int layers, int gpus, int variant) {
+  Problem problem = randomChain(rng, layers, gpus);
+  if (variant % 2 == 0) // free links, no buffers (the reference model)
+    problem.platform.intraNode = problem.platform.interNode = LinkSpec{kInfinity, 0};
+  if (variant % 3 == 0)
+    problem.platform.memoryBytesPerGpu = kInfinity;
+  const ScheduleKind kinds[] = {ScheduleKind::OneFOneB, ScheduleKind::OneFOneBStash, ScheduleKind::GPipe,
+                                ScheduleKind::OneFOneB};
+  problem.training.schedule = kinds[rng() % 4];
+  const WeightPolicy policies[] = {WeightPolicy::Default, WeightPolicy::Single, WeightPolicy::DoubleBuffered,
+                                   WeightPolicy::Stashed};
+  problem.training.weights = policies[rng() % 4];
+  problem.finalize();
+  return problem;
+}
+
+TEST(GeneralAllocation, IlpGeneralEqualsBruteForceOverAllMaps) {
+  std::mt19937 rng(77);
+  const Algorithm *ilp = findAlgorithm("ilp-general");
+  ASSERT_NE(ilp, nullptr);
+  int feasible = 0, beatsContiguous = 0, atModelPeriod = 0, freeLinks = 0;
+  const int trials = 1000;
+  for (int trial = 0; trial < trials; ++trial) {
+    const int layers = 2 + static_cast<int>(rng() % 5); // 2..6
+    const int gpus = 1 + static_cast<int>(rng() % 3);  // 1..3
+    Problem problem = randomSmallChain(rng, layers, gpus, trial);
+    const std::string name = "trial " + std::to_string(trial);
+    const std::vector<int> order = topologicalOrder(problem);
+    const ScheduleKind kind = problem.training.schedule;
+    double brute = kInfinity, bruteContiguous = kInfinity;
+    forEachMap(layers, gpus, [&](const std::vector<int> &map) {
+      const ModelValue value = modelValue(problem, order, map, kind);
+      if (!value.fits)
+        return;
+      brute = std::min(brute, value.period);
+      if (allocationOfMap(problem, order, map).oneStagePerGpu())
+        bruteContiguous = std::min(bruteContiguous, value.period);
+    });
+    LowerBounds bounds = computeLowerBounds(problem);
+    PlanOptions options;
+    options.algorithms = {"ilp-general"};
+    AlgorithmContext context{options, bounds};
+    AlgorithmOutput output = ilp->run(problem, context);
+    if (brute == kInfinity) {
+      EXPECT_FALSE(output.allocation.has_value()) << name;
+      continue;
+    }
+    ++feasible;
+    ASSERT_TRUE(output.allocation.has_value()) << name << ": " << output.reason;
+    EXPECT_NEAR(output.predictedPeriodMs, brute, 1e-6 * brute) << name;
+    EXPECT_NE(output.notes.find("optimal"), std::string::npos) << name << ": " << output.notes;
+    beatsContiguous += brute < bruteContiguous * (1 - 1e-9);
+    // The MIP's allocation has that value in the model, and the simulator accepts it.
+    std::vector<int> map;
+    for (int l : order)
+      map.push_back(output.allocation->gpuOfStage[static_cast<size_t>(output.allocation->stageOfLayer[static_cast<size_t>(l)])]);
+    const ModelValue value = modelValue(problem, order, map, kind);
+    EXPECT_TRUE(value.fits) << name;
+    EXPECT_NEAR(value.period, brute, 1e-6 * brute) << name;
+    ASSERT_TRUE(output.schedule.has_value());
+    PlanResult result = evaluateAllocation(problem, *output.allocation, *output.schedule, bounds);
+    ASSERT_TRUE(result.valid) << name << ": " << result.reason;
+    const int S = output.allocation->numStages();
+    for (int s = 0; s < S; ++s)
+      EXPECT_LE(result.stages[static_cast<size_t>(s)].inFlight,
+                kind == ScheduleKind::GPipe ? problem.training.microbatches
+                                            : std::min(S - s, problem.training.microbatches))
+          << name;
+    if (trial % 2 == 0) { // free links: the simulated period is the model's at best
+      ++freeLinks;
+      EXPECT_GE(result.periodMs, brute * (1 - 1e-9)) << name;
+      atModelPeriod += result.periodMs <= brute * (1 + 1e-6);
+    }
+  }
+  // Enough of the cases are feasible, and general allocations matter on some of them.
+  EXPECT_GT(feasible, trials / 2);
+  EXPECT_GT(beatsContiguous, 20);
+  RecordProperty("feasible", feasible);
+  RecordProperty("beats_contiguous", beatsContiguous);
+  RecordProperty("at_model_period", atModelPeriod);
+  std::printf("ilp-general: %d feasible of %d, %d beat every contiguous split, "
+              "%d of %d free-link plans simulate at the model period\n",
+              feasible, trials, beatsContiguous, atModelPeriod, freeLinks);
+}
+
+TEST(GeneralAllocation, PaperExampleSixAgainstNine) {
+  // P = 3, w = (6, 3, 6, 3): the best contiguous split has period 9, a general
+  // allocation ({1}, {3}, {2, 4}) has 6, and the 1F1B schedule reaches it.
+  Problem problem;
+  for (double w : {6.0, 3.0, 6.0, 3.0}) {
+    Layer layer;
+    layer.name = "l" + std::to_string(problem.layers.size());
+    layer.forwardMs = w / 3;
+    layer.backwardMs = 2 * w / 3;
+    problem.layers.push_back(layer);
+  }
+  problem.platform.gpus = 3;
+  problem.platform.intraNode = problem.platform.interNode = LinkSpec{kInfinity, 0};
+  problem.training.microbatches = 12;
+  problem.training.communicationBuffers = false;
+  problem.finalize();
+  PlanOptions options;
+  options.algorithms = {"ilp", "ilp-general", "general"};
+  PlanningReport report = plan(problem, options);
+  ASSERT_EQ(report.results.size(), 3u);
+  EXPECT_NEAR(report.results[0].periodMs, 9.0, 1e-9);
+  for (size_t i : {1u, 2u}) {
+    ASSERT_TRUE(report.results[i].valid) << report.results[i].algorithm << ": " << report.results[i].reason;
+    EXPECT_NEAR(report.results[i].periodMs, 6.0, 1e-9) << report.results[i].algorithm;
+    EXPECT_FALSE(report.results[i].allocation.oneStagePerGpu());
+  }
+  EXPECT_NEAR(report.results[1].predictedPeriodMs, 6.0, 1e-9);
+  ASSERT_NE(report.best(), nullptr);
+  EXPECT_NEAR(report.best()->periodMs, 6.0, 1e-9);
+  // `best` includes both on a model this small.
+  PlanningReport defaults = plan(problem);
+  ASSERT_NE(defaults.best(), nullptr);
+  EXPECT_NEAR(defaults.best()->periodMs, 6.0, 1e-9);
+}
+
+TEST(GeneralAllocation, SchedulesOfRandomGeneralAllocationsPassTheChecker) {
+  std::mt19937 rng(5);
+  int checked = 0;
+  for (int trial = 0; trial < 150; ++trial) {
+    const int layers = 3 + static_cast<int>(rng() % 8);
+    const int gpus = 2 + static_cast<int>(rng() % 3);
+    Problem problem = trial % 2 ? randomDag(rng, layers, gpus) : randomChain(rng, layers, gpus);
+    problem.training.microbatches = 1 + static_cast<int>(rng() % 8);
+    const std::vector<int> order = topologicalOrder(problem);
+    std::vector<int> map;
+    for (int i = 0; i < layers; ++i)
+      map.push_back(static_cast<int>(rng() % static_cast<unsigned>(gpus)));
+    const Allocation allocation = allocationOfMap(problem, order, map);
+    for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::OneFOneBStash,
+                              ScheduleKind::ZeroBubble}) {
+      problem.training.schedule = kind;
+      const std::string name = "trial " + std::to_string(trial) + " " + toString(kind);
+      Schedule schedule;
+      SimulationResult result = simulatePlan(problem, allocation, kind, &schedule);
+      ASSERT_TRUE(result.completed) << name << ": " << result.error;
+      CheckReport check = checkSchedule(problem, allocation, schedule);
+      EXPECT_TRUE(check.ok()) << name << ": " << (check.ok() ? "" : check.violations.front());
+      CheckReport timing = checkTimeline(problem, allocation, schedule, result.timeline);
+      EXPECT_TRUE(timing.ok()) << name << ": " << (timing.ok() ? "" : timing.violations.front());
+      const int S = allocation.numStages();
+      for (int s = 0; s < S; ++s)
+        EXPECT_LE(result.stageInFlight[static_cast<size_t>(s)],
+                  kind == ScheduleKind::GPipe ? problem.training.microbatches
+                                              : std::min(S - s, problem.training.microbatches))
+            << name;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 600);
+}
+
+TEST(GeneralAllocation, HeuristicIsValidAndNeverBelowTheExactOptimum) {
+  std::mt19937 rng(31);
+  const Algorithm *general = findAlgorithm("general");
+  const Algorithm *ilp = findAlgorithm("ilp-general");
+  ASSERT_NE(general, nullptr);
+  int compared = 0, optimal = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    const int layers = 3 + static_cast<int>(rng() % 5);
+    const int gpus = 2 + static_cast<int>(rng() % 2);
+    Problem problem = randomSmallChain(rng, layers, gpus, 0); // free links
+    problem.platform.memoryBytesPerGpu = kInfinity;
+    problem.platform.speed.clear();
+    LowerBounds bounds = computeLowerBounds(problem);
+    PlanOptions options;
+    options.algorithms = {"general", "ilp-general"};
+    AlgorithmContext context{options, bounds};
+    AlgorithmOutput heuristic = general->run(problem, context);
+    AlgorithmOutput exact = ilp->run(problem, context);
+    ASSERT_TRUE(heuristic.allocation.has_value()) << trial << ": " << heuristic.reason;
+    ASSERT_TRUE(exact.allocation.has_value()) << trial << ": " << exact.reason;
+    PlanResult result = evaluateAllocation(problem, *heuristic.allocation, *heuristic.schedule, bounds);
+    ASSERT_TRUE(result.valid) << trial << ": " << result.reason;
+    EXPECT_GE(result.periodMs, exact.predictedPeriodMs * (1 - 1e-9)) << trial;
+    // LPT on balanced chunks: within 4/3 of the optimum plus the largest chunk's excess.
+    EXPECT_LE(heuristic.predictedPeriodMs, 2 * exact.predictedPeriodMs) << trial;
+    optimal += heuristic.predictedPeriodMs <= exact.predictedPeriodMs * (1 + 1e-6);
+    ++compared;
+  }
+  std::printf("general: optimal on %d of %d small chains\n", optimal, compared);
+}
+
+TEST(GeneralAllocation, HeuristicOnALargeChainStaysFastAndValid) {
+  std::mt19937 rng(8);
+  Problem problem = randomChain(rng, 400, 8);
+  problem.platform.memoryBytesPerGpu = kInfinity;
+  problem.platform.speed.clear();
+  problem.training.microbatches = 16;
+  problem.finalize();
+  PlanOptions options;
+  options.algorithms = {"general", "balanced"};
+  PlanningReport report = plan(problem, options);
+  ASSERT_TRUE(report.results[0].valid) << report.results[0].reason;
+  EXPECT_LT(report.results[0].plannerSeconds, 5.0);
+  // Without memory limits, assigning chunks by LPT is never worse than one balanced
+  // chunk per GPU by more than the largest layer.
+  EXPECT_LE(report.results[0].predictedPeriodMs,
+            report.results[1].periodMs + report.bounds.largestLayerMs + 1e-9);
+}
+
+} // namespace
+} // namespace partitioner::testing
