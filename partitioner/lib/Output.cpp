@@ -25,6 +25,13 @@ std::string fixed(double value, int digits = 2) {
   return buffer;
 }
 
+/// A gap in percent; a period that meets its bound up to rounding shows 0.0,
+/// not -0.0.
+std::string percent(double gap) {
+  double value = 100 * gap;
+  return fixed(std::fabs(value) < 0.05 ? 0.0 : value, 1);
+}
+
 std::string layerRange(const Problem &problem, const std::vector<int> &layers) {
   if (layers.empty())
     return "-";
@@ -74,7 +81,7 @@ void writeTable(const Problem &problem, const PlanningReport &report, std::ostre
     }
     out << "period " << fixed(best->periodMs) << " ms, iteration (m=" << problem.training.microbatches
         << ") " << fixed(best->iterationMs) << " ms, bubble " << fixed(100 * best->bubbleFraction, 1)
-        << " %, gap to bound " << fixed(100 * best->gap, 1) << " %\n\n";
+        << " %, gap to bound " << percent(best->gap) << " %\n\n";
   } else {
     out << "no valid plan\n\n";
   }
@@ -89,7 +96,7 @@ void writeTable(const Problem &problem, const PlanningReport &report, std::ostre
         << std::setw(11) << (r.stages.empty() ? std::string("-") : fixed(r.periodMs))
         << std::setw(12) << (r.stages.empty() ? std::string("-") : fixed(r.iterationMs))
         << std::setw(8) << (r.stages.empty() ? std::string("-") : fixed(100 * r.bubbleFraction, 1) + "%")
-        << std::setw(8) << (r.stages.empty() ? std::string("-") : fixed(100 * r.gap, 1) + "%");
+        << std::setw(8) << (r.stages.empty() ? std::string("-") : percent(r.gap) + "%");
     double peak = 0;
     for (const auto &g : r.gpus)
       peak = std::max(peak, g.memoryBytes);
