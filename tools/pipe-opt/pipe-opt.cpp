@@ -200,7 +200,19 @@ int main(int argc, char **argv) {
       llvm::outs() << op << "\n";
     return 0;
   }
+  if (pipelineStages < 0) {
+    llvm::errs() << "pipe-opt: error: --pipeline-stages must be positive, got " << pipelineStages
+                 << "\n";
+    return 1;
+  }
   if (pipe::onnx_import::isOnnxFile(inputFilename))
     return failed(runOnOnnx(inputFilename, outputFilename, registry)) ? 1 : 0;
+  if (pipelineStages > 0) {
+    llvm::errs() << "pipe-opt: error: --pipeline-stages runs the main job on an ONNX model "
+                    "(.onnx, .onnxtext); on MLIR input use "
+                    "--pass-pipeline='builtin.module(pipe-partition{stages=N},pipe-split-stages,"
+                    "pipe-schedule)'\n";
+    return 1;
+  }
   return asMainReturnCode(MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
 }
