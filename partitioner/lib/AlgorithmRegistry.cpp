@@ -11,6 +11,7 @@ const std::vector<std::unique_ptr<Algorithm>> &algorithmRegistry() {
     all.push_back(makeBalancedAlgorithm());
     all.push_back(makePipeDreamAlgorithm());
     all.push_back(makeMadPipeAlgorithm());
+    all.push_back(makeMadPipeSpanAlgorithm());
     all.push_back(makeInterleavedAlgorithm());
     all.push_back(makeIlpAlgorithm());
     all.push_back(makeGeneralAlgorithm());

@@ -55,6 +55,7 @@ std::unique_ptr<Algorithm> makeParamsAlgorithm();
 std::unique_ptr<Algorithm> makeBalancedAlgorithm();
 std::unique_ptr<Algorithm> makePipeDreamAlgorithm();
 std::unique_ptr<Algorithm> makeMadPipeAlgorithm();
+std::unique_ptr<Algorithm> makeMadPipeSpanAlgorithm();
 std::unique_ptr<Algorithm> makeInterleavedAlgorithm();
 std::unique_ptr<Algorithm> makeIlpAlgorithm();
 std::unique_ptr<Algorithm> makeGeneralAlgorithm();

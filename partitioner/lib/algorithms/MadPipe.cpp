@@ -47,8 +47,53 @@ public:
     return output;
   }
 };
+
+/// `madpipe-span`: for 1F1B with flush, the position rule min(S - s, m) is an
+/// upper bound on what the simulated schedule keeps alive (the 1F1B order follows
+/// the periodic pattern, which often keeps fewer on unbalanced stages). This
+/// variant plans with the periodic DP's in-flight counts, ceil(span / T), and lets
+/// the simulator judge the allocation under 1F1B: under tight memory it finds
+/// plans the position rule rejects; when the simulated schedule needs more memory
+/// than planned, the plan is simply invalid. Not part of `best`: its plans may
+/// need more memory under the textbook 1F1B accounting that external evaluators
+/// and the public reference figures use; the compiler's main job adds it.
+class MadPipeSpanAlgorithm : public Algorithm {
+public:
+  std::string name() const override { return "madpipe-span"; }
+  bool partOfBest() const override { return false; }
+  std::string summary() const override {
+    return "madpipe with in-flight counts from the periodic pattern, judged under 1F1B";
+  }
+  AlgorithmOutput run(const Problem &problem, const AlgorithmContext &context) const override {
+    AlgorithmOutput output;
+    if (problem.training.schedule != ScheduleKind::OneFOneB) {
+      output.reason = "applies to 1f1b (with flush) only";
+      return output;
+    }
+    Problem periodic = problem;
+    periodic.training.schedule = ScheduleKind::Periodic;
+    output = detail::solveOnLattices(
+        periodic, context,
+        [&](const StageModel &model, double) {
+          return periodicMinPeriod(model, periodic.platform.gpus, context.bounds.bestMs);
+        },
+        [&](const StageModel &model) {
+          return explainMemoryInfeasibility(model, periodic.platform.gpus,
+                                            ScheduleKind::OneFOneB);
+        });
+    if (output.allocation) {
+      output.allocation->inFlightLimit.clear();
+      output.allocation->targetPeriodMs = 0;
+    }
+    output.schedule = ScheduleKind::OneFOneB;
+    return output;
+  }
+};
 } // namespace
 
 std::unique_ptr<Algorithm> makeMadPipeAlgorithm() { return std::make_unique<MadPipeAlgorithm>(); }
+std::unique_ptr<Algorithm> makeMadPipeSpanAlgorithm() {
+  return std::make_unique<MadPipeSpanAlgorithm>();
+}
 
 } // namespace partitioner

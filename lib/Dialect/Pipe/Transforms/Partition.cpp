@@ -195,6 +195,10 @@ FailureOr<PartitionOutcome> pipe::pipeline::partitionModule(ModuleOp module,
     outcome.problem.finalize();
     partitioner::PlanOptions planOptions;
     planOptions.algorithms = {options.algorithm};
+    // The simulator judges every plan, so the compiler also tries madpipe with
+    // the in-flight counts of the 1F1B order it actually runs (docs/partitioner.md).
+    if (options.algorithm == "best")
+      planOptions.algorithms.push_back("madpipe-span");
     planOptions.requireSchedule = !options.schedule.empty();
     outcome.report = partitioner::plan(outcome.problem, planOptions);
   } catch (const partitioner::Error &e) {
