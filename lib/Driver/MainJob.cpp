@@ -189,7 +189,8 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   Progress progress(options.progress);
   progress.step("cost model and partitioning: " + llvm::Twine(options.partition.stages) +
                 " stages on " + options.partition.target + ", algorithm " +
-                options.partition.algorithm);
+                options.partition.algorithm + " (each MIP stops after " +
+                llvm::formatv("{0}", partitioner::PlanOptions().ilpTimeLimitSeconds) + " s)");
   auto outcome = pipeline::partitionModule(module, options.partition);
   if (failed(outcome))
     return failure();
