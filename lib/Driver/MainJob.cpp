@@ -11,6 +11,7 @@
 #include "pipe/Analysis/ChainBuilder.h"
 #include "pipe/Dialect/NN/IR/NNOps.h"
 #include "pipe/Dialect/Pipe/Transforms/Passes.h"
+#include "pipe/Import/Onnx/OnnxImporter.h"
 
 #include "partitioner/Allocation.h"
 #include "partitioner/Error.h"
@@ -163,8 +164,8 @@ LogicalResult pipe::driver::writeOnnxWithStages(llvm::StringRef input, llvm::Str
   // NodeProto.metadata_props is field 9 (ONNX IR version 10); the onnx
   // headers here predate it, so it is written as a known-layout unknown field.
   constexpr int kNodeMetadataProps = 9;
-  for (onnx::NodeProto &node : *model.mutable_graph()->mutable_node()) {
-    auto it = stageOf.find(node.name());
+  for (auto [index, node] : llvm::enumerate(*model.mutable_graph()->mutable_node())) {
+    auto it = stageOf.find(onnx_import::nodeDisplayName(node.name(), node.op_type(), index));
     if (it == stageOf.end())
       continue;
     onnx::StringStringEntryProto entry;
@@ -273,6 +274,8 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
     }
   }
   if (!options.onnxWithPlan.empty()) {
+    if (llvm::StringRef(options.modelPath).ends_with(".onnxtext"))
+      return module.emitError("--write-onnx-plan needs a binary .onnx model");
     nlohmann::ordered_json summary = {{"algorithm", best.algorithm},
                                       {"schedule", partitioner::toString(best.scheduleKind)},
                                       {"stages", best.allocation.numStages()},

@@ -149,7 +149,9 @@ static LogicalResult runOnOnnx(llvm::StringRef inputFilename, llvm::StringRef ou
     job.partition.stages = pipelineStages;
     job.partition.target = jobTarget;
     job.partition.memory = jobMemory;
-    job.partition.microBatchSize = options.microBatchSize.value_or(0);
+    // Only a size the user gave is checked against the model: a model with a
+    // fixed batch plans at that batch.
+    job.partition.microBatchSize = microBatchSize;
     job.partition.microbatches = jobMicrobatches;
     job.partition.schedule = jobSchedule;
     job.partition.algorithm = jobAlgorithm;

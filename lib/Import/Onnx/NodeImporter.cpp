@@ -44,8 +44,11 @@ pipe::onnx_import::convertTensor(const onnx::TensorProto &tensor, const char *ra
     return emitError(loc) << "tensor '" << tensor.name() << "' has unsupported data type "
                           << tensor.data_type();
   SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  int64_t count = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(count, d, &count) || count > (int64_t(1) << 40))
+      return emitError(loc) << "tensor '" << tensor.name() << "' has an invalid shape";
   auto type = RankedTensorType::get(shape, element);
-  int64_t count = type.getNumElements();
   if (!rawBytes && tensor.has_raw_data()) {
     rawBytes = tensor.raw_data().data();
     rawLength = static_cast<int64_t>(tensor.raw_data().size());
@@ -56,6 +59,27 @@ pipe::onnx_import::convertTensor(const onnx::TensorProto &tensor, const char *ra
     return emitError(loc) << "tensor '" << tensor.name() << "' holds " << have
                           << " values, its shape needs " << count;
   };
+  // Each typed field holds specific data types (onnx.proto, TensorProto).
+  using T = onnx::TensorProto;
+  int32_t dt = tensor.data_type();
+  auto fieldError = [&](const char *field) {
+    return emitError(loc) << "tensor '" << tensor.name() << "' of data type " << dt
+                          << " stores its values in " << field << ", which holds other types";
+  };
+  if (!rawBytes) {
+    if (tensor.float_data_size() && dt != T::FLOAT)
+      return fieldError("float_data");
+    if (tensor.double_data_size() && dt != T::DOUBLE)
+      return fieldError("double_data");
+    if (tensor.int64_data_size() && dt != T::INT64)
+      return fieldError("int64_data");
+    if (tensor.uint64_data_size() && dt != T::UINT32 && dt != T::UINT64)
+      return fieldError("uint64_data");
+    if (tensor.int32_data_size() &&
+        (dt == T::FLOAT || dt == T::DOUBLE || dt == T::INT64 || dt == T::UINT32 ||
+         dt == T::UINT64))
+      return fieldError("int32_data");
+  }
   SmallVector<APInt> ints;
   if (rawBytes) {
     if (rawLength != count * static_cast<int64_t>(bytes))
@@ -205,6 +229,11 @@ Value NodeImporter::constantScalar(double value, Type elementType) {
         type, APInt(elementType.getIntOrFloatBitWidth(), static_cast<int64_t>(value), true));
   }
   return nn::ConstantOp::create(builder, loc, type, cast<ElementsAttr>(attr));
+}
+
+Value NodeImporter::constantInt(const APInt &value, Type elementType) {
+  auto type = RankedTensorType::get({}, elementType);
+  return nn::ConstantOp::create(builder, loc, type, DenseElementsAttr::get(type, value));
 }
 
 Value NodeImporter::constantBool(bool value) {

@@ -68,6 +68,7 @@ public:
   /// Constants the importer adds to normalise old opsets and absent inputs.
   mlir::Value constantI64(llvm::ArrayRef<int64_t> values, bool scalar = false);
   mlir::Value constantScalar(double value, mlir::Type elementType);
+  mlir::Value constantInt(const llvm::APInt &value, mlir::Type elementType);
   mlir::Value constantBool(bool value);
 
   /// Creates `opName` with placeholder result types, infers and folds it.

@@ -125,6 +125,11 @@ LogicalResult GraphImporter::importInitializer(const InitializerData &data) {
     return emitError(loc) << "initializer '" << tensor.name()
                           << "' has unsupported data type " << tensor.data_type();
   SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  int64_t elements = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(elements, d, &elements))
+      return emitError(loc) << "initializer '" << tensor.name()
+                            << "' has an invalid shape (a negative dim or too many elements)";
   auto type = RankedTensorType::get(shape, element);
   bool external = tensor.data_location() == onnx::TensorProto::EXTERNAL;
   if (isa<IntegerType>(element) && !external &&
@@ -134,8 +139,11 @@ LogicalResult GraphImporter::importInitializer(const InitializerData &data) {
       return failure();
     return define(tensor.name(), nn::ConstantOp::create(builder, loc, type, *value), loc);
   }
-  int64_t byteSize = type.getNumElements() *
-                     std::max<int64_t>(1, (element.getIntOrFloatBitWidth() + 7) / 8);
+  int64_t byteSize;
+  if (__builtin_mul_overflow(elements,
+                             std::max<int64_t>(1, (element.getIntOrFloatBitWidth() + 7) / 8),
+                             &byteSize))
+    return emitError(loc) << "initializer '" << tensor.name() << "' is too large";
   std::string source = "inline", dataPath;
   int64_t offset = -1, length = -1;
   if (external) {
@@ -143,12 +151,17 @@ LogicalResult GraphImporter::importInitializer(const InitializerData &data) {
     offset = 0;
     length = byteSize;
     for (const onnx::StringStringEntryProto &entry : tensor.external_data()) {
-      if (entry.key() == "location")
+      if (entry.key() == "location") {
         dataPath = entry.value();
-      else if (entry.key() == "offset")
-        offset = std::stoll(entry.value());
-      else if (entry.key() == "length")
-        length = std::stoll(entry.value());
+        continue;
+      }
+      if (entry.key() != "offset" && entry.key() != "length")
+        continue;
+      int64_t value;
+      if (llvm::StringRef(entry.value()).getAsInteger(10, value) || value < 0)
+        return emitError(loc) << "initializer '" << tensor.name() << "' has an invalid "
+                              << entry.key() << " '" << entry.value() << "'";
+      (entry.key() == "offset" ? offset : length) = value;
     }
     if (dataPath.empty())
       return emitError(loc) << "initializer '" << tensor.name()
@@ -159,7 +172,8 @@ LogicalResult GraphImporter::importInitializer(const InitializerData &data) {
     if (llvm::sys::fs::file_size(full, fileSize))
       return emitError(loc) << "initializer '" << tensor.name() << "': external data file '"
                             << full << "' cannot be read";
-    if (static_cast<uint64_t>(offset + length) > fileSize)
+    int64_t end;
+    if (__builtin_add_overflow(offset, length, &end) || static_cast<uint64_t>(end) > fileSize)
       return emitError(loc) << "initializer '" << tensor.name() << "' needs bytes [" << offset
                             << ", " << offset + length << ") of '" << full
                             << "', which has " << fileSize;
@@ -181,8 +195,7 @@ LogicalResult GraphImporter::importInitializer(const InitializerData &data) {
 }
 
 LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t index) {
-  std::string name = node.name().empty() ? node.op_type() + "_" + std::to_string(index)
-                                         : node.name();
+  std::string name = nodeDisplayName(node.name(), node.op_type(), index);
   Location loc = nameLoc(name);
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     return emitError(loc) << "unsupported op '" << node.domain() << "." << node.op_type()
@@ -318,6 +331,11 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   return module;
 }
 } // namespace
+
+std::string pipe::onnx_import::nodeDisplayName(llvm::StringRef name, llvm::StringRef opType,
+                                               size_t index) {
+  return name.empty() ? (opType + "_" + llvm::Twine(index)).str() : name.str();
+}
 
 std::vector<std::string> pipe::onnx_import::supportedOnnxOps() { return supportedOpTypes(); }
 

@@ -22,6 +22,7 @@ enum class Kind { Int, Float, String, Ints };
 struct AttrSpec {
   const char *name;
   Kind kind;
+  bool required = false;
 };
 
 /// Copies the listed attributes; errors on any other.
@@ -43,6 +44,9 @@ LogicalResult copyAttributes(NodeImporter &n, llvm::ArrayRef<AttrSpec> specs,
     case Kind::Ints: n.copyInts(attrs, name); break;
     }
   }
+  for (const AttrSpec &spec : specs)
+    if (spec.required && !n.attribute(spec.name))
+      return n.error() << n.node.op_type() << " needs the attribute '" << spec.name << "'";
   return success();
 }
 
@@ -200,21 +204,29 @@ Values importClip(NodeImporter &n) {
   if (failed(n.expectInputs(1, 3)) || failed(n.expectAttributes({"min", "max"})))
     return failure();
   Type element = cast<ShapedType>(n.input(0).getType()).getElementType();
-  double lowest = -std::numeric_limits<double>::infinity();
-  double highest = std::numeric_limits<double>::infinity();
-  if (auto intType = dyn_cast<IntegerType>(element)) {
-    lowest = static_cast<double>(APInt::getSignedMinValue(intType.getWidth()).getSExtValue());
-    highest = static_cast<double>(APInt::getSignedMaxValue(intType.getWidth()).getSExtValue());
-  }
+  // Absent bounds are the element type's own extremes.
+  auto bound = [&](bool lower) -> Value {
+    if (auto intType = dyn_cast<IntegerType>(element)) {
+      unsigned width = intType.getWidth();
+      bool isUnsigned = intType.isUnsigned();
+      APInt value = lower ? (isUnsigned ? APInt::getMinValue(width) : APInt::getSignedMinValue(width))
+                          : (isUnsigned ? APInt::getMaxValue(width) : APInt::getSignedMaxValue(width));
+      return n.constantInt(value, element);
+    }
+    return n.constantScalar(lower ? -std::numeric_limits<double>::infinity()
+                                  : std::numeric_limits<double>::infinity(),
+                            element);
+  };
   Value min = n.input(1), max = n.input(2);
   if (n.version < 11) {
-    min = n.constantScalar(n.getFloat("min", static_cast<float>(lowest)), element);
-    max = n.constantScalar(n.getFloat("max", static_cast<float>(highest)), element);
+    // Clip-6 bounds are float attributes (its inputs are float tensors).
+    min = n.attribute("min") ? n.constantScalar(n.getFloat("min", 0), element) : bound(true);
+    max = n.attribute("max") ? n.constantScalar(n.getFloat("max", 0), element) : bound(false);
   }
   if (!min)
-    min = n.constantScalar(lowest, element);
+    min = bound(true);
   if (!max)
-    max = n.constantScalar(highest, element);
+    max = bound(false);
   return n.create("nn.clip", {n.input(0), min, max}, {}, 1);
 }
 
@@ -227,6 +239,17 @@ Values importSplit(NodeImporter &n) {
       operands.push_back(n.constantI64(*sizes));
   } else if (n.input(1)) {
     operands.push_back(n.input(1));
+  }
+  if (operands.size() == 1 && n.version < 18) {
+    // Before opset 18 a split without sizes must be even.
+    auto type = dyn_cast<RankedTensorType>(n.input(0).getType());
+    int64_t axis = n.getInt("axis", 0);
+    if (type && axis >= -type.getRank() && axis < type.getRank()) {
+      int64_t dim = type.getDimSize(axis < 0 ? axis + type.getRank() : axis);
+      if (!ShapedType::isDynamic(dim) && dim % n.node.output_size() != 0)
+        return n.error() << "Split-" << n.version << " of a dim of " << dim << " into "
+                         << n.node.output_size() << " equal parts";
+    }
   }
   if (const auto *count = n.attribute("num_outputs"))
     if (count->i() != n.node.output_size())
@@ -371,6 +394,10 @@ const llvm::StringMap<OpSupport> &table() {
     const std::vector<AttrSpec> window = {{"auto_pad", Kind::String}, {"dilations", Kind::Ints},
                                           {"kernel_shape", Kind::Ints}, {"pads", Kind::Ints},
                                           {"strides", Kind::Ints}};
+    // Pooling needs its window; a convolution reads it from the weight.
+    std::vector<AttrSpec> pool = window;
+    for (AttrSpec &spec : pool)
+      spec.required = llvm::StringRef(spec.name) == "kernel_shape";
     auto with = [](std::vector<AttrSpec> a, std::vector<AttrSpec> b) {
       a.insert(a.end(), b.begin(), b.end());
       return a;
@@ -424,10 +451,10 @@ const llvm::StringMap<OpSupport> &table() {
     add("Conv", VERSIONS(1, 11, 22), 1, plain("nn.conv", 2, 3, with(window, {{"group", Kind::Int}})));
     add("MaxPool", VERSIONS(1, 8, 10, 11, 12, 22), 1,
         plain("nn.max_pool", 1, 1,
-              with(window, {{"ceil_mode", Kind::Int}, {"storage_order", Kind::Int}})));
+              with(pool, {{"ceil_mode", Kind::Int}, {"storage_order", Kind::Int}})));
     add("AveragePool", VERSIONS(1, 7, 10, 11, 19, 22), 1,
         plain("nn.average_pool", 1, 1,
-              with(window, {{"ceil_mode", Kind::Int}, {"count_include_pad", Kind::Int}})));
+              with(pool, {{"ceil_mode", Kind::Int}, {"count_include_pad", Kind::Int}})));
     add("GlobalAveragePool", VERSIONS(1, 22), 1, unary("nn.global_average_pool"));
     add("GlobalMaxPool", VERSIONS(1, 22), 1, unary("nn.global_max_pool"));
     // Normalisation.
@@ -453,7 +480,7 @@ const llvm::StringMap<OpSupport> &table() {
     add("Squeeze", VERSIONS(1, 11, 13, 21, 23), 1, squeeze("nn.squeeze", false));
     add("Unsqueeze", VERSIONS(1, 11, 13, 21, 23), 1, squeeze("nn.unsqueeze", true));
     add("Transpose", VERSIONS(1, 13, 21, 23), 1, plain("nn.transpose", 1, 1, {{"perm", Kind::Ints}}));
-    add("Concat", VERSIONS(1, 4, 11, 13), 4, plain("nn.concat", 1, 1u << 16, {{"axis", Kind::Int}}));
+    add("Concat", VERSIONS(1, 4, 11, 13), 4, plain("nn.concat", 1, 1u << 16, {{"axis", Kind::Int, true}}));
     add("Split", VERSIONS(1, 2, 11, 13, 18), 2, importSplit);
     add("Slice", VERSIONS(1, 10, 11, 13), 10, importSlice);
     add("Gather", VERSIONS(1, 11, 13), 1, plain("nn.gather", 2, 2, {{"axis", Kind::Int}}));

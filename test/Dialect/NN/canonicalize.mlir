@@ -110,3 +110,48 @@ func.func @constants() -> (tensor<4xi64>, tensor<2x3xf32>, tensor<2xi64>, tensor
   %m = nn.mod %one, %neg : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
   return %r, %z, %w, %g, %fl, %m : tensor<4xi64>, tensor<2x3xf32>, tensor<2xi64>, tensor<2xi1>, tensor<2xf32>, tensor<2xi64>
 }
+
+// -----
+
+// Booleans cast as 1, not -1; fmod = 1 is C's fmod; unsigned values and
+// overflowing arithmetic are not folded.
+// CHECK-LABEL: func @fold_edge_cases
+// CHECK-DAG: %[[ONE:.*]] = nn.constant dense<[1, 0]> : tensor<2xi64>
+// CHECK-DAG: %[[ONEF:.*]] = nn.constant dense<[1.000000e+00, 0.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: %[[FMOD:.*]] = nn.constant dense<-1> : tensor<i64>
+// CHECK-DAG: %[[MOD:.*]] = nn.constant dense<2> : tensor<i64>
+// CHECK-DAG: %[[LESS:.*]] = nn.less
+// CHECK-DAG: %[[DIV:.*]] = nn.div
+// CHECK-DAG: %[[MUL:.*]] = nn.mul
+// CHECK: return %[[ONE]], %[[ONEF]], %[[FMOD]], %[[MOD]], %[[LESS]], %[[DIV]], %[[MUL]]
+func.func @fold_edge_cases() -> (tensor<2xi64>, tensor<2xf32>, tensor<i64>, tensor<i64>, tensor<i1>, tensor<i64>, tensor<i64>) {
+  %b = nn.constant dense<[true, false]> : tensor<2xi1>
+  %0 = nn.cast %b {to = i64} : (tensor<2xi1>) -> tensor<2xi64>
+  %1 = nn.cast %b {to = f32} : (tensor<2xi1>) -> tensor<2xf32>
+  %m7 = nn.constant dense<-7> : tensor<i64>
+  %p3 = nn.constant dense<3> : tensor<i64>
+  %2 = nn.mod %m7, %p3 {fmod = 1 : i64} : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %3 = nn.mod %m7, %p3 : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %u200 = nn.constant dense<200> : tensor<ui8>
+  %u100 = nn.constant dense<100> : tensor<ui8>
+  %4 = nn.less %u200, %u100 : (tensor<ui8>, tensor<ui8>) -> tensor<i1>
+  %min = nn.constant dense<-9223372036854775808> : tensor<i64>
+  %m1 = nn.constant dense<-1> : tensor<i64>
+  %5 = nn.div %min, %m1 : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %6 = nn.mul %min, %m1 : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  return %0, %1, %2, %3, %4, %5, %6 : tensor<2xi64>, tensor<2xf32>, tensor<i64>, tensor<i64>, tensor<i1>, tensor<i64>, tensor<i64>
+}
+
+// -----
+
+// And/Or/Not of constants fold.
+// CHECK-LABEL: func @logic
+// CHECK-NEXT: %[[R:.*]] = nn.constant dense<[false, true]> : tensor<2xi1>
+// CHECK-NEXT: return %[[R]]
+func.func @logic() -> tensor<2xi1> {
+  %a = nn.constant dense<[true, true]> : tensor<2xi1>
+  %b = nn.constant dense<[false, true]> : tensor<2xi1>
+  %c = nn.and %a, %b : (tensor<2xi1>, tensor<2xi1>) -> tensor<2xi1>
+  %d = nn.or %c, %b : (tensor<2xi1>, tensor<2xi1>) -> tensor<2xi1>
+  return %d : tensor<2xi1>
+}

@@ -515,3 +515,31 @@ func.func @tile_c1(%x: tensor<2x8xf32>) {
   %0 = nn.tile %x, %r : (tensor<2x8xf32>, tensor<1xi64>) -> tensor<*xf32>
   return
 }
+
+// -----
+
+func.func @tile_c2(%x: tensor<2x3xf32>) {
+  %r = nn.constant dense<[-1, 1]> : tensor<2xi64>
+  // expected-error @+1 {{[tile_c2] repeats has a negative entry -1}}
+  %0 = nn.tile %x, %r : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @pad_c4(%x: tensor<2x3xf32>, %v: tensor<f32>) {
+  %p = nn.constant dense<[0, -5]> : tensor<2xi64>
+  %a = nn.constant dense<[0]> : tensor<1xi64>
+  // expected-error @+1 {{[pad_c4] pads make dim 0 negative}}
+  %0 = nn.pad %x, %p, %v, %a : (tensor<2x3xf32>, tensor<2xi64>, tensor<f32>, tensor<1xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @expand_c2(%x: tensor<3xf32>) {
+  %s = nn.constant dense<[-2, 3]> : tensor<2xi64>
+  // expected-error @+1 {{[expand_c2] the target shape has a negative dim}}
+  %0 = nn.expand %x, %s : (tensor<3xf32>, tensor<2xi64>) -> tensor<*xf32>
+  return
+}

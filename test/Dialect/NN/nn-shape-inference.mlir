@@ -70,3 +70,22 @@ func.func @data_dependent(%x: tensor<6xf32>, %s: tensor<2xi64>) -> tensor<*xf32>
   %r = nn.reshape %x, %s : (tensor<6xf32>, tensor<2xi64>) -> tensor<*xf32>
   return %r : tensor<*xf32>
 }
+
+// -----
+
+// Slice with extreme steps does not overflow: a step past the end takes one
+// element, both ways.
+// CHECK-LABEL: func @slice_extremes
+// CHECK: nn.slice {{.*}} -> tensor<2x1xf32>
+// CHECK: nn.slice {{.*}} -> tensor<2x1xf32>
+func.func @slice_extremes(%x: tensor<2x3xf32>) -> (tensor<*xf32>, tensor<*xf32>) {
+  %zero = nn.constant dense<[0]> : tensor<1xi64>
+  %end = nn.constant dense<[3]> : tensor<1xi64>
+  %axis = nn.constant dense<[1]> : tensor<1xi64>
+  %big = nn.constant dense<[9223372036854775807]> : tensor<1xi64>
+  %neg = nn.constant dense<[-9223372036854775808]> : tensor<1xi64>
+  %last = nn.constant dense<[-1]> : tensor<1xi64>
+  %0 = nn.slice %x, %zero, %end, %axis, %big : (tensor<2x3xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<*xf32>
+  %1 = nn.slice %x, %last, %neg, %axis, %neg : (tensor<2x3xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<*xf32>
+  return %0, %1 : tensor<*xf32>, tensor<*xf32>
+}

@@ -172,3 +172,18 @@ pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"
     pipe.return
   }
 }
+
+// -----
+
+// expected-error @+1 {{[pipeline_c1] num_stages must be at least 1, got -1}}
+pipe.pipeline @p attributes {num_stages = -1, microbatches = 1, schedule = "1f1b"} {
+}
+
+// -----
+
+// expected-error @+1 {{[pipeline_c4] microbatches must be at least 1, got 0}}
+pipe.pipeline @p attributes {num_stages = 1, microbatches = 0, schedule = "1f1b"} {
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  }
+}

@@ -26,8 +26,9 @@
 // CHECK: pipe.send %[[G]] {kind = "gradient", peer = 0 : i64, tag = 0 : i64}
 // CHECK: pipe.stage @stage2
 // CHECK-SAME: model_inputs = array<i64>, model_outputs = array<i64: 0>
-// CHECK: %[[H2:.*]] = pipe.recv {kind = "activation", peer = 1 : i64, tag = 1 : i64}
+// Receives come first, ordered by peer and then by the peer's send order.
 // CHECK: %[[SKIP:.*]] = pipe.recv {kind = "activation", peer = 0 : i64, tag = 2 : i64}
+// CHECK: %[[H2:.*]] = pipe.recv {kind = "activation", peer = 1 : i64, tag = 1 : i64}
 // CHECK: %[[S:.*]] = nn.add %[[H2]], %[[SKIP]]
 // CHECK: %[[W2:.*]] = pipe.param "w" {{{.*}}owner = 0 : i64{{.*}}users = array<i64: 0, 2>}
 // CHECK: %[[Y:.*]] = nn.matmul %[[S]], %[[W2]]
@@ -69,6 +70,36 @@ func.func @consts(%x: tensor<8xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
   %e = nn.reshape %d, %s {pipe.stage = 1 : i64} : (tensor<8xf32>, tensor<2xi64>) -> tensor<2x4xf32>
   %f = nn.add %c, %e {pipe.stage = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
   return %a, %f : tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+// Stage 1 uses %b before %a, but stage 0 produces %a first: the receives
+// follow the sends' order, so a transport matching in issue order pairs them.
+// The boolean mask crosses forward but sends no gradient back.
+// CHECK-LABEL: pipe.pipeline @order
+// CHECK: pipe.stage @stage0
+// CHECK: nn.relu
+// CHECK-NEXT: pipe.send {{.*}} {kind = "activation", peer = 1 : i64, tag = [[TA:[0-9]+]] : i64}
+// CHECK: nn.tanh
+// CHECK-NEXT: pipe.send {{.*}} {kind = "activation", peer = 1 : i64, tag = [[TB:[0-9]+]] : i64}
+// CHECK: nn.equal
+// CHECK-NEXT: pipe.send {{.*}} {kind = "activation", peer = 1 : i64, tag = [[TM:[0-9]+]] : i64}
+// CHECK-NOT: tag = [[TM]] : i64
+// CHECK: pipe.stage @stage1
+// CHECK-NEXT: pipe.recv {kind = "activation", peer = 0 : i64, tag = [[TA]] : i64}
+// CHECK-NEXT: pipe.recv {kind = "activation", peer = 0 : i64, tag = [[TB]] : i64}
+// CHECK-NEXT: pipe.recv {kind = "activation", peer = 0 : i64, tag = [[TM]] : i64}
+// CHECK-NOT: tag = [[TM]] : i64
+// CHECK: pipe.return
+func.func @order(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = nn.relu %x {pipe.stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  %b = nn.tanh %x {pipe.stage = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  %m = nn.equal %a, %b {pipe.stage = 0 : i64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  %c = nn.sigmoid %b {pipe.stage = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  %d = nn.add %c, %a {pipe.stage = 1 : i64} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %e = nn.where %m, %d, %c {pipe.stage = 1 : i64} : (tensor<4xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %e : tensor<4xf32>
 }
 
 // -----

@@ -26,6 +26,10 @@ struct ImportOptions {
   std::string functionName = "main";
 };
 
+/// The name the importer gives node number `index` (its location, and its id in
+/// plans): the node's own name, or `OpType_index` when it has none.
+std::string nodeDisplayName(llvm::StringRef name, llvm::StringRef opType, size_t index);
+
 /// The ONNX op types (default domain) the importer supports, sorted.
 std::vector<std::string> supportedOnnxOps();
 

@@ -13,6 +13,8 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace pipe::nn;
 using llvm::SmallVector;
@@ -340,8 +342,14 @@ Attribute foldIntegerElementwise(Operation *op, ArrayRef<Attribute> operands, Fn
     auto attr = dyn_cast_or_null<DenseIntElementsAttr>(a);
     if (!attr || !broadcastable(attr, resultType.getNumElements()))
       return {};
+    // Shape arithmetic is signed; unsigned values above the signed range would
+    // be misread, so unsigned tensors are left to the runtime.
+    if (attr.getElementType().isUnsignedInteger())
+      return {};
     inputs.push_back(attr);
   }
+  if (resultType.getElementType().isUnsignedInteger())
+    return {};
   unsigned width = resultType.getElementType().getIntOrFloatBitWidth();
   SmallVector<SmallVector<APInt>> values;
   for (DenseIntElementsAttr attr : inputs)
@@ -349,8 +357,12 @@ Attribute foldIntegerElementwise(Operation *op, ArrayRef<Attribute> operands, Fn
   SmallVector<APInt> result;
   for (int64_t i = 0; i < resultType.getNumElements(); ++i) {
     SmallVector<int64_t> args;
-    for (auto &v : values)
-      args.push_back((v.size() == 1 ? v[0] : v[i]).getSExtValue());
+    for (auto &v : values) {
+      const APInt &value = v.size() == 1 ? v[0] : v[i];
+      // Booleans are 0 and 1 (an i1 "true" sign-extends to -1).
+      args.push_back(value.getBitWidth() == 1 ? static_cast<int64_t>(value.getZExtValue())
+                                              : value.getSExtValue());
+    }
     std::optional<int64_t> value = fn(args);
     if (!value)
       return {};
@@ -396,7 +408,9 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (!input || !resultType)
     return {};
   Type to = resultType.getElementType();
-  bool isUnsigned = input.getElementType().isUnsignedInteger();
+  // Booleans and unsigned values extend with zeros (true is 1, not -1).
+  bool isUnsigned = input.getElementType().isUnsignedInteger() ||
+                    input.getElementType().isInteger(1);
   if (auto intType = dyn_cast<IntegerType>(to)) {
     if (intType.getWidth() == 1)
       return input.mapValues(to, [](const APInt &v) { return APInt(1, v.isZero() ? 0 : 1); });
@@ -416,10 +430,24 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
+// Folds refuse what would overflow or trap (division by zero, INT64_MIN / -1)
+// rather than guessing what the runtime does.
 static std::optional<int64_t> divide(int64_t a, int64_t b) {
-  if (b == 0)
+  if (b == 0 || (a == std::numeric_limits<int64_t>::min() && b == -1))
     return std::nullopt;
   return a / b;
+}
+static std::optional<int64_t> add(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
+}
+static std::optional<int64_t> subtract(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_sub_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
+}
+static std::optional<int64_t> multiply(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? std::nullopt : std::optional<int64_t>(r);
 }
 
 #define NN_FOLD_INT(OP, EXPR)                                                  \
@@ -428,9 +456,9 @@ static std::optional<int64_t> divide(int64_t a, int64_t b) {
         getOperation(), adaptor.getOperands(),                                 \
         [](ArrayRef<int64_t> v) -> std::optional<int64_t> { return EXPR; });   \
   }
-NN_FOLD_INT(AddOp, v[0] + v[1])
-NN_FOLD_INT(SubOp, v[0] - v[1])
-NN_FOLD_INT(MulOp, v[0] * v[1])
+NN_FOLD_INT(AddOp, add(v[0], v[1]))
+NN_FOLD_INT(SubOp, subtract(v[0], v[1]))
+NN_FOLD_INT(MulOp, multiply(v[0], v[1]))
 NN_FOLD_INT(DivOp, divide(v[0], v[1]))
 NN_FOLD_INT(MaxOp, std::max(v[0], v[1]))
 NN_FOLD_INT(MinOp, std::min(v[0], v[1]))
@@ -447,16 +475,17 @@ NN_FOLD_INT(WhereOp, v[0] != 0 ? v[1] : v[2])
 OpFoldResult PowOp::fold(FoldAdaptor) { return {}; }
 
 OpFoldResult ModOp::fold(FoldAdaptor adaptor) {
-  return foldIntegerElementwise(getOperation(), adaptor.getOperands(),
-                                [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
-                                  if (v[1] == 0)
-                                    return std::nullopt;
-                                  int64_t r = v[0] % v[1];
-                                  // Integer Mod with fmod = 0 takes the divisor's sign.
-                                  if (r != 0 && ((r < 0) != (v[1] < 0)))
-                                    r += v[1];
-                                  return r;
-                                });
+  bool fmod = getFmod() != 0;
+  return foldIntegerElementwise(
+      getOperation(), adaptor.getOperands(), [fmod](ArrayRef<int64_t> v) -> std::optional<int64_t> {
+        if (v[1] == 0 || (v[0] == std::numeric_limits<int64_t>::min() && v[1] == -1))
+          return std::nullopt;
+        int64_t r = v[0] % v[1];
+        // fmod = 1 is C's fmod (the dividend's sign); fmod = 0 takes the divisor's.
+        if (!fmod && r != 0 && ((r < 0) != (v[1] < 0)))
+          r += v[1];
+        return r;
+      });
 }
 
 OpFoldResult ShapeOp::fold(FoldAdaptor) {

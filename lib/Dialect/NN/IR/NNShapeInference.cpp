@@ -721,21 +721,22 @@ LogicalResult SplitOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   return success();
 }
 
-/// The [start, end, step) of one sliced axis, clamped as ONNX Slice-13 says.
+/// The length of one sliced axis, with starts and ends clamped as ONNX Slice-13
+/// says; 128-bit arithmetic so that extreme steps and bounds cannot overflow.
 static int64_t sliceLength(int64_t dim, int64_t start, int64_t end, int64_t step) {
   auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
-    if (v < 0)
-      v += dim;
-    return std::min(std::max(v, lo), hi);
+    __int128 w = v < 0 ? static_cast<__int128>(v) + dim : v;
+    return static_cast<int64_t>(std::min<__int128>(std::max<__int128>(w, lo), hi));
   };
+  __int128 s, e, stride = step;
   if (step > 0) {
-    start = clamp(start, 0, dim);
-    end = clamp(end, 0, dim);
-    return end > start ? (end - start + step - 1) / step : 0;
+    s = clamp(start, 0, dim);
+    e = clamp(end, 0, dim);
+    return e > s ? static_cast<int64_t>((e - s - 1) / stride + 1) : 0;
   }
-  start = clamp(start, 0, dim - 1);
-  end = clamp(end, -1, dim - 1);
-  return start > end ? (start - end - step - 1) / (-step) : 0;
+  s = clamp(start, 0, dim - 1);
+  e = clamp(end, -1, dim - 1);
+  return s > e ? static_cast<int64_t>((s - e - 1) / -stride + 1) : 0;
 }
 
 LogicalResult SliceOp::inferResultTypes(SmallVectorImpl<Type> &types) {
@@ -793,6 +794,8 @@ LogicalResult ExpandOp::inferResultTypes(SmallVectorImpl<Type> &types) {
     types.push_back(unrankedOf(element));
     return success();
   }
+  if (llvm::any_of(*target, [](int64_t d) { return d < 0; }))
+    return emitOpError("[expand_c2] the target shape has a negative dim");
   auto shape = broadcastShapes(type.getShape(), *target);
   if (!shape)
     return emitOpError("[expand_c1] input is not broadcast-compatible with the target shape");
@@ -812,9 +815,12 @@ LogicalResult TileOp::inferResultTypes(SmallVectorImpl<Type> &types) {
     return emitOpError("[tile_c1] repeats has ") << repeats->size() << " entries for rank "
                                        << type.getRank();
   SmallVector<int64_t> shape(type.getShape());
-  for (size_t i = 0; i < shape.size(); ++i)
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if ((*repeats)[i] < 0)
+      return emitOpError("[tile_c2] repeats has a negative entry ") << (*repeats)[i];
     if (!ShapedType::isDynamic(shape[i]))
       shape[i] *= (*repeats)[i];
+  }
   types.push_back(rankedOf(shape, element));
   return success();
 }
@@ -841,6 +847,8 @@ LogicalResult PadOp::inferResultTypes(SmallVectorImpl<Type> &types) {
       return emitOpError("[pad_c3] axis ") << (*axes)[i] << " is out of range";
     if (!ShapedType::isDynamic(shape[*axis]))
       shape[*axis] += (*pads)[i] + (*pads)[i + axes->size()];
+    if (!ShapedType::isDynamic(shape[*axis]) && shape[*axis] < 0)
+      return emitOpError("[pad_c4] pads make dim ") << *axis << " negative";
   }
   types.push_back(rankedOf(shape, element));
   return success();

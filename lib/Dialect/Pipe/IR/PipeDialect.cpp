@@ -97,6 +97,11 @@ LogicalResult StageOp::verify() {
 
 LogicalResult PipelineOp::verifyRegions() {
   int64_t count = getNumStages();
+  if (count < 1)
+    return emitOpError("[pipeline_c1] num_stages must be at least 1, got ") << count;
+  if (getMicrobatches() < 1)
+    return emitOpError("[pipeline_c4] microbatches must be at least 1, got ")
+           << getMicrobatches();
   SmallVector<StageOp> stages(count);
   for (Operation &op : getBody().front()) {
     auto stage = dyn_cast<StageOp>(op);

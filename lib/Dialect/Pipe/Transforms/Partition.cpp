@@ -144,9 +144,10 @@ FailureOr<PartitionOutcome> pipe::pipeline::partitionModule(ModuleOp module,
   if (options.microBatchSize > 0 && func.getNumArguments() > 0) {
     auto type = dyn_cast<RankedTensorType>(func.getArgument(0).getType());
     if (type && type.getRank() > 0 && type.getDimSize(0) != options.microBatchSize)
-      return func.emitError("the model was imported with batch ")
+      return func.emitError("the model's batch dim is ")
              << type.getDimSize(0) << ", not micro-batch-size " << options.microBatchSize
-             << "; import it with --micro-batch-size=" << options.microBatchSize;
+             << " (a symbolic batch is bound at import with --micro-batch-size; a model "
+                "exported with a fixed batch plans at that batch)";
   }
   auto target = pipe::lookupTarget(options.target);
   if (!target)

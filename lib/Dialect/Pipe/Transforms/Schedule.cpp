@@ -119,7 +119,12 @@ struct PipeSchedulePass : pipe::pipeline::impl::PipeScheduleBase<PipeSchedulePas
     }
     for (int64_t s = 0; s < stages; ++s)
       allocation.stageOfLayer.push_back(static_cast<int>(s));
-    partitioner::Problem problem = stageChain(stages, gpus, microbatches, kind);
+    partitioner::Problem problem;
+    try {
+      problem = stageChain(stages, gpus, microbatches, kind);
+    } catch (const partitioner::Error &e) {
+      return pipeline.emitOpError(e.what());
+    }
     partitioner::Schedule order;
     order.kind = kind;
     order.microbatches = static_cast<int>(microbatches);
@@ -149,7 +154,12 @@ struct PipeSchedulePass : pipe::pipeline::impl::PipeScheduleBase<PipeSchedulePas
         return pipeline.emitOpError("cannot build the schedule: ") << e.what();
       }
     }
-    partitioner::CheckReport check = partitioner::checkSchedule(problem, allocation, order);
+    partitioner::CheckReport check;
+    try {
+      check = partitioner::checkSchedule(problem, allocation, order);
+    } catch (const partitioner::Error &e) {
+      return pipeline.emitOpError("the schedule fails the partitioner's checker: ") << e.what();
+    }
     if (!check.ok()) {
       auto diag = pipeline.emitOpError("the schedule fails the partitioner's checker: ")
                   << check.violations.front();

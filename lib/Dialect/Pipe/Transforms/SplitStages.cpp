@@ -15,6 +15,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -46,6 +47,7 @@ struct Crossing {
   int64_t from, to, tag;
   Value sent;     // in `from`
   Value received; // in `to`
+  Operation *send;
 };
 
 class Splitter {
@@ -144,11 +146,11 @@ Value Splitter::valueInStage(Value v, int64_t stage) {
                                                   ? &*sourceBuilder.getInsertionPoint()
                                                   : nullptr))
     sourceBuilder.setInsertionPointAfter(next);
-  SendOp::create(sourceBuilder, def->getLoc(), sent, stage, tag, "activation");
+  auto send = SendOp::create(sourceBuilder, def->getLoc(), sent, stage, tag, "activation");
   builder.setInsertionPointToEnd(target.block);
   auto recv = RecvOp::create(builder, def->getLoc(), v.getType(), from, tag, "activation");
   target.mapping.map(v, recv.getValue());
-  crossings.push_back({from, stage, tag, sent, recv.getValue()});
+  crossings.push_back({from, stage, tag, sent, recv.getValue(), send});
   return recv.getValue();
 }
 
@@ -204,9 +206,33 @@ LogicalResult Splitter::run() {
     at(s).returned.push_back(valueInStage(value, s));
     at(s).modelOutputs.push_back(index);
   }
-  // Backward transfers: the gradient of every received activation goes back
-  // to its producer with the same tag, latest crossing first.
+  // Each stage receives first, and from each peer in the order that peer sends:
+  // a transport that matches messages in issue order (NCCL, MPI without tags)
+  // then pairs every send with its receive.
+  llvm::DenseMap<Operation *, unsigned> position;
+  for (StageBuild &stage : stages) {
+    unsigned index = 0;
+    for (Operation &op : *stage.block)
+      position[&op] = index++;
+  }
+  for (int64_t s = 0; s < count; ++s) {
+    SmallVector<std::tuple<int64_t, unsigned, Operation *>> incoming;
+    for (const Crossing &c : crossings)
+      if (c.to == s)
+        incoming.emplace_back(c.from, position.lookup(c.send), c.received.getDefiningOp());
+    llvm::sort(incoming, [](const auto &a, const auto &b) {
+      return std::make_pair(std::get<0>(a), std::get<1>(a)) <
+             std::make_pair(std::get<0>(b), std::get<1>(b));
+    });
+    for (auto &entry : llvm::reverse(incoming))
+      std::get<2>(entry)->moveBefore(&at(s).block->front());
+  }
+  // Backward transfers: the gradient of every received floating-point
+  // activation goes back to its producer with the same tag, latest crossing
+  // first (integer and boolean values, such as masks, have no gradient).
   for (const Crossing &c : llvm::reverse(crossings)) {
+    if (!isa<FloatType>(getElementTypeOrSelf(c.sent.getType())))
+      continue;
     builder.setInsertionPointToEnd(at(c.from).block);
     RecvOp::create(builder, c.sent.getLoc(), c.sent.getType(), c.to, c.tag, "gradient");
     builder.setInsertionPointToEnd(at(c.to).block);

@@ -38,7 +38,8 @@ def main():
             fail(f"stage {index} needs {metrics['memory_bytes']} bytes, "
                  f"limit {metrics['memory_limit_bytes']}")
     model = onnx.load(model_path)
-    names = {n.name for n in model.graph.node}
+    # Unnamed nodes are known by OpType_index, as the importer names them.
+    names = {n.name or f"{n.op_type}_{i}" for i, n in enumerate(model.graph.node)}
     for node, stage in plan["stage_of"].items():
         if node not in names and not node.startswith(tuple(i.name for i in model.graph.initializer)):
             fail(f"stage_of names '{node}', which is not a node of the model")
@@ -70,12 +71,17 @@ def main():
         meta = {p.key: p.value for p in annotated.metadata_props}
         if "pipe.plan" not in meta:
             fail("the annotated model has no pipe.plan metadata")
-        for node in annotated.graph.node:
-            if node.name in plan["stage_of"]:
-                expected = b"pipe.stage" + bytes([0x12, len(str(plan["stage_of"][node.name]))]) \
-                    + str(plan["stage_of"][node.name]).encode()
+        placed = 0
+        for index, node in enumerate(annotated.graph.node):
+            name = node.name or f"{node.op_type}_{index}"
+            if name in plan["stage_of"]:
+                placed += 1
+                stage = str(plan["stage_of"][name]).encode()
+                expected = b"pipe.stage" + bytes([0x12, len(stage)]) + stage
                 if expected not in node.SerializeToString():
-                    fail(f"node '{node.name}' carries no pipe.stage metadata")
+                    fail(f"node '{name}' carries no pipe.stage metadata")
+        if placed == 0:
+            fail("no node of the annotated model is in stage_of")
     print(f"plan ok: {stages} stages on {gpus} GPUs, {len(plan['stage_of'])} nodes placed, "
           f"{params} parameters")
 
