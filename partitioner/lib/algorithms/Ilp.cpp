@@ -13,7 +13,7 @@
 #include "Contiguous.h"
 #include "partitioner/Error.h"
 
-#include <coin/Cbc_C_Interface.h>
+#include "CbcUtil.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -226,10 +226,7 @@ public:
           names.push_back("a_" + std::to_string(l) + "_" + std::to_string(j));
           values.push_back(stages - 1 - start.stageOfLayer[static_cast<size_t>(l)] >= j ? 1.0 : 0.0);
         }
-      std::vector<const char *> pointers;
-      for (const auto &n : names)
-        pointers.push_back(n.c_str());
-      Cbc_setMIPStart(model, static_cast<int>(names.size()), pointers.data(), values.data());
+      detail::setMipStart(model, names, values);
     }
 
     Cbc_solve(model);
@@ -238,8 +235,8 @@ public:
                       " stages fits " + formatBytes(limit) + " per GPU";
       return output;
     }
-    const double *solution = Cbc_getColSolution(model);
-    if ((!Cbc_isProvenOptimal(model) && Cbc_numberSavedSolutions(model) < 1) || solution == nullptr) {
+    const double *solution = detail::solutionOf(model);
+    if (!solution) {
       output.reason = "ilp: no solution within the " + std::to_string(context.options.ilpTimeLimitSeconds) +
                       " s time limit";
       return output;

@@ -23,7 +23,7 @@
 #include "General.h"
 #include "partitioner/Planner.h"
 
-#include <coin/Cbc_C_Interface.h>
+#include "CbcUtil.h"
 
 #include <algorithm>
 #include <cmath>
@@ -335,10 +335,7 @@ public:
           }
         }
         if (ok) {
-          std::vector<const char *> pointers;
-          for (const auto &n : names)
-            pointers.push_back(n.c_str());
-          Cbc_setMIPStart(model, static_cast<int>(names.size()), pointers.data(), values.data());
+          detail::setMipStart(model, names, values);
         }
       }
     }
@@ -349,8 +346,8 @@ public:
                       " GPUs fits " + formatBytes(limit) + " per GPU under the 1F1B memory rule";
       return output;
     }
-    const double *solution = Cbc_getColSolution(model);
-    if ((!Cbc_isProvenOptimal(model) && Cbc_numberSavedSolutions(model) < 1) || solution == nullptr) {
+    const double *solution = detail::solutionOf(model);
+    if (!solution) {
       char text[64];
       std::snprintf(text, sizeof text, "%g s", seconds);
       output.reason = "ilp-general: no solution within the " + std::string(text) + " time limit" +
