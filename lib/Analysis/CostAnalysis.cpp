@@ -295,3 +295,28 @@ LogicalResult CostAnalysis::compute(const CostSettings &newSettings) {
   }
   return success();
 }
+
+FailureOr<CostSettings> pipe::parseCostSettings(Operation *diagnosticOp, llvm::StringRef target,
+                                                llvm::StringRef dtype,
+                                                llvm::StringRef profilePath,
+                                                std::optional<Profile> &profileStorage) {
+  CostSettings settings;
+  if (!target.empty()) {
+    auto t = lookupTarget(target);
+    if (!t)
+      return diagnosticOp->emitError(llvm::toString(t.takeError()));
+    settings.target = *t;
+  }
+  auto d = parseComputeDtype(dtype);
+  if (!d)
+    return diagnosticOp->emitError("unknown dtype '") << dtype << "' (fp32, tf32, fp16, bf16, fp8)";
+  settings.dtype = *d;
+  if (!profilePath.empty()) {
+    auto p = Profile::readFile(profilePath);
+    if (!p)
+      return diagnosticOp->emitError(llvm::toString(p.takeError()));
+    profileStorage = std::move(*p);
+    settings.profile = &*profileStorage;
+  }
+  return settings;
+}

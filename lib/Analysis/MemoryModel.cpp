@@ -171,3 +171,13 @@ StageMemory pipe::computeFunctionMemory(const CostAnalysis &analysis,
     ops.push_back(r.op);
   return computeStageMemory(analysis, ops, policy);
 }
+
+FailureOr<TrainingPolicy> pipe::parseTrainingPolicy(Operation *diagnosticOp,
+                                                    llvm::StringRef optimizer,
+                                                    ComputeDtype dtype) {
+  auto kind = parseOptimizerKind(optimizer);
+  if (!kind)
+    return diagnosticOp->emitError("unknown optimizer '") << optimizer
+                                                          << "' (sgd, momentum, adam)";
+  return TrainingPolicy{*kind, dtype};
+}

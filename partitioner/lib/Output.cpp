@@ -185,14 +185,7 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
   document["tried"] = tried;
   const PlanResult *best = report.best();
   if (!best) {
-    std::string reason = "no valid plan";
-    for (const PlanResult &r : report.results)
-      if (!r.reason.empty()) {
-        reason = r.algorithm + ": " + r.reason;
-        if (r.algorithm == "madpipe")
-          break;
-      }
-    document["error"] = reason;
+    document["error"] = noPlanReason(report);
     out << document.dump(1) << "\n";
     return;
   }

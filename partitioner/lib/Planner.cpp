@@ -100,6 +100,17 @@ PlanResult evaluateAllocation(const Problem &problem, const Allocation &allocati
   return result;
 }
 
+std::string noPlanReason(const PlanningReport &report) {
+  std::string reason = "no valid plan";
+  for (const PlanResult &r : report.results)
+    if (!r.reason.empty()) {
+      reason = r.algorithm + ": " + r.reason;
+      if (r.algorithm == "madpipe")
+        break;
+    }
+  return reason;
+}
+
 PlanningReport plan(const Problem &input, const PlanOptions &options) {
   Problem problem = input;
   problem.finalize();

@@ -17,6 +17,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,15 @@ struct CostTotals {
   double savedBytes = 0; ///< per micro-batch, each value counted once
   double trainableParameters = 0, bufferElements = 0;
 };
+
+/// CostSettings from the textual options every entry point takes (a pass, the
+/// main job): a target name or JSON file (empty: no target), a dtype, and an
+/// optional measured-profile path, which `profileStorage` then owns. Errors are
+/// emitted on `diagnosticOp`, naming the known values.
+mlir::FailureOr<CostSettings> parseCostSettings(mlir::Operation *diagnosticOp,
+                                                llvm::StringRef target, llvm::StringRef dtype,
+                                                llvm::StringRef profilePath,
+                                                std::optional<Profile> &profileStorage);
 
 class CostAnalysis {
 public:

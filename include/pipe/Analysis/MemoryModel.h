@@ -37,6 +37,12 @@ struct TrainingPolicy {
   }
 };
 
+/// The policy for an optimizer name and a dtype; an unknown name is an error
+/// on `diagnosticOp` naming the known ones.
+mlir::FailureOr<TrainingPolicy> parseTrainingPolicy(mlir::Operation *diagnosticOp,
+                                                    llvm::StringRef optimizer,
+                                                    ComputeDtype dtype);
+
 struct ParameterMemory {
   double trainableParameters = 0; ///< elements
   double bufferElements = 0;      ///< non-trainable (batch-norm running stats, ...)

@@ -71,6 +71,11 @@ struct PlanningReport {
   }
 };
 
+/// One line saying why no plan is valid: madpipe's reason when it has one (it
+/// names the stage, bytes and limit of the most memory-balanced split), else the
+/// first algorithm's.
+std::string noPlanReason(const PlanningReport &report);
+
 /// Runs the algorithms; throws Error for unknown algorithm names.
 PlanningReport plan(const Problem &problem, const PlanOptions &options = {});
 

@@ -229,14 +229,7 @@ int run(int argc, char **argv) {
       writeFile(svgPath, "the SVG", [&](std::ostream &out) { writeSvg(problem, *best, out); });
     return 0;
   }
-  std::string reason = "no valid plan";
-  for (const PlanResult &r : report.results)
-    if (!r.reason.empty()) {
-      reason = r.algorithm + ": " + r.reason;
-      if (r.algorithm == "madpipe")
-        break;
-    }
-  std::cerr << "pipe-plan: " << reason << "\n";
+  std::cerr << "pipe-plan: " << noPlanReason(report) << "\n";
   return 1;
 }
 

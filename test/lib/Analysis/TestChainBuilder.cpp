@@ -41,22 +41,15 @@ struct TestPrintChainPass : PassWrapper<TestPrintChainPass, OperationPass<Module
                     llvm::cl::init(false)};
 
   void runOnOperation() override {
-    CostSettings settings;
-    auto t = lookupTarget(target);
-    auto d = parseComputeDtype(dtype);
-    auto opt = parseOptimizerKind(optimizer);
-    if (!t) {
-      getOperation()->emitError(llvm::toString(t.takeError()));
+    std::optional<Profile> noProfile;
+    auto parsed = parseCostSettings(getOperation(), target, dtype, "", noProfile);
+    if (failed(parsed))
       return signalPassFailure();
-    }
-    if (!d || !opt) {
-      getOperation()->emitError("unknown dtype '")
-          << dtype << "' or optimizer '" << optimizer << "'";
+    CostSettings settings = *parsed;
+    auto parsedPolicy = parseTrainingPolicy(getOperation(), optimizer, settings.dtype);
+    if (failed(parsedPolicy))
       return signalPassFailure();
-    }
-    settings.target = *t;
-    settings.dtype = *d;
-    TrainingPolicy policy{*opt, *d};
+    TrainingPolicy policy = *parsedPolicy;
     llvm::raw_ostream &os = llvm::outs();
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal())

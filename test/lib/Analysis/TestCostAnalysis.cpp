@@ -34,31 +34,6 @@ std::string micros(double seconds) {
   return buffer;
 }
 
-/// Options shared by both passes, parsed into CostSettings.
-struct CostOptions {
-  LogicalResult toSettings(Operation *op, StringRef target, StringRef dtype, bool fuse,
-                           StringRef profilePath, CostSettings &settings,
-                           std::optional<Profile> &profile) {
-    auto t = lookupTarget(target);
-    if (!t)
-      return op->emitError(llvm::toString(t.takeError()));
-    settings.target = *t;
-    auto d = parseComputeDtype(dtype);
-    if (!d)
-      return op->emitError("unknown dtype '") << dtype << "' (fp32, tf32, fp16, bf16, fp8)";
-    settings.dtype = *d;
-    settings.fuseElementwise = fuse;
-    if (!profilePath.empty()) {
-      auto p = Profile::readFile(profilePath);
-      if (!p)
-        return op->emitError(llvm::toString(p.takeError()));
-      profile = std::move(*p);
-      settings.profile = &*profile;
-    }
-    return success();
-  }
-};
-
 struct TestPrintCostPass : PassWrapper<TestPrintCostPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestPrintCostPass)
   TestPrintCostPass() = default;
@@ -78,11 +53,12 @@ struct TestPrintCostPass : PassWrapper<TestPrintCostPass, OperationPass<ModuleOp
                                llvm::cl::init("")};
 
   void runOnOperation() override {
-    CostSettings settings;
     std::optional<Profile> measured;
-    if (failed(CostOptions().toSettings(getOperation(), target, dtype, fuse, profile,
-                                        settings, measured)))
+    auto parsed = parseCostSettings(getOperation(), target, dtype, profile, measured);
+    if (failed(parsed))
       return signalPassFailure();
+    CostSettings settings = *parsed;
+    settings.fuseElementwise = fuse;
     llvm::raw_ostream &os = llvm::outs();
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal())
@@ -140,25 +116,20 @@ struct TestPrintMemoryPass : PassWrapper<TestPrintMemoryPass, OperationPass<Modu
                                 llvm::cl::init("adam")};
 
   void runOnOperation() override {
-    CostSettings settings;
-    auto d = parseComputeDtype(dtype);
-    if (!d) {
-      getOperation()->emitError("unknown dtype '") << dtype << "' (fp32, tf32, fp16, bf16, fp8)";
+    std::optional<Profile> noProfile;
+    auto settings = parseCostSettings(getOperation(), /*target=*/"", dtype, "", noProfile);
+    if (failed(settings))
       return signalPassFailure();
-    }
-    auto opt = parseOptimizerKind(optimizer);
-    if (!opt) {
-      getOperation()->emitError("unknown optimizer '") << optimizer << "' (sgd, momentum, adam)";
+    auto parsedPolicy = parseTrainingPolicy(getOperation(), optimizer, settings->dtype);
+    if (failed(parsedPolicy))
       return signalPassFailure();
-    }
-    settings.dtype = *d;
-    TrainingPolicy policy{*opt, *d};
+    TrainingPolicy policy = *parsedPolicy;
     llvm::raw_ostream &os = llvm::outs();
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal())
         continue;
       CostAnalysis analysis(fn);
-      if (failed(analysis.compute(settings)))
+      if (failed(analysis.compute(*settings)))
         return signalPassFailure();
       os << "memory @" << fn.getSymName() << " dtype=" << toString(policy.dtype)
          << " optimizer=" << toString(policy.optimizer) << "\n";

@@ -149,42 +149,27 @@ FailureOr<PartitionOutcome> pipe::pipeline::partitionModule(ModuleOp module,
              << " (a symbolic batch is bound at import with --micro-batch-size; a model "
                 "exported with a fixed batch plans at that batch)";
   }
-  auto target = pipe::lookupTarget(options.target);
-  if (!target)
-    return module.emitError(llvm::toString(target.takeError()));
-  auto dtype = pipe::parseComputeDtype(options.dtype);
-  if (!dtype)
-    return module.emitError("unknown dtype '") << options.dtype << "'";
-  auto optimizer = pipe::parseOptimizerKind(options.optimizer);
-  if (!optimizer)
-    return module.emitError("unknown optimizer '") << options.optimizer << "'";
   std::optional<pipe::Profile> profile;
-  if (!options.profile.empty()) {
-    auto read = pipe::Profile::readFile(options.profile);
-    if (!read)
-      return module.emitError(llvm::toString(read.takeError()));
-    profile = std::move(*read);
-  }
+  auto settings =
+      pipe::parseCostSettings(module, options.target, options.dtype, options.profile, profile);
+  if (failed(settings))
+    return failure();
+  auto policy = pipe::parseTrainingPolicy(module, options.optimizer, settings->dtype);
+  if (failed(policy))
+    return failure();
 
   PartitionOutcome outcome;
-  outcome.targetName = target->name;
-  pipe::CostSettings settings;
-  settings.target = *target;
-  settings.dtype = *dtype;
-  settings.profile = profile ? &*profile : nullptr;
+  outcome.targetName = settings->target.name;
   pipe::CostAnalysis analysis(func);
-  if (failed(analysis.compute(settings)))
+  if (failed(analysis.compute(*settings)))
     return failure();
-  pipe::TrainingPolicy policy;
-  policy.optimizer = *optimizer;
-  policy.dtype = *dtype;
   outcome.parameters = analysis.getTotals().trainableParameters;
   outcome.forwardFlops = analysis.getTotals().forwardFlops;
 
   try {
-    double memory = options.memory.empty() ? target->memoryBytes
+    double memory = options.memory.empty() ? settings->target.memoryBytes
                                            : partitioner::parseBytes(options.memory);
-    auto problem = pipe::buildChainProblem(analysis, policy);
+    auto problem = pipe::buildChainProblem(analysis, *policy);
     if (failed(problem))
       return failure();
     outcome.problem = std::move(*problem);
