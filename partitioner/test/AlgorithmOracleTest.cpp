@@ -208,6 +208,38 @@ void checkMinMax(const Problem &problem, const CutLattice &lattice,
     expectNear(brute.bytesAtBest, bytes, label + " crossing bytes at the optimum");
 }
 
+/// Every labeling layer -> stage that is monotone along the tensors and uses
+/// stages 0..k-1 (k <= gpus), as lists of the layers of each stage: the brute
+/// force the exact DAG algorithms are compared with.
+std::vector<std::vector<std::vector<int>>> monotoneStagings(const Problem &problem, int gpus) {
+  const int layers = static_cast<int>(problem.layers.size());
+  std::vector<std::vector<std::vector<int>>> candidates;
+  std::vector<int> label(static_cast<size_t>(layers), 0);
+  std::function<void(int)> enumerate = [&](int layer) {
+    if (layer == layers) {
+      int k = *std::max_element(label.begin(), label.end()) + 1;
+      std::vector<std::vector<int>> stages(static_cast<size_t>(k));
+      for (int l = 0; l < layers; ++l)
+        stages[static_cast<size_t>(label[static_cast<size_t>(l)])].push_back(l);
+      for (const auto &s : stages)
+        if (s.empty())
+          return;
+      for (const Tensor &t : problem.tensors)
+        for (int c : t.consumers)
+          if (label[static_cast<size_t>(c)] < label[static_cast<size_t>(t.producer)])
+            return;
+      candidates.push_back(stages);
+      return;
+    }
+    for (int s = 0; s < gpus; ++s) {
+      label[static_cast<size_t>(layer)] = s;
+      enumerate(layer + 1);
+    }
+  };
+  enumerate(0);
+  return candidates;
+}
+
 TEST(AlgorithmOracle, ChainDynamicProgramsEqualBruteForce) {
   std::mt19937 rng(20260101);
   int cases = 0;
@@ -241,30 +273,7 @@ TEST(AlgorithmOracle, DagAwareCutsEqualBruteForceOverMonotoneAllocations) {
     auto lattice = idealLattice(problem, 100000);
     ASSERT_TRUE(lattice.has_value());
     // All labelings layer -> stage that are monotone along tensors and use 0..k-1.
-    std::vector<std::vector<std::vector<int>>> candidates;
-    std::vector<int> label(static_cast<size_t>(layers), 0);
-    std::function<void(int)> enumerate = [&](int layer) {
-      if (layer == layers) {
-        int k = *std::max_element(label.begin(), label.end()) + 1;
-        std::vector<std::vector<int>> stages(static_cast<size_t>(k));
-        for (int l = 0; l < layers; ++l)
-          stages[static_cast<size_t>(label[static_cast<size_t>(l)])].push_back(l);
-        for (const auto &s : stages)
-          if (s.empty())
-            return;
-        for (const Tensor &t : problem.tensors)
-          for (int c : t.consumers)
-            if (label[static_cast<size_t>(c)] < label[static_cast<size_t>(t.producer)])
-              return;
-        candidates.push_back(stages);
-        return;
-      }
-      for (int s = 0; s < gpus; ++s) {
-        label[static_cast<size_t>(layer)] = s;
-        enumerate(layer + 1);
-      }
-    };
-    enumerate(0);
+    std::vector<std::vector<std::vector<int>>> candidates = monotoneStagings(problem, gpus);
     const std::string name = "dag trial " + std::to_string(trial);
     checkMinMax(problem, *lattice, candidates, Rule::None, name + " balanced");
     checkMinMax(problem, *lattice, candidates, Rule::OneFOneB, name + " madpipe/1f1b");
@@ -441,30 +450,7 @@ TEST(AlgorithmOracle, IlpEqualsBruteForceOverMonotoneAllocations) {
     // less), which only matters when link classes differ between GPU pairs.
     problem.platform.interNode = problem.platform.intraNode;
     problem.platform.speed.clear(); // same reason: every GPU alike
-    std::vector<std::vector<std::vector<int>>> candidates;
-    std::vector<int> label(static_cast<size_t>(layers), 0);
-    std::function<void(int)> enumerate = [&](int layer) {
-      if (layer == layers) {
-        int k = *std::max_element(label.begin(), label.end()) + 1;
-        std::vector<std::vector<int>> stages(static_cast<size_t>(k));
-        for (int l = 0; l < layers; ++l)
-          stages[static_cast<size_t>(label[static_cast<size_t>(l)])].push_back(l);
-        for (const auto &s : stages)
-          if (s.empty())
-            return;
-        for (const Tensor &t : problem.tensors)
-          for (int c : t.consumers)
-            if (label[static_cast<size_t>(c)] < label[static_cast<size_t>(t.producer)])
-              return;
-        candidates.push_back(stages);
-        return;
-      }
-      for (int s = 0; s < gpus; ++s) {
-        label[static_cast<size_t>(layer)] = s;
-        enumerate(layer + 1);
-      }
-    };
-    enumerate(0);
+    std::vector<std::vector<std::vector<int>>> candidates = monotoneStagings(problem, gpus);
     BruteBest brute = bruteBest(problem, candidates, Rule::OneFOneB);
     LowerBounds bounds = computeLowerBounds(problem);
     PlanOptions options;
