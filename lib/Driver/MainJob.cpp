@@ -15,6 +15,7 @@
 
 #include "partitioner/Allocation.h"
 #include "partitioner/Error.h"
+#include "partitioner/LatticeDp.h"
 #include "partitioner/Output.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -52,16 +53,6 @@ private:
   bool enabled;
   clock::time_point start;
 };
-
-std::string humanBytes(double bytes) {
-  const char *units[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (bytes >= 1000 && u < 4) {
-    bytes /= 1000;
-    ++u;
-  }
-  return llvm::formatv("{0:f1} {1}", bytes, units[u]).str();
-}
 
 /// Why each boundary sits where it is: the plan with the boundary moved one
 /// layer either way, evaluated by the same simulator.
@@ -104,7 +95,7 @@ void explainBoundaries(const partitioner::Problem &problem,
     if (last < 0 || first < 0)
       continue;
     os << "  stage " << s << " | " << s + 1 << ": after layer '" << problem.layers[last].name
-       << "', " << humanBytes(best.stages[s].outBytes) << " cross\n";
+       << "', " << partitioner::formatBytes(best.stages[s].outBytes) << " cross\n";
     if (inS > 1) {
       partitioner::Allocation earlier = allocation;
       earlier.stageOfLayer[last] = s + 1;

@@ -186,20 +186,16 @@ std::unique_ptr<ModelFile> readText(std::unique_ptr<ModelFile> file, std::string
     return nullptr;
   }
   auto *graph = file->model.mutable_graph();
-  for (const onnx::TensorProto &tensor : graph->initializer()) {
-    InitializerData data;
-    data.tensor = tensor;
-    if (tensor.has_raw_data()) {
-      data.rawBytes = data.tensor.raw_data().data();
-      data.rawLength = static_cast<int64_t>(data.tensor.raw_data().size());
-    }
-    file->initializers.push_back(std::move(data));
-  }
+  for (const onnx::TensorProto &tensor : graph->initializer())
+    file->initializers.push_back(InitializerData{tensor});
   graph->clear_initializer();
-  // raw_data pointers above point into our own copies; keep them stable.
-  for (InitializerData &data : file->initializers)
-    if (data.tensor.has_raw_data())
-      data.rawBytes = data.tensor.raw_data().data();
+  // Point at raw_data only now that the vector no longer moves its elements.
+  for (InitializerData &data : file->initializers) {
+    if (!data.tensor.has_raw_data())
+      continue;
+    data.rawBytes = data.tensor.raw_data().data();
+    data.rawLength = static_cast<int64_t>(data.tensor.raw_data().size());
+  }
   return file;
 }
 } // namespace

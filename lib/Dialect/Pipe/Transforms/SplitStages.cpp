@@ -138,14 +138,14 @@ Value Splitter::valueInStage(Value v, int64_t stage) {
   StageBuild &source = at(from);
   Value sent = source.mapping.lookup(v);
   int64_t tag = nextTag++;
+  // Right after the producer, behind the sends already there (creation order).
   OpBuilder sourceBuilder(sent.getContext());
   sourceBuilder.setInsertionPointAfterValue(sent);
-  // Keep sends after earlier sends of the same producer (deterministic order).
-  while (auto next = dyn_cast_or_null<SendOp>(sourceBuilder.getInsertionPoint() !=
-                                                      sourceBuilder.getBlock()->end()
-                                                  ? &*sourceBuilder.getInsertionPoint()
-                                                  : nullptr))
-    sourceBuilder.setInsertionPointAfter(next);
+  Block *sourceBlock = sourceBuilder.getBlock();
+  Block::iterator point = sourceBuilder.getInsertionPoint();
+  while (point != sourceBlock->end() && isa<SendOp>(*point))
+    ++point;
+  sourceBuilder.setInsertionPoint(sourceBlock, point);
   auto send = SendOp::create(sourceBuilder, def->getLoc(), sent, stage, tag, "activation");
   builder.setInsertionPointToEnd(target.block);
   auto recv = RecvOp::create(builder, def->getLoc(), v.getType(), from, tag, "activation");
