@@ -5,6 +5,7 @@
 #include "pipe/Dialect/NN/IR/NNDialect.h"
 #include "pipe/Dialect/NN/IR/NNOps.h"
 #include "pipe/Dialect/NN/IR/NNShapeUtils.h"
+#include "pipe/Dialect/Pipe/IR/PipeDialect.h"
 
 #include "mlir/IR/TypeUtilities.h"
 
@@ -110,6 +111,55 @@ static double rooflineSeconds(const Target &target, KernelClass kind, ComputeDty
   return std::max(compute, memory) + kernels * target.launchOverheadSeconds;
 }
 
+llvm::DenseSet<Value> pipe::computeGradientFlow(Block &block,
+                                               llvm::function_ref<bool(Value)> isSeed,
+                                               llvm::function_ref<bool(Value)> isSink) {
+  auto differentiable = [](Operation &op) {
+    auto cost = dyn_cast<CostOpInterface>(&op);
+    return !cost || cost.isDifferentiable();
+  };
+  // Forward: what depends on a seed through differentiable ops.
+  llvm::DenseSet<Value> fromSeed;
+  for (Operation &op : block) {
+    bool anyGrad = llvm::any_of(op.getOperands(), [&](Value v) { return fromSeed.contains(v); });
+    for (Value r : op.getResults())
+      if (isFloat(r) && (isSeed(r) || (anyGrad && differentiable(op))))
+        fromSeed.insert(r);
+  }
+  // Backward: what a sink depends on through differentiable ops.
+  llvm::DenseSet<Value> toSink;
+  for (Operation &op : llvm::reverse(block)) {
+    bool reaches = llvm::any_of(op.getResults(), [&](Value r) { return toSink.contains(r); });
+    for (Value v : op.getOperands())
+      if (fromSeed.contains(v) && (isSink(v) || (reaches && differentiable(op))))
+        toSink.insert(v);
+  }
+  for (Value v : fromSeed)
+    if (isSink(v))
+      toSink.insert(v);
+  llvm::DenseSet<Value> flow;
+  for (Value v : fromSeed)
+    if (toSink.contains(v))
+      flow.insert(v);
+  return flow;
+}
+
+llvm::DenseSet<Value> pipe::computeFunctionGradientFlow(Block &body) {
+  // The loss when the model carries one (pipe-attach-loss), else every output.
+  llvm::DenseSet<Value> sinks;
+  for (auto loss : body.getOps<pipeline::LossOp>())
+    sinks.insert(loss.getValue());
+  if (sinks.empty() && !body.empty())
+    sinks.insert(body.back().getOperands().begin(), body.back().getOperands().end());
+  return computeGradientFlow(
+      body,
+      [](Value v) {
+        auto param = v.getDefiningOp<nn::ParamOp>();
+        return param && param.getTrainable();
+      },
+      [&](Value v) { return sinks.contains(v); });
+}
+
 LogicalResult CostAnalysis::compute(const CostSettings &newSettings) {
   settings = newSettings;
   records.clear();
@@ -124,31 +174,17 @@ LogicalResult CostAnalysis::compute(const CostSettings &newSettings) {
   Block &body = function->getRegion(0).front();
 
   // Gradient flow and static (parameter-only) values, in program order.
+  gradValues = computeFunctionGradientFlow(body);
   for (Operation &op : body) {
     if (op.hasTrait<OpTrait::IsTerminator>())
       continue;
-    if (auto param = dyn_cast<nn::ParamOp>(op)) {
-      staticValues.insert(param.getOutput());
-      if (param.getTrainable() && isFloat(param.getOutput()))
-        gradValues.insert(param.getOutput());
-      continue;
-    }
-    if (isSource(&op)) {
+    bool allStatic = isSource(&op) ||
+                     (op.getNumOperands() > 0 &&
+                      llvm::all_of(op.getOperands(),
+                                   [&](Value v) { return staticValues.contains(v); }));
+    if (allStatic)
       for (Value r : op.getResults())
         staticValues.insert(r);
-      continue;
-    }
-    bool allStatic = op.getNumOperands() > 0 &&
-                     llvm::all_of(op.getOperands(), [&](Value v) { return staticValues.contains(v); });
-    bool anyGrad = llvm::any_of(op.getOperands(), [&](Value v) { return gradValues.contains(v); });
-    auto cost = dyn_cast<CostOpInterface>(&op);
-    bool differentiable = !cost || cost.isDifferentiable();
-    for (Value r : op.getResults()) {
-      if (allStatic)
-        staticValues.insert(r);
-      if (anyGrad && differentiable && isFloat(r))
-        gradValues.insert(r);
-    }
   }
 
   // Per-op costs and saved values.

@@ -544,7 +544,11 @@ struct LayerNormRule {
     auto ln = cast<nn::LayerNormOp>(op);
     SavedForBackward s;
     s.values.push_back(ln.getInput());
-    s.extraBytes = 2 * 4 * rows(ln);
+    // The statistics are results once pipe-differentiate asks for them.
+    if (ln.getStatistics().size() == 2)
+      s.values.append(ln.getStatistics().begin(), ln.getStatistics().end());
+    else
+      s.extraBytes = 2 * 4 * rows(ln);
     return s;
   }
 };
@@ -724,6 +728,111 @@ struct MoveRule {
   }
 };
 
+/// The training form pipe-differentiate gives a training batch norm: the
+/// same kernels as BatchNormRule's training case; the per-channel statistics
+/// it keeps are results.
+struct BatchNormTrainRule {
+  static KernelClass kind(Operation *) { return KernelClass::Normalization; }
+  static bool differentiable(Operation *) { return true; }
+  static OpCost cost(Operation *op, const CostQuery &q) {
+    auto bn = cast<nn::BatchNormTrainOp>(op);
+    Value x = bn.getInput(), y = bn.getOutput();
+    double n = N(x);
+    OpCost c;
+    c.kind = KernelClass::Normalization;
+    c.forwardKernels = 1;
+    c.forwardFlops = 6 * n;
+    c.forwardBytes = streamBytes(op, q) + q.bytes(x);
+    if (q.needsGrad(0))
+      addBackward(c, 9 * n, 2 * q.bytes(y) + 2 * q.bytes(x) + q.bytes(x), false);
+    else if (q.needsGrad(1) || q.needsGrad(2))
+      addBackward(c, 3 * n, q.bytes(y) + q.bytes(x), true);
+    return c;
+  }
+  static SavedForBackward saved(Operation *op, const CostQuery &) {
+    auto bn = cast<nn::BatchNormTrainOp>(op);
+    SavedForBackward s;
+    s.values.push_back(bn.getInput());
+    s.values.push_back(bn.getSavedMean());
+    s.values.push_back(bn.getSavedInvstd());
+    return s;
+  }
+};
+
+/// Softmax cross entropy: log-softmax (5 per element) plus the pick and the
+/// mean; backward exp(log_prob) - onehot, scaled (3 per element). Keeps the
+/// log-probabilities and the labels.
+struct CrossEntropyRule {
+  static KernelClass kind(Operation *) { return KernelClass::Normalization; }
+  static bool differentiable(Operation *) { return true; }
+  static OpCost cost(Operation *op, const CostQuery &q) {
+    auto loss = cast<nn::SoftmaxCrossEntropyLossOp>(op);
+    Value logits = loss.getLogits();
+    OpCost c;
+    c.kind = KernelClass::Normalization;
+    c.forwardFlops = 6 * N(logits);
+    c.forwardBytes = streamBytes(op, q);
+    c.forwardKernels = 1;
+    if (q.needsGrad(0))
+      addBackward(c, 3 * N(logits),
+                  2 * q.bytes(logits) + q.bytes(loss.getLabels()), isWeight(q, 0));
+    return c;
+  }
+  static SavedForBackward saved(Operation *op, const CostQuery &) {
+    auto loss = cast<nn::SoftmaxCrossEntropyLossOp>(op);
+    SavedForBackward s;
+    s.values.push_back(loss.getLogProb());
+    s.values.push_back(loss.getLabels());
+    return s;
+  }
+};
+
+/// The gradient ops of backward programs: their own (forward) cost, the
+/// counterpart of what the forward op's rule charges as its backward; they
+/// are not differentiated again.
+struct GradientOpRule {
+  static KernelClass kind(Operation *op) {
+    return llvm::TypeSwitch<Operation *, KernelClass>(op)
+        .Case<nn::UnaryGradOp>([](auto) { return KernelClass::Elementwise; })
+        .Case<nn::ConvGradInputOp, nn::ConvGradWeightOp>([](auto) { return KernelClass::Conv; })
+        .Case<nn::MaxPoolGradOp, nn::AveragePoolGradOp>(
+            [](auto) { return KernelClass::Pooling; })
+        .Case<nn::GatherGradOp, nn::SliceGradOp>([](auto) { return KernelClass::DataMovement; })
+        .Default([](Operation *) { return KernelClass::Normalization; });
+  }
+  static bool differentiable(Operation *) { return false; }
+  static double flops(Operation *op) {
+    return llvm::TypeSwitch<Operation *, double>(op)
+        .Case<nn::UnaryGradOp>([](auto g) { return 2 * N(g.getOutput()); })
+        .Case<nn::ConvGradInputOp>([](auto g) { // 2 MACs per dy element and weight tap
+          auto w = nn::getRankedType(g.getWeight());
+          return 2 * N(g.getGrad()) * N(g.getWeight()) / std::max<int64_t>(1, w.getDimSize(0));
+        })
+        .Case<nn::ConvGradWeightOp>([](auto g) {
+          return 2 * N(g.getGrad()) * N(g.getOutput()) /
+                 std::max<int64_t>(1, g.getWeightShape()[0]);
+        })
+        .Case<nn::AveragePoolGradOp>([](auto g) {
+          return N(g.getGrad()) * product(g.getKernelShape());
+        })
+        .Case<nn::BatchNormGradOp, nn::LayerNormGradOp>(
+            [](auto g) { return 9 * N(g.getInput()); })
+        .Case<nn::SoftmaxGradOp, nn::LogSoftmaxGradOp>(
+            [](auto g) { return 4 * N(g.getGrad()); })
+        .Case<nn::SoftmaxCrossEntropyLossGradOp>([](auto g) { return 3 * N(g.getLogProb()); })
+        .Default([](Operation *op) { return N(op->getOperand(0)); });
+  }
+  static OpCost cost(Operation *op, const CostQuery &q) {
+    OpCost c;
+    c.kind = kind(op);
+    c.forwardFlops = flops(op);
+    c.forwardBytes = streamBytes(op, q);
+    c.forwardKernels = 1;
+    return c;
+  }
+  static SavedForBackward saved(Operation *, const CostQuery &) { return {}; }
+};
+
 /// The interface implementation shared by every op: the rule, plus the
 /// convention that an op with no operand needing a gradient has no backward.
 template <typename OpT, typename Rule>
@@ -770,6 +879,12 @@ void pipe::registerCostModelInterfaces(DialectRegistry &registry) {
     attach<MaxPoolRule, nn::MaxPoolOp, nn::GlobalMaxPoolOp>(ctx);
     attach<AveragePoolRule, nn::AveragePoolOp, nn::GlobalAveragePoolOp>(ctx);
     attach<BatchNormRule, nn::BatchNormOp>(ctx);
+    attach<BatchNormTrainRule, nn::BatchNormTrainOp>(ctx);
+    attach<CrossEntropyRule, nn::SoftmaxCrossEntropyLossOp>(ctx);
+    attach<GradientOpRule, nn::UnaryGradOp, nn::ConvGradInputOp, nn::ConvGradWeightOp,
+           nn::MaxPoolGradOp, nn::AveragePoolGradOp, nn::BatchNormGradOp, nn::LayerNormGradOp,
+           nn::SoftmaxGradOp, nn::LogSoftmaxGradOp, nn::GatherGradOp, nn::SliceGradOp,
+           nn::SoftmaxCrossEntropyLossGradOp>(ctx);
     attach<LayerNormRule, nn::LayerNormOp>(ctx);
     attach<SoftmaxRule, nn::SoftmaxOp, nn::LogSoftmaxOp>(ctx);
     attach<DropoutRule, nn::DropoutOp>(ctx);

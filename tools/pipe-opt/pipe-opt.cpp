@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "pipe/Analysis/CostInterface.h"
 #include "pipe/Dialect/NN/IR/NNDialect.h"
+#include "pipe/Dialect/NN/Transforms/Gradients.h"
 #include "pipe/Dialect/NN/Transforms/Passes.h"
 #include "pipe/Dialect/Pipe/Transforms/Passes.h"
 #include "pipe/Driver/MainJob.h"
@@ -192,6 +193,7 @@ int main(int argc, char **argv) {
   registry.insert<pipe::pipeline::PipeDialect>();
   pipe::pipeline::registerPipePasses();
   pipe::registerCostModelInterfaces(registry);
+  pipe::nn::registerGradientInterfaces(registry);
   pipe::test::registerTestAnalysisPasses();
 
   auto [inputFilename, outputFilename] =

@@ -77,6 +77,21 @@ mlir::FailureOr<CostSettings> parseCostSettings(mlir::Operation *diagnosticOp,
                                                 llvm::StringRef profilePath,
                                                 std::optional<Profile> &profileStorage);
 
+/// The values of `block` that need a gradient: float values that depend on
+/// a seed (`isSeed`: trainable parameters, received activations whose
+/// gradient goes back) and that a sink depends on (`isSink`: the loss,
+/// activations whose gradient comes back, or the outputs when there is no
+/// loss), both through differentiable ops (CostOpInterface; ops without it
+/// count as differentiable).
+llvm::DenseSet<mlir::Value> computeGradientFlow(mlir::Block &block,
+                                                llvm::function_ref<bool(mlir::Value)> isSeed,
+                                                llvm::function_ref<bool(mlir::Value)> isSink);
+
+/// computeGradientFlow for a model function: trainable nn.param seeds; the
+/// `pipe.loss` operands as sinks when the function has a loss, else every
+/// returned value.
+llvm::DenseSet<mlir::Value> computeFunctionGradientFlow(mlir::Block &body);
+
 class CostAnalysis {
 public:
   /// Prepares the analysis of `op` (a function, or the first function with a

@@ -178,7 +178,10 @@ namespace pipe::test {
 void registerTestChainPass(); // TestChainBuilder.cpp
 #endif
 
+void registerTestSavedValuesPass(); // TestSavedValues.cpp
+
 void registerTestAnalysisPasses() {
+  registerTestSavedValuesPass();
   PassRegistration<TestPrintCostPass>();
   PassRegistration<TestPrintMemoryPass>();
 #ifdef PIPE_HAVE_PARTITIONER

@@ -8,9 +8,19 @@
 using namespace mlir;
 using namespace pipe::nn;
 
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
 #include "pipe/Dialect/NN/IR/NNOpsDialect.cpp.inc"
+#include "pipe/Dialect/NN/IR/NNEnums.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "pipe/Dialect/NN/IR/NNAttrs.cpp.inc"
 
 void NNDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "pipe/Dialect/NN/IR/NNAttrs.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "pipe/Dialect/NN/IR/NNOps.cpp.inc"

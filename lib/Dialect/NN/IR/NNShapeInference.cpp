@@ -721,24 +721,6 @@ LogicalResult SplitOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   return success();
 }
 
-/// The length of one sliced axis, with starts and ends clamped as ONNX Slice-13
-/// says; 128-bit arithmetic so that extreme steps and bounds cannot overflow.
-static int64_t sliceLength(int64_t dim, int64_t start, int64_t end, int64_t step) {
-  auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
-    __int128 w = v < 0 ? static_cast<__int128>(v) + dim : v;
-    return static_cast<int64_t>(std::min<__int128>(std::max<__int128>(w, lo), hi));
-  };
-  __int128 s, e, stride = step;
-  if (step > 0) {
-    s = clamp(start, 0, dim);
-    e = clamp(end, 0, dim);
-    return e > s ? static_cast<int64_t>((e - s - 1) / stride + 1) : 0;
-  }
-  s = clamp(start, 0, dim - 1);
-  e = clamp(end, -1, dim - 1);
-  return s > e ? static_cast<int64_t>((s - e - 1) / -stride + 1) : 0;
-}
-
 LogicalResult SliceOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   Type element = elementTypeOf(getInput());
   auto type = getRankedType(getInput());
@@ -763,7 +745,8 @@ LogicalResult SliceOp::inferResultTypes(SmallVectorImpl<Type> &types) {
     if ((*steps)[i] == 0)
       return emitOpError("[slice_c3] step is zero");
     if (!type.isDynamicDim(*axis))
-      shape[*axis] = sliceLength(type.getDimSize(*axis), (*starts)[i], (*ends)[i], (*steps)[i]);
+      shape[*axis] =
+          clampSlice(type.getDimSize(*axis), (*starts)[i], (*ends)[i], (*steps)[i]).length;
   }
   types.push_back(rankedOf(shape, element));
   return success();

@@ -10,6 +10,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace pipe::nn {
@@ -153,3 +155,20 @@ computeWindowGeometry(llvm::ArrayRef<int64_t> spatialIn,
 }
 
 } // namespace pipe::nn
+
+pipe::nn::SliceAxis pipe::nn::clampSlice(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  // 128-bit arithmetic so that extreme steps and bounds cannot overflow.
+  auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
+    __int128 w = v < 0 ? static_cast<__int128>(v) + dim : v;
+    return static_cast<int64_t>(std::min<__int128>(std::max<__int128>(w, lo), hi));
+  };
+  __int128 s, e, stride = step;
+  if (step > 0) {
+    s = clamp(start, 0, dim);
+    e = clamp(end, 0, dim);
+    return {static_cast<int64_t>(s), e > s ? static_cast<int64_t>((e - s - 1) / stride + 1) : 0};
+  }
+  s = clamp(start, 0, dim - 1);
+  e = clamp(end, -1, dim - 1);
+  return {static_cast<int64_t>(s), s > e ? static_cast<int64_t>((s - e - 1) / -stride + 1) : 0};
+}

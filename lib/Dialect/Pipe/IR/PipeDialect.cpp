@@ -10,15 +10,51 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <tuple>
 
 using namespace mlir;
 using namespace pipe::pipeline;
 
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
 #include "pipe/Dialect/Pipe/IR/PipeOpsDialect.cpp.inc"
+#include "pipe/Dialect/Pipe/IR/PipeEnums.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "pipe/Dialect/Pipe/IR/PipeAttrs.cpp.inc"
+
+std::string pipe::pipeline::formatDouble(double value) {
+  // Fewest digits that read back exactly (at most 17 for a double).
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::string text = llvm::formatv("{0}", llvm::format("%.*g", digits, value)).str();
+    if (std::strtod(text.c_str(), nullptr) == value) {
+      // MLIR float literals need a '.' before any exponent ("1.0e-08").
+      if (text.find('.') == std::string::npos && std::isfinite(value)) {
+        size_t exponent = text.find_first_of("eE");
+        text.insert(exponent == std::string::npos ? text.size() : exponent, ".0");
+      }
+      return text;
+    }
+  }
+  return llvm::formatv("{0}", llvm::format("%.17g", value)).str();
+}
+
+FailureOr<FloatAttr> pipe::pipeline::parseF64Attr(AsmParser &parser) {
+  double value;
+  if (parser.parseFloat(value))
+    return failure();
+  return FloatAttr::get(Float64Type::get(parser.getContext()), value);
+}
 
 void PipeDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "pipe/Dialect/Pipe/IR/PipeAttrs.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "pipe/Dialect/Pipe/IR/PipeOps.cpp.inc"
@@ -92,6 +128,43 @@ LogicalResult StageOp::verify() {
     return emitOpError("[stage_c3] returns ") << ret.getValues().size()
                                               << " values but model_outputs lists "
                                               << getModelOutputs().size();
+  if (getBackward().empty()) {
+    if (!ret.getSaved().empty())
+      return emitOpError("[stage_c4] keeps ") << ret.getSaved().size()
+                                              << " values for a backward it does not have";
+    return success();
+  }
+  Block &backward = getBackward().front();
+  if (backward.getArgumentTypes() != ret.getSaved().getTypes())
+    return emitOpError("[stage_c4] the backward's arguments must be the forward's saved "
+                       "values: ")
+           << backward.getNumArguments() << " arguments for " << ret.getSaved().size()
+           << " saved values, or their types differ";
+  auto end = dyn_cast<ReturnOp>(backward.getTerminator());
+  if (!end || !end.getValues().empty() || !end.getSaved().empty())
+    return emitOpError("[stage_c5] the backward must end with a pipe.return of no values");
+  return success();
+}
+
+LogicalResult LossOp::verify() {
+  auto type = dyn_cast<RankedTensorType>(getValue().getType());
+  if (!type || type.getRank() != 0 || !isa<FloatType>(type.getElementType()))
+    return emitOpError("[loss_c1] the loss must be a scalar float tensor, not ")
+           << getValue().getType();
+  return success();
+}
+
+LogicalResult AccumulateGradOp::verify() {
+  auto param = getParam().getDefiningOp<ParamOp>();
+  if (!param)
+    return emitOpError("[accumulate_grad_c1] accumulates into a value that is not a "
+                       "pipe.param");
+  if (!param.getTrainable())
+    return emitOpError("[accumulate_grad_c1] parameter '")
+           << param.getName() << "' is not trainable";
+  if (param.getType() != getGradient().getType())
+    return emitOpError("[accumulate_grad_c2] gradient type ")
+           << getGradient().getType() << " differs from the parameter's " << param.getType();
   return success();
 }
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "pipe/Dialect/Pipe/Transforms/Passes.h"
+#include "pipe/Analysis/CostAnalysis.h"
 #include "pipe/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -45,6 +46,7 @@ struct StageBuild {
 /// A value sent from stage `from` to stage `to` under `tag`.
 struct Crossing {
   int64_t from, to, tag;
+  Value original; // in the function
   Value sent;     // in `from`
   Value received; // in `to`
   Operation *send;
@@ -150,7 +152,7 @@ Value Splitter::valueInStage(Value v, int64_t stage) {
   builder.setInsertionPointToEnd(target.block);
   auto recv = RecvOp::create(builder, def->getLoc(), v.getType(), from, tag, "activation");
   target.mapping.map(v, recv.getValue());
-  crossings.push_back({from, stage, tag, sent, recv.getValue(), send});
+  crossings.push_back({from, stage, tag, v, sent, recv.getValue(), send});
   return recv.getValue();
 }
 
@@ -169,7 +171,7 @@ LogicalResult Splitter::run() {
   }
   builder.setInsertionPoint(func);
   auto pipeline = PipelineOp::create(builder, func.getLoc(), func.getSymName(), count,
-                                     microbatches, schedule, plan);
+                                     microbatches, schedule, plan, TrainingAttr());
   Block *pipelineBody = new Block();
   pipeline.getBody().push_back(pipelineBody);
   builder.setInsertionPointToEnd(pipelineBody);
@@ -227,11 +229,13 @@ LogicalResult Splitter::run() {
     for (auto &entry : llvm::reverse(incoming))
       std::get<2>(entry)->moveBefore(&at(s).block->front());
   }
-  // Backward transfers: the gradient of every received floating-point
-  // activation goes back to its producer with the same tag, latest crossing
-  // first (integer and boolean values, such as masks, have no gradient).
+  // Backward transfers: the gradient of every received activation that needs
+  // one (it depends on a trainable parameter; integer and boolean values, such
+  // as masks, never do) goes back to its producer with the same tag, latest
+  // crossing first.
+  llvm::DenseSet<Value> needsGrad = pipe::computeFunctionGradientFlow(body);
   for (const Crossing &c : llvm::reverse(crossings)) {
-    if (!isa<FloatType>(getElementTypeOrSelf(c.sent.getType())))
+    if (!needsGrad.contains(c.original))
       continue;
     builder.setInsertionPointToEnd(at(c.from).block);
     RecvOp::create(builder, c.sent.getLoc(), c.sent.getType(), c.to, c.tag, "gradient");

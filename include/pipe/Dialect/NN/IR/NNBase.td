@@ -22,6 +22,7 @@ def NN_Dialect : Dialect {
   }];
   let hasConstantMaterializer = 1;
   let usePropertiesForAttributes = 1;
+  let useDefaultAttributePrinterParser = 1;
 }
 
 #endif // PIPE_NN_BASE

@@ -22,4 +22,20 @@ def NN_ShapeInferenceOpInterface : OpInterface<"ShapeInferenceOpInterface"> {
   let verify = [{ return ::pipe::nn::verifyInferredTypes($_op); }];
 }
 
+def NN_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::pipe::nn";
+  let description = [{
+    The op's gradient rule: given the gradients of its results, emits the
+    ops computing its operands' gradients into a backward program. The
+    forward values it reads through the emitter are exactly the values the
+    memory model charges as saved for backward (the cost interface's
+    getSavedForBackward); test-check-saved-values compares the two.
+  }];
+  let methods = [
+    InterfaceMethod<"Emits the gradients of the op's operands.",
+      "::mlir::LogicalResult", "emitGradient",
+      (ins "::pipe::nn::GradientEmitter &":$emitter)>,
+  ];
+}
+
 #endif // PIPE_NN_INTERFACES

@@ -11,6 +11,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "pipe/Dialect/NN/IR/GradientEmitter.h"
 #include "pipe/Dialect/NN/IR/NNDialect.h"
 
 namespace pipe::nn {
@@ -21,6 +22,10 @@ mlir::LogicalResult verifyInferredTypes(mlir::Operation *op);
 } // namespace pipe::nn
 
 #include "pipe/Dialect/NN/IR/NNInterfaces.h.inc"
+
+#include "pipe/Dialect/NN/IR/NNEnums.h.inc"
+#define GET_ATTRDEF_CLASSES
+#include "pipe/Dialect/NN/IR/NNAttrs.h.inc"
 
 #define GET_OP_CLASSES
 #include "pipe/Dialect/NN/IR/NNOps.h.inc"

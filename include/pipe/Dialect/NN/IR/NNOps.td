@@ -435,4 +435,6 @@ def NN_TriluOp : NN_Op<"trilu"> {
   let results = (outs AnyTensor:$output);
 }
 
+include "pipe/Dialect/NN/IR/NNGradOps.td"
+
 #endif // PIPE_NN_OPS

@@ -33,6 +33,13 @@ broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 /// Maps a possibly negative axis into [0, rank); nullopt when out of range.
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
+/// One axis of an ONNX Slice-13 with its start and end clamped into the dim:
+/// the first element taken and how many.
+struct SliceAxis {
+  int64_t start = 0, length = 0;
+};
+SliceAxis clampSlice(int64_t dim, int64_t start, int64_t end, int64_t step);
+
 /// Window geometry of a convolution or pooling op on N spatial dims, with
 /// defaults filled in and auto_pad resolved against the input's spatial dims.
 struct WindowGeometry {

@@ -16,7 +16,19 @@
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+
 #include "pipe/Dialect/Pipe/IR/PipeOpsDialect.h.inc"
+
+namespace pipe::pipeline {
+/// The shortest decimal text of `value` that reads back as the same double.
+std::string formatDouble(double value);
+/// Parses a float literal (as formatDouble writes it) into an f64 attribute.
+mlir::FailureOr<mlir::FloatAttr> parseF64Attr(mlir::AsmParser &parser);
+} // namespace pipe::pipeline
+
+#include "pipe/Dialect/Pipe/IR/PipeEnums.h.inc"
+#define GET_ATTRDEF_CLASSES
+#include "pipe/Dialect/Pipe/IR/PipeAttrs.h.inc"
 
 #define GET_OP_CLASSES
 #include "pipe/Dialect/Pipe/IR/PipeOps.h.inc"

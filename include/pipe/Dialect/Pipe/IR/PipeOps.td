@@ -20,7 +20,10 @@ def Pipe_Dialect : Dialect {
   let cppNamespace = "::pipe::pipeline";
   let summary = "Pipelined execution: stages, transfers, parameter references";
   let usePropertiesForAttributes = 1;
+  let useDefaultAttributePrinterParser = 1;
 }
+
+include "pipe/Dialect/Pipe/IR/PipeAttrs.td"
 
 def Pipe_I64Attr : TypedSignlessIntegerAttrBase<I64, "int64_t",
                                                 "64-bit signless integer attribute"> {
@@ -35,11 +38,13 @@ def Pipe_PipelineOp : Pipe_Op<"pipeline", [Symbol, SymbolTable, NoTerminator,
   let summary = "A model split into stages, with its plan";
   let description = [{
     Holds one `pipe.stage` per stage. `plan` records what the partitioner
-    chose (algorithm, schedule, period, memory per stage ...).
+    chose (algorithm, schedule, period, memory per stage ...); `training`
+    the loss and optimizer once pipe-differentiate has run.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Pipe_I64Attr:$num_stages,
                        Pipe_I64Attr:$microbatches, StrAttr:$schedule,
-                       OptionalAttr<DictionaryAttr>:$plan);
+                       OptionalAttr<DictionaryAttr>:$plan,
+                       OptionalAttr<Pipe_TrainingAttr>:$training);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   // Checked after the stages and their ops, which the matching relies on.
@@ -55,20 +60,34 @@ def Pipe_StageOp : Pipe_Op<"stage", [Symbol, HasParent<"PipelineOp">,
     model outputs it produces (`model_outputs`). Values from other stages
     arrive through `pipe.recv`. `actions` is the per-GPU action list that
     `pipe-schedule` attaches.
+
+    After `pipe-differentiate`, the `backward` region holds the stage's
+    backward program: its block arguments are the values the forward keeps
+    for it (the `saved` operands of the forward's `pipe.return`, in order),
+    exactly the saved-for-backward set of the memory model.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Pipe_I64Attr:$index, Pipe_I64Attr:$device,
                        DenseI64ArrayAttr:$model_inputs, DenseI64ArrayAttr:$model_outputs,
                        OptionalAttr<ArrayAttr>:$actions);
-  let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let regions = (region SizedRegion<1>:$body, MaxSizedRegion<1>:$backward);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body (`backward` $backward^)?";
   let hasVerifier = 1;
 }
 
 def Pipe_ReturnOp : Pipe_Op<"return", [Terminator, HasParent<"StageOp">, Pure,
-                                       ReturnLike]> {
-  let summary = "The model outputs a stage produces";
-  let arguments = (ins Variadic<AnyType>:$values);
-  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+                                       ReturnLike, AttrSizedOperandSegments]> {
+  let summary = "The model outputs a forward produces, and what it keeps";
+  let description = [{
+    Ends a stage's forward with the model outputs it produces (`values`) and,
+    after differentiation, the values its backward reads (`saved`). Ends the
+    backward region with no operands.
+  }];
+  let arguments = (ins Variadic<AnyType>:$values, Variadic<AnyType>:$saved);
+  let assemblyFormat = [{
+    attr-dict ($values^ `:` type($values))? (`saved` `(` $saved^ `:` type($saved) `)`)?
+  }];
+  let builders = [OpBuilder<(ins "::mlir::ValueRange":$values),
+                            [{ build($_builder, $_state, values, ::mlir::ValueRange()); }]>];
 }
 
 def Pipe_SendOp : Pipe_Op<"send"> {
@@ -120,6 +139,52 @@ def Pipe_ParamOp : Pipe_Op<"param", [Pure]> {
                        Pipe_I64Attr:$owner, DenseI64ArrayAttr:$users);
   let results = (outs AnyStaticShapeTensor:$value);
   let assemblyFormat = "$name attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Training: labels, the loss, gradient seeds and parameter gradients
+//===----------------------------------------------------------------------===//
+
+def Pipe_LabelOp : Pipe_Op<"label", [Pure]> {
+  let summary = "Label `index` of the current micro-batch";
+  let description = [{
+    What the loss compares the model output with. Integer labels are class
+    indices in [0, `range`); float labels (mse) have `range` 0.
+  }];
+  let arguments = (ins Pipe_I64Attr:$index, Pipe_I64Attr:$range);
+  let results = (outs AnyStaticShapeTensor:$value);
+  let assemblyFormat = "$index attr-dict `:` type($value)";
+}
+
+def Pipe_LossOp : Pipe_Op<"loss"> {
+  let summary = "The loss of the current micro-batch: reported, and differentiated";
+  let description = [{
+    A scalar float. pipe-differentiate scales it by 1 / microbatches (so a
+    pipelined step averages over the whole mini-batch) and seeds the
+    backward with its gradient, 1.
+  }];
+  let arguments = (ins AnyTensor:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
+def Pipe_OutputGradOp : Pipe_Op<"output_grad", [Pure]> {
+  let summary = "The loss gradient of model output `index` (loss none): an input";
+  let arguments = (ins Pipe_I64Attr:$index);
+  let results = (outs AnyStaticShapeTensor:$value);
+  let assemblyFormat = "$index attr-dict `:` type($value)";
+}
+
+def Pipe_AccumulateGradOp : Pipe_Op<"accumulate_grad",
+                                     [AllTypesMatch<["gradient", "param"]>]> {
+  let summary = "Adds a micro-batch's gradient into a parameter's gradient";
+  let description = [{
+    `param` is a `pipe.param` of the stage; the sum over micro-batches is in
+    fp32, and tied parameters reduce it into the owner before the update.
+  }];
+  let arguments = (ins AnyTensor:$gradient, AnyTensor:$param);
+  let assemblyFormat = "$gradient `into` $param attr-dict `:` type($gradient)";
   let hasVerifier = 1;
 }
 

@@ -11,6 +11,12 @@ namespace pipe::pipeline {
 /// The discardable attribute pipe-partition puts on every op: its stage.
 constexpr llvm::StringLiteral kStageAttr = "pipe.stage";
 
+/// The loss and optimizer named by a pass option; an unknown name is an error
+/// on `diagnosticOp` listing the known ones.
+mlir::FailureOr<LossKind> parseLossKind(mlir::Operation *diagnosticOp, llvm::StringRef text);
+mlir::FailureOr<OptimizerKind> parseOptimizer(mlir::Operation *diagnosticOp,
+                                              llvm::StringRef text);
+
 #define GEN_PASS_DECL
 #include "pipe/Dialect/Pipe/Transforms/Passes.h.inc"
 

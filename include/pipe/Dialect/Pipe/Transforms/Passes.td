@@ -68,4 +68,60 @@ def PipeSchedule : Pass<"pipe-schedule", "::mlir::ModuleOp"> {
   let dependentDialects = ["::pipe::pipeline::PipeDialect"];
 }
 
+def PipeAttachLoss : Pass<"pipe-attach-loss", "::mlir::ModuleOp"> {
+  let summary = "Attach the training loss to the model's output";
+  let description = [{
+    Runs on the model function before partitioning, so that the cost model
+    and the planner see the loss. `cross-entropy` treats the last dim of
+    model output 0 as the classes: the logits are viewed as [rows, classes],
+    `pipe.label 0` gives i64 class indices of the output's shape without its
+    last dim, and `nn.softmax_cross_entropy_loss` (mean) feeds `pipe.loss`.
+    `mse` takes a float `pipe.label 0` of the output's shape and the mean of
+    the squared difference. `none` attaches nothing: the gradients of the
+    outputs become inputs of the backward (see pipe-differentiate).
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
+           "Loss: cross-entropy, mse or none">,
+  ];
+  let dependentDialects = ["::pipe::pipeline::PipeDialect", "::pipe::nn::NNDialect"];
+}
+
+def PipeDifferentiate : Pass<"pipe-differentiate", "::mlir::ModuleOp"> {
+  let summary = "Give every stage its backward program and the pipeline its optimizer";
+  let description = [{
+    For each `pipe.stage` of each `pipe.pipeline` (after pipe-split-stages),
+    builds the `backward` region from the gradient rule of every op
+    (GradientOpInterface), in reverse program order: gradients of values
+    used several times are summed; the gradients of received activations are
+    sent back (the stage's `pipe.grad` placeholders); parameter gradients go
+    to `pipe.accumulate_grad`. A forward value the backward reads is kept
+    (a `saved` operand of the forward's `pipe.return`, a block argument of
+    the backward) unless it depends on parameters and constants only, then
+    the backward recomputes it. Ops whose backward needs a value their
+    inference form does not produce get their training form first: batch
+    norm with batch statistics (`nn.batch_norm_train`), layer norm with its
+    statistics, max pooling with indices, dropout with its mask.
+
+    The loss of a stage (`pipe.loss`) is scaled by 1 / microbatches, so that
+    a pipelined step averages over the whole mini-batch, and seeds the
+    backward. With `loss=none`, every float model output a stage returns
+    seeds it with `pipe.output_grad`. The pipeline records the loss and the
+    optimizer in its `training` attribute.
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
+           "Loss the model carries: cross-entropy, mse or none">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adam\"",
+           "Optimizer: sgd, momentum, adam or adamw">,
+    Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9", "SGD momentum">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0", "Weight decay">,
+  ];
+  let dependentDialects = ["::pipe::pipeline::PipeDialect", "::pipe::nn::NNDialect"];
+}
+
 #endif // PIPE_PIPE_PASSES

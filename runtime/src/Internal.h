@@ -1,0 +1,60 @@
+//===- Internal.h - what the kernels need from the rank -----------*- C++ -*-===//
+//
+// The runtime's private contract between the rank (allocation, errors,
+// run-wide settings; src/*.cpp) and the CPU kernels (src/cpu/*.cpp). Nothing
+// here is part of the C ABI.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_RUNTIME_INTERNAL_H
+#define PIPE_RUNTIME_INTERNAL_H
+
+#include "pipe_runtime.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace piperun {
+
+/// What fail() throws: the complete one-line message. The top of the rank (its
+/// thread, or the MPI process) catches it and stops the run; a standalone rank
+/// lets it reach the caller, so tests can catch it as std::runtime_error.
+class PIPE_EXPORT Failure : public std::runtime_error {
+public:
+  explicit Failure(const std::string &message) : std::runtime_error(message) {}
+};
+
+/// Stops every rank of the run with one message: "rank R, node NAME: <text>".
+/// Never returns: it throws Failure, which unwinds the rank to its top (the
+/// thread transport then stops the other ranks; MPI aborts the world). Call it
+/// from the rank's own thread only, never inside an OpenMP parallel region
+/// (check shapes before the loop).
+[[noreturn]] void fail(pipe_rank *r, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/// Bytes of one element of `dtype`; fails on a dtype the runtime cannot hold.
+size_t dtypeSize(pipe_rank *r, int32_t dtype);
+/// "f32", "i64", ... for messages.
+const char *dtypeName(int32_t dtype);
+
+/// The run's seed and the current step (0 for a standalone rank), for the
+/// counter-based generator of dropout masks and synthetic data.
+uint64_t runSeed(pipe_rank *r);
+int64_t currentStep(pipe_rank *r);
+
+/// Threads a kernel of this rank may use (OpenMP / BLAS), so that several ranks
+/// in one process do not oversubscribe the cores.
+int kernelThreads(pipe_rank *r);
+
+/// A counter-based 64-bit generator: the same (key, counter) gives the same
+/// value on every machine (SplitMix64 finaliser over a combined counter).
+uint64_t randomBits(uint64_t key, uint64_t counter);
+/// The key of a stream: seed, step, micro-batch, stream id mixed together.
+uint64_t streamKey(uint64_t seed, int64_t step, int64_t microbatch, int64_t id);
+/// A float uniform in [0, 1) from randomBits.
+inline double uniform01(uint64_t bits) { return (bits >> 11) * (1.0 / 9007199254740992.0); }
+
+} // namespace piperun
+
+#endif // PIPE_RUNTIME_INTERNAL_H
