@@ -11,6 +11,7 @@
 #include "pipe/Analysis/ChainBuilder.h"
 #include "pipe/Dialect/NN/IR/NNOps.h"
 #include "pipe/Dialect/Pipe/Transforms/Passes.h"
+#include "pipe/Driver/TrainingProgram.h"
 #include "pipe/Import/Onnx/OnnxImporter.h"
 
 #include "partitioner/Allocation.h"
@@ -183,6 +184,26 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
                 " stages on " + options.partition.target + ", algorithm " +
                 options.partition.algorithm + " (each MIP stops after " +
                 llvm::formatv("{0}", partitioner::PlanOptions().ilpTimeLimitSeconds) + " s)");
+  const TrainingOptions &training = options.training;
+  if (!training.dropout) {
+    WalkResult walk = module.walk([&](nn::DropoutOp dropout) {
+      if (dropout.getMask() && !dropout.getMask().use_empty()) {
+        dropout.emitError("--disable-dropout cannot remove a dropout whose mask is used");
+        return WalkResult::interrupt();
+      }
+      dropout.getOutput().replaceAllUsesWith(dropout.getInput());
+      dropout.erase();
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+  if (training.codegen) {
+    PassManager lossPm(module.getContext(), ModuleOp::getOperationName());
+    lossPm.addPass(pipeline::createPipeAttachLoss({training.loss}));
+    if (failed(lossPm.run(module)))
+      return failure();
+  }
   auto outcome = pipeline::partitionModule(module, options.partition);
   if (failed(outcome))
     return failure();
@@ -198,12 +219,44 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   // Each ONNX node's stage, as plan.json's stage_of lists it.
   std::map<std::string, int> stageOf = pipeline::stageOfNodes(*outcome);
 
+  StageWorkspace workspace;
+  if (training.codegen) {
+    auto computed = computeStageWorkspace(module, options.partition);
+    if (failed(computed))
+      return failure();
+    workspace = std::move(*computed);
+  }
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   pm.addPass(pipeline::createPipeSplitStages());
   pm.addPass(pipeline::createPipeSchedule());
+  if (training.codegen) {
+    pipeline::PipeDifferentiateOptions differentiate;
+    differentiate.loss = training.loss;
+    differentiate.optimizer = options.partition.optimizer;
+    differentiate.lr = training.lr;
+    differentiate.momentum = training.momentum;
+    differentiate.beta1 = training.beta1;
+    differentiate.beta2 = training.beta2;
+    differentiate.eps = training.eps;
+    differentiate.weightDecay = training.weightDecay;
+    pm.addPass(pipeline::createPipeDifferentiate(differentiate));
+  }
   if (failed(pm.run(module)))
     return failure();
-  progress.step("split into stages with send/recv on every cut; schedule attached");
+  progress.step(training.codegen
+                    ? "split into stages with send/recv on every cut; schedule attached; "
+                      "backward programs built"
+                    : "split into stages with send/recv on every cut; schedule attached");
+  std::map<std::string, std::string> programFiles;
+  if (training.codegen) {
+    auto built = buildTrainingProgram(module, *outcome, workspace, options.modelPath,
+                                      options.partition.optimizer);
+    if (failed(built))
+      return failure();
+    programFiles = std::move(*built);
+    progress.step("lowered to " + llvm::Twine(programFiles.size() - 1) +
+                  " per-rank C++ programs (rankK.cpp) and program.json");
+  }
 
   std::string report;
   llvm::raw_string_ostream os(report);
@@ -264,6 +317,9 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
         return module.emitError("cannot write to '") << options.outputDir << "'";
     }
   }
+  for (const auto &[name, text] : programFiles)
+    if (failed(writeFile(path(name), text)))
+      return module.emitError("cannot write to '") << options.outputDir << "'";
   if (!options.onnxWithPlan.empty()) {
     if (llvm::StringRef(options.modelPath).ends_with(".onnxtext"))
       return module.emitError("--write-onnx-plan needs a binary .onnx model");

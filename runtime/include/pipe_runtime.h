@@ -21,6 +21,7 @@
 #ifndef PIPE_RUNTIME_H
 #define PIPE_RUNTIME_H
 
+#include <math.h> /* HUGE_VAL, NAN in generated code */
 #include <stddef.h>
 #include <stdint.h>
 

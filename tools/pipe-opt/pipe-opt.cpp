@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "pipe/Analysis/CostInterface.h"
+#include "pipe/Conversion/Passes.h"
 #include "pipe/Dialect/NN/IR/NNDialect.h"
 #include "pipe/Dialect/NN/Transforms/Gradients.h"
 #include "pipe/Dialect/NN/Transforms/Passes.h"
@@ -67,13 +68,37 @@ static llvm::cl::opt<std::string> jobAlgorithm("algo", llvm::cl::desc("Partition
                                                llvm::cl::init("best"), llvm::cl::cat(jobCategory));
 static llvm::cl::opt<std::string> jobDtype("dtype", llvm::cl::desc("Compute dtype: fp32, tf32, bf16, fp16, fp8"),
                                            llvm::cl::init("fp32"), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<std::string> jobOptimizer("optimizer", llvm::cl::desc("sgd, momentum or adam"),
+static llvm::cl::opt<std::string> jobOptimizer("optimizer", llvm::cl::desc("sgd, momentum, adam or adamw"),
                                                llvm::cl::init("adam"), llvm::cl::cat(jobCategory));
 static llvm::cl::opt<std::string> jobProfile("profile", llvm::cl::desc("Measured per-node times (JSON keyed by ONNX node name)"),
                                              llvm::cl::init(""), llvm::cl::cat(jobCategory));
 static llvm::cl::opt<std::string> writeOnnxPlan(
     "write-onnx-plan", llvm::cl::desc("Also write the model with each node's stage as node metadata"),
     llvm::cl::init(""), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<bool> noCodegen(
+    "no-codegen", llvm::cl::desc("Plan only: no backward programs, no rankK.cpp/program.json"),
+    llvm::cl::init(false), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<bool> disableDropout(
+    "disable-dropout",
+    llvm::cl::desc("Train without dropout (the identity), e.g. to compare with a reference"),
+    llvm::cl::init(false), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<std::string> jobLoss("loss",
+                                          llvm::cl::desc("Training loss on model output 0: "
+                                                         "cross-entropy, mse or none"),
+                                          llvm::cl::init("cross-entropy"),
+                                          llvm::cl::cat(jobCategory));
+static llvm::cl::opt<double> jobLr("lr", llvm::cl::desc("Learning rate"), llvm::cl::init(1e-3),
+                                   llvm::cl::cat(jobCategory));
+static llvm::cl::opt<double> jobMomentum("momentum", llvm::cl::desc("SGD momentum"),
+                                         llvm::cl::init(0.9), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<double> jobBeta1("beta1", llvm::cl::desc("Adam beta1"), llvm::cl::init(0.9),
+                                      llvm::cl::cat(jobCategory));
+static llvm::cl::opt<double> jobBeta2("beta2", llvm::cl::desc("Adam beta2"),
+                                      llvm::cl::init(0.999), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<double> jobEps("eps", llvm::cl::desc("Adam epsilon"), llvm::cl::init(1e-8),
+                                    llvm::cl::cat(jobCategory));
+static llvm::cl::opt<double> jobWeightDecay("weight-decay", llvm::cl::desc("Weight decay"),
+                                            llvm::cl::init(0.0), llvm::cl::cat(jobCategory));
 static llvm::cl::opt<bool> noProgress("no-progress", llvm::cl::desc("No progress lines on stderr"),
                                       llvm::cl::init(false), llvm::cl::cat(jobCategory));
 
@@ -163,6 +188,15 @@ static LogicalResult runOnOnnx(llvm::StringRef inputFilename, llvm::StringRef ou
     job.outputDir = outputFilename == "-" ? "out" : outputFilename.str();
     job.onnxWithPlan = writeOnnxPlan;
     job.progress = !noProgress;
+    job.training.codegen = !noCodegen;
+    job.training.dropout = !disableDropout;
+    job.training.loss = jobLoss;
+    job.training.lr = jobLr;
+    job.training.momentum = jobMomentum;
+    job.training.beta1 = jobBeta1;
+    job.training.beta2 = jobBeta2;
+    job.training.eps = jobEps;
+    job.training.weightDecay = jobWeightDecay;
     return pipe::driver::runMainJob(*module, job, llvm::outs());
   }
   PassManager pm(&context, ModuleOp::getOperationName());
@@ -192,6 +226,7 @@ int main(int argc, char **argv) {
   pipe::nn::registerNNPasses();
   registry.insert<pipe::pipeline::PipeDialect>();
   pipe::pipeline::registerPipePasses();
+  pipe::registerConversionPasses();
   pipe::registerCostModelInterfaces(registry);
   pipe::nn::registerGradientInterfaces(registry);
   pipe::test::registerTestAnalysisPasses();

@@ -15,8 +15,18 @@
 
 namespace pipe::driver {
 
+/// The training step the per-rank programs run (pipe-attach-loss and
+/// pipe-differentiate options; the optimizer is the partition's).
+struct TrainingOptions {
+  bool codegen = true; ///< differentiate and write rankK.cpp + program.json
+  bool dropout = true; ///< false: Dropout is the identity (deterministic checks)
+  std::string loss = "cross-entropy";
+  double lr = 1e-3, momentum = 0.9, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
+};
+
 struct MainJobOptions {
   pipeline::PartitionOptions partition;
+  TrainingOptions training;
   std::string modelPath;   ///< the ONNX file the module was imported from
   std::string outputDir;   ///< where the outputs go
   std::string onnxWithPlan; ///< if set, write the model with per-node stages here

@@ -173,6 +173,9 @@ LogicalResult StageDifferentiator::collectTransfers() {
 LogicalResult StageDifferentiator::prepareTrainingForms() {
   for (Operation &op : llvm::make_early_inc_range(*forward)) {
     bool inputNeedsGrad = op.getNumOperands() > 0 && needsGrad.contains(op.getOperand(0));
+    // Layer norm's scale and bias gradients read the statistics too.
+    bool anyOperandNeedsGrad =
+        llvm::any_of(op.getOperands(), [&](Value v) { return needsGrad.contains(v); });
     if (auto bn = dyn_cast<nn::BatchNormOp>(op)) {
       if (bn.getTrainingMode() == 0 && bn.getRunningStats().empty())
         continue;
@@ -190,7 +193,7 @@ LogicalResult StageDifferentiator::prepareTrainingForms() {
       (void)nn::refineResultTypes(train);
       replaceFirstResults(bn, train, 1);
     } else if (auto ln = dyn_cast<nn::LayerNormOp>(op)) {
-      if (ln.getStatistics().size() != 2 && inputNeedsGrad)
+      if (ln.getStatistics().size() != 2 && anyOperandNeedsGrad)
         replaceFirstResults(ln, withResults(ln, 3), ln->getNumResults());
     } else if (auto pool = dyn_cast<nn::MaxPoolOp>(op)) {
       if (!pool.getIndices() && inputNeedsGrad)

@@ -66,6 +66,34 @@ FailureOr<partitioner::Action> parseAction(StringRef text) {
   return action;
 }
 
+/// The checked order as the typed attribute the lowering reads.
+ArrayAttr typedOrder(Builder &b, const partitioner::Schedule &order) {
+  SmallVector<Attribute> gpus;
+  for (const auto &list : order.actions) {
+    SmallVector<Attribute> actions;
+    for (const partitioner::Action &action : list) {
+      ActionKind kind = ActionKind::forward;
+      switch (action.kind) {
+      case partitioner::ActionKind::Forward:
+        kind = ActionKind::forward;
+        break;
+      case partitioner::ActionKind::Backward:
+        kind = ActionKind::backward;
+        break;
+      case partitioner::ActionKind::BackwardInput:
+        kind = ActionKind::backward_input;
+        break;
+      case partitioner::ActionKind::BackwardWeight:
+        kind = ActionKind::backward_weight;
+        break;
+      }
+      actions.push_back(ActionAttr::get(b.getContext(), kind, action.microbatch, action.stage));
+    }
+    gpus.push_back(b.getArrayAttr(actions));
+  }
+  return b.getArrayAttr(gpus);
+}
+
 struct Transfers {
   SmallVector<RecvOp> activationIn, gradientIn;
   SmallVector<SendOp> activationOut, gradientOut;
@@ -208,6 +236,7 @@ struct PipeSchedulePass : pipe::pipeline::impl::PipeScheduleBase<PipeSchedulePas
       add("optimizer step");
       stage.setActionsAttr(b.getArrayAttr(actions));
     }
+    pipeline.setOrderAttr(typedOrder(b, order));
     return success();
   }
 };

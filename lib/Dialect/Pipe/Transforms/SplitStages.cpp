@@ -171,7 +171,8 @@ LogicalResult Splitter::run() {
   }
   builder.setInsertionPoint(func);
   auto pipeline = PipelineOp::create(builder, func.getLoc(), func.getSymName(), count,
-                                     microbatches, schedule, plan, TrainingAttr());
+                                     microbatches, schedule, plan, ArrayAttr(),
+                                     TrainingAttr());
   Block *pipelineBody = new Block();
   pipeline.getBody().push_back(pipelineBody);
   builder.setInsertionPointToEnd(pipelineBody);

@@ -53,4 +53,29 @@ def Pipe_TrainingAttr : AttrDef<Pipe_Dialect, "Training"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Pipe_ActionKind : I32EnumAttr<"ActionKind", "a compute action of a schedule", [
+    I32EnumAttrCase<"forward", 0>, I32EnumAttrCase<"backward", 1>,
+    I32EnumAttrCase<"backward_input", 2>, I32EnumAttrCase<"backward_weight", 3>]> {
+  let cppNamespace = "::pipe::pipeline";
+  let genSpecializedAttr = 0;
+}
+
+def Pipe_ActionAttr : AttrDef<Pipe_Dialect, "Action"> {
+  let mnemonic = "action";
+  let summary = "One compute action of a GPU's schedule";
+  let description = [{
+    The forward, backward (or its input / weight half, zero-bubble
+    schedules) of micro-batch `mb` on stage `stage`.
+  }];
+  let parameters = (ins EnumParameter<Pipe_ActionKind>:$kind, "int64_t":$mb,
+                        "int64_t":$stage);
+  let assemblyFormat = "`<` $kind `,` struct($mb, $stage) `>`";
+}
+
+def Pipe_ScheduleOrderAttr
+    : TypedArrayAttrBase<TypedArrayAttrBase<Pipe_ActionAttr, "actions of one GPU">,
+                         "actions of every GPU, in order"> {
+  let constBuilderCall = ?;
+}
+
 #endif // PIPE_PIPE_ATTRS

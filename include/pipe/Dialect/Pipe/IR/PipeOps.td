@@ -38,12 +38,14 @@ def Pipe_PipelineOp : Pipe_Op<"pipeline", [Symbol, SymbolTable, NoTerminator,
   let summary = "A model split into stages, with its plan";
   let description = [{
     Holds one `pipe.stage` per stage. `plan` records what the partitioner
-    chose (algorithm, schedule, period, memory per stage ...); `training`
+    chose (algorithm, schedule, period, memory per stage ...); `order`
+    the checked per-GPU order of compute actions (pipe-schedule); `training`
     the loss and optimizer once pipe-differentiate has run.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Pipe_I64Attr:$num_stages,
                        Pipe_I64Attr:$microbatches, StrAttr:$schedule,
                        OptionalAttr<DictionaryAttr>:$plan,
+                       OptionalAttr<Pipe_ScheduleOrderAttr>:$order,
                        OptionalAttr<Pipe_TrainingAttr>:$training);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";

@@ -1,0 +1,65 @@
+//===- PipeToEmitC.h - per-rank programs from a pipeline --------*- C++ -*-===//
+//
+// What a differentiated, scheduled pipeline becomes: one EmitC file (one C++
+// translation unit) per rank calling the runtime ABI, and the description of
+// the program that pipe-run reads beside it (out/program.json).
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_CONVERSION_PIPETOEMITC_PIPETOEMITC_H
+#define PIPE_CONVERSION_PIPETOEMITC_PIPETOEMITC_H
+
+#include "pipe/Dialect/Pipe/IR/PipeDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pipe {
+
+/// A parameter of the pipeline: the ids the programs use, where its bytes
+/// are, which rank owns it (applies the optimizer) and which ranks use it.
+struct ProgramParameter {
+  int32_t id = 0;
+  std::string name, source, path;
+  std::string dtype; ///< "f32", "i64", ...
+  std::vector<int64_t> shape;
+  int64_t offset = -1, length = -1;
+  bool trainable = true;
+  int64_t ownerRank = 0;
+  std::vector<int64_t> ranks;
+};
+
+/// A model input, a label or an output gradient of one micro-batch.
+struct ProgramTensor {
+  int64_t index = 0;
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+  /// Synthetic integer data is drawn in [0, range); 0 for float data.
+  int64_t range = 0;
+};
+
+struct ProgramDescription {
+  int64_t ranks = 0, stages = 0, microbatches = 0;
+  std::vector<int64_t> rankOfStage;
+  std::vector<ProgramParameter> parameters;
+  std::vector<ProgramTensor> inputs, labels, outputGradients;
+  pipeline::TrainingAttr training;
+};
+
+/// Describes the pipeline (which must be differentiated and scheduled); an
+/// error on the pipeline op when it is not.
+mlir::FailureOr<ProgramDescription> describeProgram(pipeline::PipelineOp pipeline);
+
+/// Lowers the module's pipeline in place to one `emitc.file "rankK"` per rank.
+mlir::LogicalResult lowerPipelineToEmitC(mlir::ModuleOp module);
+
+/// Prints the C++ of `rank` from a module lowered by lowerPipelineToEmitC.
+mlir::LogicalResult translateRankToCpp(mlir::ModuleOp module, int64_t rank,
+                                       llvm::raw_ostream &os);
+
+} // namespace pipe
+
+#endif // PIPE_CONVERSION_PIPETOEMITC_PIPETOEMITC_H
