@@ -2,6 +2,7 @@
 #include "pipe/Analysis/ChainBuilder.h"
 
 #include "pipe/Dialect/NN/IR/NNOps.h"
+#include "pipe/Dialect/Pipe/IR/PipeDialect.h"
 
 #include "partitioner/ProblemJson.h"
 
@@ -97,7 +98,7 @@ FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &anal
     double backwardWeight = 0;
     for (Operation *op : group.ops) {
       const OpRecord *r = analysis.lookup(op);
-      if (!isa<nn::ParamOp>(op) && op->getLoc()->findInstanceOf<NameLoc>())
+      if (!isa<nn::ParamOp>(op) && !pipeline::nodeNameOf(op->getLoc()).empty())
         layer.nodeIds.push_back(r->name);
       layer.forwardMs += r->forwardSeconds * 1e3;
       layer.backwardMs += r->backwardSeconds * 1e3;

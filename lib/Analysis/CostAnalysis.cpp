@@ -81,8 +81,8 @@ CostAnalysis::CostAnalysis(Operation *op) : function(findFunction(op)) {}
 std::string CostAnalysis::nodeName(Operation *op, unsigned index) {
   if (auto param = dyn_cast<nn::ParamOp>(op))
     return param.getName().str();
-  if (auto name = op->getLoc()->findInstanceOf<NameLoc>())
-    return name.getName().str();
+  if (StringRef name = pipeline::nodeNameOf(op->getLoc()); !name.empty())
+    return name.str();
   return llvm::formatv("{0}#{1}", op->getName().getStringRef(), index).str();
 }
 

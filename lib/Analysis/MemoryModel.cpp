@@ -178,6 +178,6 @@ FailureOr<TrainingPolicy> pipe::parseTrainingPolicy(Operation *diagnosticOp,
   auto kind = parseOptimizerKind(optimizer);
   if (!kind)
     return diagnosticOp->emitError("unknown optimizer '") << optimizer
-                                                          << "' (sgd, momentum, adam)";
+                                                          << "' (sgd, momentum, adam, adamw)";
   return TrainingPolicy{*kind, dtype};
 }

@@ -79,7 +79,8 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
 
   std::map<std::string, std::string> files;
   OwningOpRef<ModuleOp> lowered = cast<ModuleOp>(module->clone());
-  if (failed(lowerPipelineToEmitC(*lowered)))
+  ProgramMemory programMemory;
+  if (failed(lowerPipelineToEmitC(*lowered, &programMemory)))
     return failure();
   for (int64_t rank = 0; rank < description->ranks; ++rank) {
     std::string text;
@@ -100,7 +101,8 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
     return failure();
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (int64_t rank = 0; rank < description->ranks; ++rank) {
-    double parameters = 0, gradients = 0, optimizerState = 0, workspaceBytes = 0;
+    double parameters = 0, gradients = 0, optimizerState = 0, modelTransient = 0;
+    double workspaceBytes = 0, receivedBytes = 0;
     for (const ProgramParameter &p : description->parameters) {
       if (!llvm::is_contained(p.ranks, rank))
         continue;
@@ -119,7 +121,11 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
       if (description->rankOfStage[s] == rank) {
         stages.push_back(s);
         if (static_cast<size_t>(s) < workspace.transientBytes.size())
-          workspaceBytes = std::max(workspaceBytes, workspace.transientBytes[s]);
+          modelTransient = std::max(modelTransient, workspace.transientBytes[s]);
+        workspaceBytes = std::max({workspaceBytes, programMemory.forwardWorkspace[s],
+                                   programMemory.backwardWorkspace[s]});
+        receivedBytes = std::max({receivedBytes, programMemory.forwardReceived[s],
+                                  programMemory.backwardReceived[s]});
       }
     double saved = 0, comm = 0;
     if (static_cast<size_t>(rank) < best.simulation.memory.size()) {
@@ -136,7 +142,15 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
                        {"comm", comm},
                        {"workspace", workspaceBytes},
                        {"total", parameters + gradients + optimizerState + saved + comm +
-                                     workspaceBytes}}}});
+                                     workspaceBytes}}},
+                     // Where the numbers above come from, beside other estimates.
+                     {"sources",
+                      {{"saved", "the plan's simulated peak of in-flight saved activations"},
+                       {"comm", "the plan: one send and one receive buffer per cut tensor"},
+                       {"workspace", "the program's transient peak (allocations replayed, "
+                                     "kernel scratch excluded)"}}},
+                     {"memory_model_transient", modelTransient},
+                     {"program_received_peak", receivedBytes}});
   }
 
   llvm::SmallString<256> absoluteModel(modelPath);

@@ -133,11 +133,7 @@ std::optional<double> constantScalar(Value v) {
   return static_cast<double>((*elements.getValues<APInt>().begin()).getSExtValue());
 }
 
-StringRef nodeNameOf(Operation *op) {
-  if (auto name = op->getLoc()->findInstanceOf<NameLoc>())
-    return name.getName().getValue();
-  return {};
-}
+StringRef nodeNameOf(Operation *op) { return pipeline::nodeNameOf(op->getLoc()); }
 
 //===----------------------------------------------------------------------===//
 // Pipeline-wide tables: parameters, nodes, ranks
@@ -288,6 +284,7 @@ public:
   int64_t rank;
   emitc::FileOp file;
   OpBuilder builder;
+  ProgramMemory *memory = nullptr;
   Type rankType, tensorType;
   /// Constant data already emitted, by value, and the last of them (or the
   /// include before the first).
@@ -415,7 +412,29 @@ private:
   int64_t rankOf(int64_t stageIndex) { return rank.tables.rankOfStage[stageIndex]; }
   void view(Operation *op, Value from, Value to) {
     values[to] = call(op->getLoc(), "pipe_view", {r(), get(from), shape(to)}, true);
+    shareStorage(get(from), values[to]);
   }
+
+public:
+  /// The peaks of the replayed allocations (see ProgramMemory).
+  double peakWorkspace = 0, peakReceived = 0;
+
+private:
+  // A replay of the program's allocations: each emitted tensor's storage,
+  // shared by views, with its bytes and whether it is workspace or received.
+  struct Storage {
+    double bytes = 0;
+    int references = 0;
+    bool received = false;
+    bool counted = true; ///< false once saved (it leaves the function)
+  };
+  void track(Value t, Value of, bool received);
+  void shareStorage(Value from, Value to);
+  void dropReference(Value t);
+  void leave(Value t);
+  std::vector<Storage> storages;
+  llvm::DenseMap<Value, size_t> storageOf;
+  double liveWorkspace = 0, liveReceived = 0;
 
   RankEmitter &rank;
   StageOp stage;
@@ -429,6 +448,54 @@ private:
   int32_t currentNode = -1;
 };
 
+static double bytesOf(Value v) {
+  auto type = typeOf(v);
+  Type element = type.getElementType();
+  double size = element.isInteger(1) ? 1 : std::max<unsigned>(1, element.getIntOrFloatBitWidth() / 8);
+  return size * static_cast<double>(type.getNumElements());
+}
+
+void FunctionEmitter::track(Value t, Value of, bool received) {
+  Storage storage;
+  storage.bytes = bytesOf(of);
+  storage.references = 1;
+  storage.received = received;
+  storageOf[t] = storages.size();
+  storages.push_back(storage);
+  (received ? liveReceived : liveWorkspace) += storage.bytes;
+  peakWorkspace = std::max(peakWorkspace, liveWorkspace);
+  peakReceived = std::max(peakReceived, liveReceived);
+}
+
+void FunctionEmitter::shareStorage(Value from, Value to) {
+  auto it = storageOf.find(from);
+  if (it == storageOf.end())
+    return;
+  storageOf[to] = it->second;
+  ++storages[it->second].references;
+}
+
+void FunctionEmitter::dropReference(Value t) {
+  auto it = storageOf.find(t);
+  if (it == storageOf.end())
+    return;
+  Storage &storage = storages[it->second];
+  if (--storage.references == 0 && storage.counted)
+    (storage.received ? liveReceived : liveWorkspace) -= storage.bytes;
+  storageOf.erase(it);
+}
+
+void FunctionEmitter::leave(Value t) {
+  auto it = storageOf.find(t);
+  if (it == storageOf.end())
+    return;
+  Storage &storage = storages[it->second];
+  if (storage.counted)
+    (storage.received ? liveReceived : liveWorkspace) -= storage.bytes;
+  storage.counted = false;
+  storageOf.erase(it);
+}
+
 FailureOr<Value> FunctionEmitter::alloc(Operation *op, Value result) {
   auto dt = dtype(op, result);
   if (failed(dt))
@@ -436,6 +503,7 @@ FailureOr<Value> FunctionEmitter::alloc(Operation *op, Value result) {
   Value t = call(op->getLoc(), "pipe_alloc", {r(), *dt, shape(result), "PIPE_MEM_WORKSPACE"},
                  true);
   values[result] = t;
+  track(t, result, /*received=*/false);
   return t;
 }
 
@@ -458,11 +526,13 @@ LogicalResult FunctionEmitter::emit(Block &block) {
       values[arg] = call(loc, "pipe_restore",
                          {r(), stage.getIndex(), mb(), static_cast<int64_t>(arg.getArgNumber())},
                          true);
+      track(values[arg], arg, /*received=*/false);
       continue;
     }
     int64_t input = stage.getModelInputs()[arg.getArgNumber()];
     int64_t range = isa<IntegerType>(typeOf(arg).getElementType()) ? integerRange(arg) : 0;
     values[arg] = call(loc, "pipe_input", {r(), mb(), input, *dt, shape(arg), range}, true);
+    track(values[arg], arg, /*received=*/false);
   }
 
   // The last op that uses each value: it is freed right after.
@@ -474,6 +544,7 @@ LogicalResult FunctionEmitter::emit(Block &block) {
     if (notOwned.contains(v) || !values.count(v))
       return;
     call(at, "pipe_free", {r(), get(v)});
+    dropReference(get(v));
     notOwned.insert(v);
   };
   for (BlockArgument arg : block.getArguments())
@@ -518,6 +589,7 @@ LogicalResult FunctionEmitter::lower(Operation *op) {
         call(loc, "pipe_recv",
              {r(), rankOf(recv.getPeer()), recv.getTag(), kind, mb(), *dt, shape(recv.getValue())},
              true);
+    track(values[recv.getValue()], recv.getValue(), /*received=*/true);
     return success();
   }
   if (auto send = dyn_cast<SendOp>(op)) {
@@ -534,6 +606,7 @@ LogicalResult FunctionEmitter::lower(Operation *op) {
     values[label.getValue()] = call(
         loc, "pipe_label",
         {r(), mb(), label.getIndex(), *dt, shape(label.getValue()), label.getRange()}, true);
+    track(values[label.getValue()], label.getValue(), /*received=*/false);
     return success();
   }
   if (auto grad = dyn_cast<OutputGradOp>(op)) {
@@ -542,6 +615,7 @@ LogicalResult FunctionEmitter::lower(Operation *op) {
       return failure();
     values[grad.getValue()] = call(
         loc, "pipe_output_grad", {r(), mb(), grad.getIndex(), *dt, shape(grad.getValue())}, true);
+    track(values[grad.getValue()], grad.getValue(), /*received=*/false);
     return success();
   }
   if (auto loss = dyn_cast<LossOp>(op)) {
@@ -561,6 +635,7 @@ LogicalResult FunctionEmitter::lower(Operation *op) {
         return ret.emitOpError("saves a parameter or a value it does not own");
       call(loc, "pipe_save",
            {r(), stage.getIndex(), mb(), static_cast<int64_t>(slot), get(value)});
+      leave(get(value));
       notOwned.insert(value);
     }
     return success();
@@ -1213,6 +1288,12 @@ LogicalResult RankEmitter::emit(PipelineOp pipeline) {
       Region &region = backward ? stage.getBackward() : stage.getBody();
       if (failed(body.emit(region.front())))
         return failure();
+      if (memory) {
+        size_t s = static_cast<size_t>(stage.getIndex());
+        (backward ? memory->backwardWorkspace : memory->forwardWorkspace)[s] =
+            body.peakWorkspace;
+        (backward ? memory->backwardReceived : memory->forwardReceived)[s] = body.peakReceived;
+      }
     }
   }
 
@@ -1422,7 +1503,7 @@ FailureOr<ProgramDescription> pipe::describeProgram(PipelineOp pipeline) {
   return d;
 }
 
-LogicalResult pipe::lowerPipelineToEmitC(ModuleOp module) {
+LogicalResult pipe::lowerPipelineToEmitC(ModuleOp module, ProgramMemory *memory) {
   // Callers outside a pass manager (the main job) have not loaded it.
   module.getContext()->getOrLoadDialect<emitc::EmitCDialect>();
   SmallVector<PipelineOp> pipelines(module.getOps<PipelineOp>());
@@ -1434,9 +1515,18 @@ LogicalResult pipe::lowerPipelineToEmitC(ModuleOp module) {
   if (failed(tables))
     return failure();
   OpBuilder b(pipeline);
+  if (memory) {
+    size_t stages = tables->stages.size();
+    *memory = ProgramMemory();
+    memory->forwardWorkspace.assign(stages, 0);
+    memory->backwardWorkspace.assign(stages, 0);
+    memory->forwardReceived.assign(stages, 0);
+    memory->backwardReceived.assign(stages, 0);
+  }
   for (int64_t rank = 0; rank < tables->ranks; ++rank) {
     auto file = emitc::FileOp::create(b, pipeline.getLoc(), "rank" + std::to_string(rank));
     RankEmitter emitter(*tables, rank, file);
+    emitter.memory = memory;
     if (failed(emitter.emit(pipeline)))
       return failure();
   }

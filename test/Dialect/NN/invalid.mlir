@@ -543,3 +543,192 @@ func.func @expand_c2(%x: tensor<3xf32>) {
   %0 = nn.expand %x, %s : (tensor<3xf32>, tensor<2xi64>) -> tensor<*xf32>
   return
 }
+
+// -----
+
+// Gradient ops (NNGradOps.td).
+
+func.func @unary_grad_c1_type(%x: tensor<4xf16>, %dy: tensor<4xf32>) {
+  // expected-error @+1 {{[unary_grad_c1] saved value and gradient must share a float type}}
+  %0 = nn.unary_grad %x, %dy {function = #nn.unary_function<tanh>} : (tensor<4xf16>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unary_grad_c1_shape(%x: tensor<4xf32>, %dy: tensor<2x4xf32>) {
+  // expected-error @+1 {{[unary_grad_c1] saved value and gradient must have the same shape}}
+  %0 = nn.unary_grad %x, %dy {function = #nn.unary_function<relu>} : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_grad_c1(%dy: tensor<2x6x4x4xf32>, %w: tensor<6x2x3x3xf32>) {
+  // With stride 2 and pads 1 a 9x9 input gives 5x5, not 4x4.
+  // expected-error @+1 {{[conv_grad_c1] the gradient has shape 'tensor<2x6x4x4xf32>', the forward geometry gives 'tensor<2x6x5x5xf32>'}}
+  %0 = nn.conv_grad_input %dy, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 2 : i64, input_shape = array<i64: 2, 4, 9, 9>} : (tensor<2x6x4x4xf32>, tensor<6x2x3x3xf32>) -> tensor<2x4x9x9xf32>
+  return
+}
+
+// -----
+
+func.func @conv_grad_c1_group(%x: tensor<2x4x9x9xf32>, %dy: tensor<2x6x5x5xf32>) {
+  // expected-error @+1 {{[conv_grad_c1] group 3 does not divide the channels consistently}}
+  %0 = nn.conv_grad_weight %x, %dy {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 3 : i64, weight_shape = array<i64: 6, 2, 3, 3>} : (tensor<2x4x9x9xf32>, tensor<2x6x5x5xf32>) -> tensor<6x2x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_grad_c1(%dy: tensor<2x3x4x4xf32>, %i: tensor<2x3x4x4xi32>) {
+  // expected-error @+1 {{[max_pool_grad_c1] indices must be i64}}
+  %0 = nn.max_pool_grad %dy, %i {input_shape = array<i64: 2, 3, 8, 8>} : (tensor<2x3x4x4xf32>, tensor<2x3x4x4xi32>) -> tensor<2x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_grad_c2(%dy: tensor<2x3x4x4xf32>, %i: tensor<2x3x4x4xi64>) {
+  // expected-error @+1 {{[max_pool_grad_c2] the gradient's batch and channel dims must be the input's}}
+  %0 = nn.max_pool_grad %dy, %i {input_shape = array<i64: 2, 5, 8, 8>} : (tensor<2x3x4x4xf32>, tensor<2x3x4x4xi64>) -> tensor<2x5x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @average_pool_grad_c1(%dy: tensor<2x3x4x4xf32>) {
+  // expected-error @+1 {{[average_pool_grad_c1] kernel_shape and strides need one entry per spatial dim of the input, pads two}}
+  %0 = nn.average_pool_grad %dy {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2>, pads = array<i64: 0, 0, 0, 0>, count_include_pad = 0 : i64, input_shape = array<i64: 2, 3, 8, 8>} : (tensor<2x3x4x4xf32>) -> tensor<2x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @average_pool_grad_c2(%dy: tensor<2x3x3x3xf32>) {
+  // expected-error @+1 {{[average_pool_grad_c2] the gradient's shape 'tensor<2x3x3x3xf32>' is not the pooled shape of the input}}
+  %0 = nn.average_pool_grad %dy {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, count_include_pad = 0 : i64, input_shape = array<i64: 2, 3, 8, 8>} : (tensor<2x3x3x3xf32>) -> tensor<2x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_train_c1(%x: tensor<2x3x4x4xf32>, %c: tensor<3xf32>, %bad: tensor<4xf32>) {
+  // expected-error @+1 {{[batch_norm_train_c1] scale, bias and running statistics must have one entry per channel (3)}}
+  %0:3 = nn.batch_norm_train %x, %c, %c, %bad, %c : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<4xf32>, tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_train_c1_rank(%x: tensor<4xf32>, %c: tensor<4xf32>) {
+  // expected-error @+1 {{[batch_norm_train_c1] input must have rank >= 2}}
+  %0:3 = nn.batch_norm_train %x, %c, %c, %c, %c : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<*xf32>, tensor<*xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_c1(%x: tensor<2x5x8xf32>, %g: tensor<8xf32>, %s: tensor<2x5x1xf32>) {
+  // expected-error @+1 {{[layer_norm_grad_c1] axis -1 must be normalised into [0, 3)}}
+  %0:3 = nn.layer_norm_grad %x, %g, %s, %s, %x {axis = -1 : i64} : (tensor<2x5x8xf32>, tensor<8xf32>, tensor<2x5x1xf32>, tensor<2x5x1xf32>, tensor<2x5x8xf32>) -> (tensor<2x5x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @softmax_grad_c1(%y: tensor<2x5xf32>, %dy: tensor<2x6xf32>) {
+  // expected-error @+1 {{[softmax_grad_c1] output and gradient must have the same shape}}
+  %0 = nn.softmax_grad %y, %dy {axis = 1 : i64} : (tensor<2x5xf32>, tensor<2x6xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_grad_c1_log_axis(%y: tensor<2x5xf32>, %dy: tensor<2x5xf32>) {
+  // expected-error @+1 {{[softmax_grad_c1] axis 2 must be normalised into [0, 2)}}
+  %0 = nn.log_softmax_grad %y, %dy {axis = 2 : i64} : (tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_c1(%dy: tensor<2x5xf32>, %i: tensor<5xi64>) {
+  // expected-error @+1 {{[gather_grad_c1] axis 2 must be normalised into [0, 2)}}
+  %0 = nn.gather_grad %dy, %i {axis = 2 : i64, input_shape = array<i64: 2, 4>} : (tensor<2x5xf32>, tensor<5xi64>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_c2(%dy: tensor<2x5xf32>, %i: tensor<5xi1>) {
+  // expected-error @+1 {{[gather_grad_c2] indices must be i32 or i64}}
+  %0 = nn.gather_grad %dy, %i {axis = 1 : i64, input_shape = array<i64: 2, 4>} : (tensor<2x5xf32>, tensor<5xi1>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_c3(%dy: tensor<2x6xf32>, %i: tensor<5xi64>) {
+  // expected-error @+1 {{[gather_grad_c3] the gradient's shape 'tensor<2x6xf32>' is not the gathered shape 'tensor<2x5xf32>'}}
+  %0 = nn.gather_grad %dy, %i {axis = 1 : i64, input_shape = array<i64: 2, 4>} : (tensor<2x6xf32>, tensor<5xi64>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_c1(%dy: tensor<2x2xf32>) {
+  // expected-error @+1 {{[slice_grad_c1] starts, steps and the gradient need one entry per dim of the input (2)}}
+  %0 = nn.slice_grad %dy {starts = array<i64: 0>, steps = array<i64: 1, 1>, input_shape = array<i64: 2, 4>} : (tensor<2x2xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_c2(%dy: tensor<2x2xf32>) {
+  // Elements 3 and 5 of a dim of 4.
+  // expected-error @+1 {{[slice_grad_c2] dim 1: elements 3 to 5 fall outside [0, 4)}}
+  %0 = nn.slice_grad %dy {starts = array<i64: 0, 3>, steps = array<i64: 1, 2>, input_shape = array<i64: 2, 4>} : (tensor<2x2xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_c2_step(%dy: tensor<2x2xf32>) {
+  // expected-error @+1 {{[slice_grad_c2] step of dim 1 is 0}}
+  %0 = nn.slice_grad %dy {starts = array<i64: 0, 0>, steps = array<i64: 1, 0>, input_shape = array<i64: 2, 4>} : (tensor<2x2xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_c1(%logits: tensor<4x10xf32>, %labels: tensor<4xf32>) {
+  // expected-error @+1 {{[cross_entropy_c1] labels must be i32 or i64 class indices, not 'f32'}}
+  %0:2 = nn.softmax_cross_entropy_loss %logits, %labels : (tensor<4x10xf32>, tensor<4xf32>) -> (tensor<f32>, tensor<4x10xf32>)
+  return
+}
+
+// -----
+
+func.func @cross_entropy_c1_logits(%logits: tensor<4x10xi32>, %labels: tensor<4xi64>) {
+  // expected-error @+1 {{[cross_entropy_c1] logits must be floating point, not 'i32'}}
+  %0:2 = nn.softmax_cross_entropy_loss %logits, %labels : (tensor<4x10xi32>, tensor<4xi64>) -> (tensor<i32>, tensor<4x10xi32>)
+  return
+}
+
+// -----
+
+func.func @cross_entropy_c2(%logits: tensor<4x10x3xf32>, %labels: tensor<4x10xi64>) {
+  // Classes are dim 1: the labels of [4, 10, 3] logits are [4, 3].
+  // expected-error @+1 {{[cross_entropy_c2] labels must have the logits' shape without the class dim: 'tensor<4x3xi64>'}}
+  %0:2 = nn.softmax_cross_entropy_loss %logits, %labels : (tensor<4x10x3xf32>, tensor<4x10xi64>) -> (tensor<f32>, tensor<4x10x3xf32>)
+  return
+}
+
+// -----
+
+func.func @cross_entropy_c2_rank(%logits: tensor<10xf32>, %labels: tensor<i64>) {
+  // expected-error @+1 {{[cross_entropy_c2] logits must be [N, C, ...]}}
+  %0:2 = nn.softmax_cross_entropy_loss %logits, %labels : (tensor<10xf32>, tensor<i64>) -> (tensor<f32>, tensor<10xf32>)
+  return
+}

@@ -196,3 +196,76 @@ func.func @data_movement(%x: tensor<2x3x4xf32>, %i: tensor<5xi64>) {
   %13 = nn.trilu %x {upper = 0 : i64} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   return
 }
+
+// The training forms, gradients and loss of NNGradOps.td (docs/nn-dialect.md,
+// "Gradient ops").
+// CHECK-LABEL: func @gradient_elementwise
+func.func @gradient_elementwise(%x: tensor<2x3xf32>, %dy: tensor<2x3xf32>) {
+  // CHECK: nn.unary_grad %{{.*}}, %{{.*}} {function = #nn.unary_function<relu>}
+  %0 = nn.unary_grad %x, %dy {function = #nn.unary_function<relu>} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK: nn.unary_grad %{{.*}}, %{{.*}} {function = #nn.unary_function<gelu_tanh>}
+  %1 = nn.unary_grad %x, %dy {function = #nn.unary_function<gelu_tanh>} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK: nn.unary_grad %{{.*}}, %{{.*}} {beta = 6.000000e+00 : f64, function = #nn.unary_function<clip>}
+  %2 = nn.unary_grad %x, %dy {function = #nn.unary_function<clip>, alpha = 0.0 : f64, beta = 6.0 : f64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK: nn.unary_grad %{{.*}}, %{{.*}} {alpha = 1.000000e-01 : f64, function = #nn.unary_function<leaky_relu>}
+  %3 = nn.unary_grad %x, %dy {function = #nn.unary_function<leaky_relu>, alpha = 0.1 : f64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// CHECK-LABEL: func @gradient_windows
+func.func @gradient_windows(%img: tensor<2x4x9x9xf32>, %w: tensor<6x2x3x3xf32>, %dy: tensor<2x6x5x5xf32>,
+                            %dp: tensor<2x4x4x4xf32>, %idx: tensor<2x4x4x4xi64>) {
+  // CHECK: nn.conv_grad_input %{{.*}}, %{{.*}} {dilations = array<i64: 1, 1>, group = 2 : i64, input_shape = array<i64: 2, 4, 9, 9>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<2x6x5x5xf32>, tensor<6x2x3x3xf32>) -> tensor<2x4x9x9xf32>
+  %0 = nn.conv_grad_input %dy, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 2 : i64, input_shape = array<i64: 2, 4, 9, 9>} : (tensor<2x6x5x5xf32>, tensor<6x2x3x3xf32>) -> tensor<2x4x9x9xf32>
+  // CHECK: nn.conv_grad_weight %{{.*}}, %{{.*}} {{{.*}}weight_shape = array<i64: 6, 2, 3, 3>} : (tensor<2x4x9x9xf32>, tensor<2x6x5x5xf32>) -> tensor<6x2x3x3xf32>
+  %1 = nn.conv_grad_weight %img, %dy {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 2 : i64, weight_shape = array<i64: 6, 2, 3, 3>} : (tensor<2x4x9x9xf32>, tensor<2x6x5x5xf32>) -> tensor<6x2x3x3xf32>
+  // CHECK: nn.max_pool_grad %{{.*}}, %{{.*}} {input_shape = array<i64: 2, 4, 9, 9>} : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xi64>) -> tensor<2x4x9x9xf32>
+  %2 = nn.max_pool_grad %dp, %idx {input_shape = array<i64: 2, 4, 9, 9>} : (tensor<2x4x4x4xf32>, tensor<2x4x4x4xi64>) -> tensor<2x4x9x9xf32>
+  // Floor (4) and ceil (5) rounding of the pooled size both verify.
+  // CHECK: nn.average_pool_grad %{{.*}} {count_include_pad = 1 : i64, input_shape = array<i64: 2, 4, 9, 9>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<2x4x4x4xf32>) -> tensor<2x4x9x9xf32>
+  %3 = nn.average_pool_grad %dp {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, count_include_pad = 1 : i64, input_shape = array<i64: 2, 4, 9, 9>} : (tensor<2x4x4x4xf32>) -> tensor<2x4x9x9xf32>
+  %ceil = nn.constant dense<1.0> : tensor<2x4x5x5xf32>
+  // CHECK: nn.average_pool_grad {{.*}} : (tensor<2x4x5x5xf32>) -> tensor<2x4x9x9xf32>
+  %4 = nn.average_pool_grad %ceil {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, count_include_pad = 0 : i64, input_shape = array<i64: 2, 4, 9, 9>} : (tensor<2x4x5x5xf32>) -> tensor<2x4x9x9xf32>
+  return
+}
+
+// CHECK-LABEL: func @gradient_normalisation
+func.func @gradient_normalisation(%x: tensor<2x3x4x4xf32>, %c: tensor<3xf32>, %t: tensor<2x5x8xf32>,
+                                  %g: tensor<8xf32>, %stat: tensor<2x5x1xf32>) {
+  // CHECK: nn.batch_norm_train {{.*}} -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  %y, %mean, %invstd = nn.batch_norm_train %x, %c, %c, %c, %c {epsilon = 1.0e-3 : f32, momentum = 0.8 : f32} : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  // CHECK: nn.batch_norm_grad {{.*}} -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  %0:3 = nn.batch_norm_grad %x, %c, %mean, %invstd, %y : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4x4xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  // CHECK: nn.layer_norm_grad {{.*}} {axis = 2 : i64} : {{.*}} -> (tensor<2x5x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %1:3 = nn.layer_norm_grad %t, %g, %stat, %stat, %t {axis = 2 : i64} : (tensor<2x5x8xf32>, tensor<8xf32>, tensor<2x5x1xf32>, tensor<2x5x1xf32>, tensor<2x5x8xf32>) -> (tensor<2x5x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  // CHECK: nn.softmax_grad {{.*}} {axis = 1 : i64}
+  %2 = nn.softmax_grad %t, %t {axis = 1 : i64} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
+  // CHECK: nn.log_softmax_grad {{.*}} {axis = 2 : i64}
+  %3 = nn.log_softmax_grad %t, %t {axis = 2 : i64} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
+  return
+}
+
+// CHECK-LABEL: func @gradient_data_movement
+func.func @gradient_data_movement(%dy: tensor<2x3x5xf32>, %i: tensor<5xi32>, %ds: tensor<2x3x2xf32>) {
+  // CHECK: nn.gather_grad %{{.*}}, %{{.*}} {axis = 2 : i64, input_shape = array<i64: 2, 3, 4>} : (tensor<2x3x5xf32>, tensor<5xi32>) -> tensor<2x3x4xf32>
+  %0 = nn.gather_grad %dy, %i {axis = 2 : i64, input_shape = array<i64: 2, 3, 4>} : (tensor<2x3x5xf32>, tensor<5xi32>) -> tensor<2x3x4xf32>
+  // A negative step: elements 3 and 1 of the last dim.
+  // CHECK: nn.slice_grad %{{.*}} {input_shape = array<i64: 2, 3, 4>, starts = array<i64: 0, 0, 3>, steps = array<i64: 1, 1, -2>} : (tensor<2x3x2xf32>) -> tensor<2x3x4xf32>
+  %1 = nn.slice_grad %ds {starts = array<i64: 0, 0, 3>, steps = array<i64: 1, 1, -2>, input_shape = array<i64: 2, 3, 4>} : (tensor<2x3x2xf32>) -> tensor<2x3x4xf32>
+  return
+}
+
+// CHECK-LABEL: func @loss
+func.func @loss(%logits: tensor<6x10xf32>, %labels: tensor<6xi64>, %image: tensor<2x10x4x4xf32>, %pixels: tensor<2x4x4xi32>) {
+  // CHECK: nn.softmax_cross_entropy_loss %{{.*}}, %{{.*}} : (tensor<6x10xf32>, tensor<6xi64>) -> (tensor<f32>, tensor<6x10xf32>)
+  %loss, %log_prob = nn.softmax_cross_entropy_loss %logits, %labels : (tensor<6x10xf32>, tensor<6xi64>) -> (tensor<f32>, tensor<6x10xf32>)
+  // CHECK: nn.softmax_cross_entropy_loss_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<f32>, tensor<6x10xf32>, tensor<6xi64>) -> tensor<6x10xf32>
+  %0 = nn.softmax_cross_entropy_loss_grad %loss, %log_prob, %labels : (tensor<f32>, tensor<6x10xf32>, tensor<6xi64>) -> tensor<6x10xf32>
+  // Classes on dim 1 of [N, C, d...] logits; labels equal to ignore_index count for nothing.
+  // CHECK: nn.softmax_cross_entropy_loss {{.*}} {ignore_index = -100 : i64} : (tensor<2x10x4x4xf32>, tensor<2x4x4xi32>)
+  %l2:2 = nn.softmax_cross_entropy_loss %image, %pixels {ignore_index = -100 : i64} : (tensor<2x10x4x4xf32>, tensor<2x4x4xi32>) -> (tensor<f32>, tensor<2x10x4x4xf32>)
+  // CHECK: nn.softmax_cross_entropy_loss_grad {{.*}} {ignore_index = -100 : i64}
+  %1 = nn.softmax_cross_entropy_loss_grad %l2#0, %l2#1, %pixels {ignore_index = -100 : i64} : (tensor<f32>, tensor<2x10x4x4xf32>, tensor<2x4x4xi32>) -> tensor<2x10x4x4xf32>
+  return
+}

@@ -187,3 +187,92 @@ pipe.pipeline @p attributes {num_stages = 1, microbatches = 0, schedule = "1f1b"
     pipe.return
   }
 }
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
+  // expected-error @+1 {{[stage_c4] keeps 1 values for a backward it does not have}}
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64: 0>, model_outputs = array<i64>} {
+  ^bb0(%x: tensor<2xf32>):
+    pipe.return saved(%x : tensor<2xf32>)
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
+  // expected-error @+1 {{[stage_c4] the backward's arguments must be the forward's saved values: 1 arguments for 1 saved values, or their types differ}}
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64: 0>, model_outputs = array<i64>} {
+  ^bb0(%x: tensor<2xf32>):
+    pipe.return saved(%x : tensor<2xf32>)
+  } backward {
+  ^bb0(%kept: tensor<3xf32>):
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
+  // expected-error @+1 {{[stage_c5] the backward must end with a pipe.return of no values}}
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  } backward {
+    %g = pipe.output_grad 0 : tensor<2xf32>
+    pipe.return %g : tensor<2xf32>
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64: 0>, model_outputs = array<i64>} {
+  ^bb0(%x: tensor<2xf32>):
+    // expected-error @+1 {{[loss_c1] the loss must be a scalar float tensor, not 'tensor<2xf32>'}}
+    pipe.loss %x : tensor<2xf32>
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  } backward {
+    %g = pipe.output_grad 0 : tensor<2xf32>
+    // expected-error @+1 {{[accumulate_grad_c1] accumulates into a value that is not a pipe.param}}
+    pipe.accumulate_grad %g into %g : tensor<2xf32>
+    pipe.return
+  }
+}
+
+// -----
+
+pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  } backward {
+    %g = pipe.output_grad 0 : tensor<2xf32>
+    %m = pipe.param "bn.running_mean" {source = "inline", trainable = false, owner = 0, users = array<i64: 0>} : tensor<2xf32>
+    // expected-error @+1 {{[accumulate_grad_c1] parameter 'bn.running_mean' is not trainable}}
+    pipe.accumulate_grad %g into %m : tensor<2xf32>
+    pipe.return
+  }
+}
+
+// -----
+
+// accumulate_grad_c2: the gradient has the parameter's type. The op's
+// AllTypesMatch trait reports it, before the verifier's own message.
+pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  } backward {
+    %g = pipe.output_grad 0 : tensor<2xf16>
+    %w = pipe.param "w" {source = "inline", owner = 0, users = array<i64: 0>} : tensor<2xf32>
+    // expected-error @+1 {{failed to verify that all of {gradient, param} have same type}}
+    "pipe.accumulate_grad"(%g, %w) : (tensor<2xf16>, tensor<2xf32>) -> ()
+    pipe.return
+  }
+}

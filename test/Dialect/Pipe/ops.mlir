@@ -28,3 +28,59 @@ pipe.pipeline @model attributes {num_stages = 2, microbatches = 8, schedule = "1
     pipe.return %y : tensor<4xf32>
   }
 }
+
+
+// Training: the loss and the optimizer on the pipeline, a backward region per
+// stage whose arguments are the forward's saved values, labels, the loss,
+// output gradients and parameter gradients.
+// CHECK-LABEL: pipe.pipeline @training
+// CHECK-SAME: training = #pipe.training<loss = cross_entropy, optimizer = adamw, lr = 0.0003, momentum = 0.9, beta1 = 0.9, beta2 = 0.95, eps = 1.0e-08, weight_decay = 0.1>
+pipe.pipeline @training attributes {num_stages = 1, microbatches = 4, schedule = "1f1b",
+    training = #pipe.training<loss = cross_entropy, optimizer = adamw, lr = 0.0003, momentum = 0.9, beta1 = 0.9, beta2 = 0.95, eps = 1.0e-08, weight_decay = 0.1>} {
+  pipe.stage @stage0 attributes {index = 0, device = 0, model_inputs = array<i64: 0>, model_outputs = array<i64: 0>} {
+  ^bb0(%x: tensor<2x4xf32>):
+    %w = pipe.param "w" {source = "inline", owner = 0, users = array<i64: 0>} : tensor<4x4xf32>
+    %y = nn.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    // CHECK: %[[LABELS:.*]] = pipe.label 0 {range = 4 : i64} : tensor<2xi64>
+    %labels = pipe.label 0 {range = 4} : tensor<2xi64>
+    %loss, %log_prob = nn.softmax_cross_entropy_loss %y, %labels : (tensor<2x4xf32>, tensor<2xi64>) -> (tensor<f32>, tensor<2x4xf32>)
+    // CHECK: pipe.loss %{{.*}} : tensor<f32>
+    pipe.loss %loss : tensor<f32>
+    // CHECK: pipe.return %{{.*}} : tensor<2x4xf32> saved(%{{.*}}, %[[LABELS]], %{{.*}} : tensor<2x4xf32>, tensor<2xi64>, tensor<2x4xf32>)
+    pipe.return %y : tensor<2x4xf32> saved(%log_prob, %labels, %x : tensor<2x4xf32>, tensor<2xi64>, tensor<2x4xf32>)
+  // CHECK: } backward {
+  // CHECK-NEXT: ^bb0(%[[LOGP:.*]]: tensor<2x4xf32>, %[[L:.*]]: tensor<2xi64>, %[[X:.*]]: tensor<2x4xf32>):
+  } backward {
+  ^bb0(%lp: tensor<2x4xf32>, %l: tensor<2xi64>, %xs: tensor<2x4xf32>):
+    %one = nn.constant dense<1.0> : tensor<f32>
+    // CHECK: %[[DY:.*]] = nn.softmax_cross_entropy_loss_grad %{{.*}}, %[[LOGP]], %[[L]]
+    %dy = nn.softmax_cross_entropy_loss_grad %one, %lp, %l : (tensor<f32>, tensor<2x4xf32>, tensor<2xi64>) -> tensor<2x4xf32>
+    // CHECK: %[[DW:.*]] = nn.gemm %[[X]], %[[DY]] {transA = 1 : i64}
+    %dw = nn.gemm %xs, %dy {transA = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
+    // CHECK: %[[W:.*]] = pipe.param "w"
+    %w = pipe.param "w" {source = "inline", owner = 0, users = array<i64: 0>} : tensor<4x4xf32>
+    // CHECK: pipe.accumulate_grad %[[DW]] into %[[W]] : tensor<4x4xf32>
+    pipe.accumulate_grad %dw into %w : tensor<4x4xf32>
+    // CHECK: pipe.return{{$}}
+    pipe.return
+  }
+}
+
+
+// loss = none: the gradient of each model output is an input of the backward.
+// CHECK-LABEL: pipe.pipeline @no_loss
+// CHECK-SAME: training = #pipe.training<loss = none, optimizer = sgd, lr = 0.1, momentum = 0.0, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>
+pipe.pipeline @no_loss attributes {num_stages = 1, microbatches = 1, schedule = "1f1b",
+    training = #pipe.training<loss = none, optimizer = sgd, lr = 0.1, momentum = 0.0, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.0>} {
+  pipe.stage @stage0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64: 0>} {
+    %w = pipe.param "w" {source = "inline", owner = 0, users = array<i64: 0>} : tensor<4xf32>
+    pipe.return %w : tensor<4xf32>
+  } backward {
+    // CHECK: %[[G:.*]] = pipe.output_grad 0 : tensor<4xf32>
+    %g = pipe.output_grad 0 : tensor<4xf32>
+    %w = pipe.param "w" {source = "inline", owner = 0, users = array<i64: 0>} : tensor<4xf32>
+    // CHECK: pipe.accumulate_grad %[[G]] into
+    pipe.accumulate_grad %g into %w : tensor<4xf32>
+    pipe.return
+  }
+}

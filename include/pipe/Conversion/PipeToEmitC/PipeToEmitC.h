@@ -53,8 +53,18 @@ struct ProgramDescription {
 /// error on the pipeline op when it is not.
 mlir::FailureOr<ProgramDescription> describeProgram(pipeline::PipelineOp pipeline);
 
-/// Lowers the module's pipeline in place to one `emitc.file "rankK"` per rank.
-mlir::LogicalResult lowerPipelineToEmitC(mlir::ModuleOp module);
+/// What the lowered program itself holds at its peak, per stage, found by
+/// replaying its allocations and frees: the transient values of the forward
+/// and of the backward (PIPE_MEM_WORKSPACE), and the received tensors not
+/// yet freed or saved (PIPE_MEM_COMM). Kernel scratch is not included.
+struct ProgramMemory {
+  std::vector<double> forwardWorkspace, backwardWorkspace, forwardReceived, backwardReceived;
+};
+
+/// Lowers the module's pipeline in place to one `emitc.file "rankK"` per rank,
+/// and reports the program's memory in `memory` when given.
+mlir::LogicalResult lowerPipelineToEmitC(mlir::ModuleOp module,
+                                         ProgramMemory *memory = nullptr);
 
 /// Prints the C++ of `rank` from a module lowered by lowerPipelineToEmitC.
 mlir::LogicalResult translateRankToCpp(mlir::ModuleOp module, int64_t rank,

@@ -27,6 +27,15 @@ using namespace pipe::pipeline;
 #define GET_ATTRDEF_CLASSES
 #include "pipe/Dialect/Pipe/IR/PipeAttrs.cpp.inc"
 
+StringRef pipe::pipeline::nodeNameOf(Location loc) {
+  if (auto name = loc->findInstanceOf<NameLoc>())
+    return name.getName().getValue();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    if (auto tag = dyn_cast_or_null<StringAttr>(fused.getMetadata()))
+      return tag.getValue();
+  return {};
+}
+
 std::string pipe::pipeline::formatDouble(double value) {
   // Fewest digits that read back exactly (at most 17 for a double).
   for (int digits = 1; digits <= 17; ++digits) {

@@ -113,7 +113,12 @@ struct PipeAttachLossPass : pipe::pipeline::impl::PipeAttachLossBase<PipeAttachL
       return signalPassFailure();
     }
     OpBuilder b(ret);
-    Location loc = NameLoc::get(b.getStringAttr("loss"), ret.getLoc());
+    // Not a NameLoc: the loss is a node the compiler adds, not one of the
+    // ONNX model's (see nodeNameOf).
+    Location lossSite = UnknownLoc::get(b.getContext());
+    if (auto file = ret.getLoc()->findInstanceOf<FileLineColLoc>())
+      lossSite = file;
+    Location loc = FusedLoc::get(b.getContext(), {lossSite}, b.getStringAttr("pipe.loss"));
     Value value = *kind == LossKind::cross_entropy ? crossEntropy(b, loc, output, type)
                                                    : meanSquaredError(b, loc, output, type);
     LossOp::create(b, loc, value);

@@ -20,6 +20,13 @@
 #include "pipe/Dialect/Pipe/IR/PipeOpsDialect.h.inc"
 
 namespace pipe::pipeline {
+/// The model node `loc` belongs to: the ONNX node name (a NameLoc), or the
+/// name of a node the compiler added (a FusedLoc whose metadata is a string,
+/// such as "pipe.loss"); empty when neither.
+llvm::StringRef nodeNameOf(mlir::Location loc);
+/// True for names of nodes the compiler added (not in the ONNX model).
+inline bool isAddedNodeName(llvm::StringRef name) { return name.starts_with("pipe."); }
+
 /// The shortest decimal text of `value` that reads back as the same double.
 std::string formatDouble(double value);
 /// Parses a float literal (as formatDouble writes it) into an f64 attribute.
