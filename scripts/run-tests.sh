@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: the lit suite (dialects, importer, passes, tools), the
-# partitioner's gtest suite through ctest, and the Python package's tests.
+# partitioner's gtest suite through ctest, the Python package's tests and the
+# runtime's kernel conformance suite.
 # Ends with one line `N passed, M failed` and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,37 @@ py_ran=${py_ran:-0}
 if [ "$py_ok" = 0 ] && [ "$py_failed" = 0 ]; then py_failed=1; fi
 passed=$((passed + py_ran - py_skipped - py_failed))
 failed=$((failed + py_failed))
+
+# The runtime's CPU kernels against PyTorch (runtime/test/conformance), over
+# the first libpiperun.so found: $PIPE_RUNTIME_LIB, the top-level build, the
+# runtime's own build.
+echo "== runtime kernel conformance"
+runtime_lib=""
+for candidate in "${PIPE_RUNTIME_LIB:-}" "$BUILD_DIR/lib/libpiperun.so" \
+                 "$BUILD_DIR/runtime/lib/libpiperun.so" build-runtime/lib/libpiperun.so; do
+  if [ -n "$candidate" ] && [ -f "$candidate" ]; then
+    runtime_lib=$(realpath "$candidate")
+    break
+  fi
+done
+if [ -z "$runtime_lib" ]; then
+  echo "libpiperun.so is not built: skipped"
+else
+  if PIPE_RUNTIME_LIB="$runtime_lib" /usr/bin/python3 runtime/test/conformance/run.py \
+       > "$report/kernels.log" 2>&1; then
+    k_ok=1
+  else
+    k_ok=0
+  fi
+  cat "$report/kernels.log"
+  k_ran=$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$report/kernels.log" | tail -1)
+  k_skipped=$(grep -c '\.\.\. skipped' "$report/kernels.log" || true)
+  k_failed=$(grep -c '\.\.\. \(FAIL\|ERROR\)$' "$report/kernels.log" || true)
+  k_ran=${k_ran:-0}
+  if [ "$k_ok" = 0 ] && [ "$k_failed" = 0 ]; then k_failed=1; fi
+  passed=$((passed + k_ran - k_skipped - k_failed))
+  failed=$((failed + k_failed))
+fi
 
 rm -rf "$report"
 echo "$passed passed, $failed failed"

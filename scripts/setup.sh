@@ -15,6 +15,7 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libonnx-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libbenchmark-dev coinor-libcbc-dev nlohmann-json3-dev
+  libopenblas-dev libopenmpi-dev openmpi-bin
   python3-onnx python3-numpy
 )
 if [ "${1:-}" = "--tests" ]; then

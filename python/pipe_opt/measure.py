@@ -141,7 +141,9 @@ def _matmul(attrs, inputs, _):
 
 
 @op("BatchNormalization")
-def _batch_norm(attrs, inputs, num_outputs):
+def _batch_norm(attrs, inputs, num_outputs, update_running_stats=False):
+    """update_running_stats: also write the new running statistics into the
+    mean and var input tensors (persistent buffers of a training loop)."""
     x, scale, bias, mean, var = inputs[:5]
     training = bool(attrs.get("training_mode", 0)) or num_outputs > 1
     eps = float(attrs.get("epsilon", 1e-5))
@@ -151,6 +153,10 @@ def _batch_norm(attrs, inputs, num_outputs):
     running_mean, running_var = mean.detach().clone(), var.detach().clone()
     y = F.batch_norm(x, running_mean, running_var, scale, bias, training=True,
                      momentum=1.0 - momentum, eps=eps)
+    if update_running_stats:
+        with torch.no_grad():
+            mean.copy_(running_mean)
+            var.copy_(running_var)
     outputs = [y, running_mean, running_var]
     if num_outputs > 3:  # BatchNormalization-9 form: + saved mean, saved inverse std
         dims = [0] + list(range(2, x.dim()))
@@ -552,6 +558,7 @@ class GraphExecutor:
                 f"(unsupported in this graph: {', '.join(unsupported)}; "
                 f"supported: {', '.join(SUPPORTED_OPS)})")
         self._buffers = self._buffer_names()
+        self._update_running_stats = False
 
     # -- inputs ------------------------------------------------------------
 
@@ -623,6 +630,8 @@ class GraphExecutor:
     def _call(self, node: onnx.NodeProto, attrs, args: List[object]) -> List[Optional[torch.Tensor]]:
         fn = OPS[node.op_type]
         n_out = len(node.output)
+        if node.op_type == "BatchNormalization" and self._update_running_stats:
+            return fn(attrs, args, n_out, update_running_stats=True)
         if node.op_type in ("Constant", "ConstantOfShape"):
             return fn(attrs, args, n_out, device=self.device)
         if node.op_type == "Range":
@@ -654,16 +663,25 @@ class GraphExecutor:
 
     def run(self, inputs: Optional[Dict[str, torch.Tensor]] = None,
             time_nodes: bool = False, repeat: int = 5, warmup: int = 2,
-            progress: Optional[Callable[[str], None]] = None):
+            progress: Optional[Callable[[str], None]] = None,
+            parameters: Optional[Dict[str, torch.Tensor]] = None):
         """Executes the graph. Returns (outputs by name, times by node name).
 
         Values are kept with autograd across the whole graph only when
         time_nodes is False (so that the caller can differentiate the
         outputs); when timing, each node runs on detached copies of its inputs
         and values are freed after their last use.
+
+        parameters: the caller's tensors for the initializers (e.g. from
+        `initializers()`, kept across calls so that an optimizer can update
+        them); training-mode BatchNormalization then updates the running
+        statistics in them in place, run after run. Without it, fresh copies
+        of the stored initializers are used and nothing persists.
         """
         torch.manual_seed(self.seed)
-        values: Dict[str, torch.Tensor] = dict(self.initializers())
+        self._update_running_stats = parameters is not None and not time_nodes
+        values: Dict[str, torch.Tensor] = dict(
+            self.initializers() if parameters is None else parameters)
         values.update(inputs if inputs is not None else self.random_inputs())
         outputs = [o.name for o in self.graph.output]
         remaining: Dict[str, int] = {}

@@ -8,7 +8,7 @@
 // CHECK: error: loc("relu"): cost model: value of type 'tensor<?x4xf32>' has no static shape (import with --micro-batch-size)
 // DTYPE: error: unknown dtype 'fp64' (fp32, tf32, fp16, bf16, fp8)
 // PROFILE: error: profile '{{.*}}bad-profile.json': profile entry 'mm' needs non-negative numbers 'forward_ms' and 'backward_ms'
-// OPTIMIZER: error: unknown optimizer 'lamb' (sgd, momentum, adam)
+// OPTIMIZER: error: unknown optimizer 'lamb' (sgd, momentum, adam, adamw)
 func.func @dynamic(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %y = nn.relu %x : (tensor<?x4xf32>) -> tensor<?x4xf32> loc("relu")
   return %y : tensor<?x4xf32>

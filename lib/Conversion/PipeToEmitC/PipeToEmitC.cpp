@@ -389,14 +389,21 @@ private:
   Value call(Location loc, StringRef callee, ArrayRef<Arg> args, bool returnsTensor = false) {
     return rank.call(b, loc, callee, args, returnsTensor);
   }
-  /// The emitted value of `v`; constants are materialised at their first
-  /// use as a tensor (most are shapes and axes the calls take as literals).
+  /// The emitted value of `v`; constants and parameters are materialised at
+  /// their first use as a tensor (most constants are shapes and axes the calls
+  /// take as literals; a gradient accumulation names its parameter by id).
   Value get(Value v) {
     if (Value known = values.lookup(v))
       return known;
     if (auto constant = v.getDefiningOp<nn::ConstantOp>())
       if (succeeded(materialize(constant)))
         return values.lookup(v);
+    if (auto param = v.getDefiningOp<ParamOp>()) {
+      int32_t id = rank.tables.parameterIds.lookup(param.getName());
+      values[v] = call(param.getLoc(), "pipe_param", {r(), static_cast<int64_t>(id)}, true);
+      notOwned.insert(v);
+      return values[v];
+    }
     return Value();
   }
   LogicalResult materialize(nn::ConstantOp constant);
@@ -471,8 +478,11 @@ void FunctionEmitter::shareStorage(Value from, Value to) {
   auto it = storageOf.find(from);
   if (it == storageOf.end())
     return;
-  storageOf[to] = it->second;
-  ++storages[it->second].references;
+  // Read the index before inserting `to`: the insertion may grow the map and
+  // invalidate `it` (this read freed memory and crashed pipe-opt now and then).
+  size_t index = it->second;
+  storageOf[to] = index;
+  ++storages[index].references;
 }
 
 void FunctionEmitter::dropReference(Value t) {
@@ -573,12 +583,8 @@ LogicalResult FunctionEmitter::emit(Block &block) {
 
 LogicalResult FunctionEmitter::lower(Operation *op) {
   Location loc = op->getLoc();
-  if (auto param = dyn_cast<ParamOp>(op)) {
-    int32_t id = rank.tables.parameterIds.lookup(param.getName());
-    values[param.getValue()] = call(loc, "pipe_param", {r(), static_cast<int64_t>(id)}, true);
-    notOwned.insert(param.getValue());
-    return success();
-  }
+  if (isa<ParamOp>(op))
+    return success(); // fetched where a call takes it (an update takes its id only)
   if (auto recv = dyn_cast<RecvOp>(op)) {
     auto dt = dtype(op, recv.getValue());
     if (failed(dt))

@@ -13,7 +13,8 @@ from typing import Callable, Dict, List, Tuple
 
 import torch
 
-from pipe_opt.models import bert, densenet, gpt2, inception, mobilenet, resnet, vgg
+from pipe_opt.models import (bert, densenet, gpt2, inception, mlp, mobilenet, resnet, transformer,
+                             vgg)
 
 SIZES = ("tiny", "real")
 
@@ -56,6 +57,14 @@ FAMILIES: Dict[str, Family] = {
                {"tiny": gpt2.TINY, "real": gpt2.REAL}, gpt2.Gpt2, 124_439_808),
         Family("bert", "BERT-style encoder (BERT-base encoder + pooler)",
                {"tiny": bert.TINY, "real": bert.REAL}, bert.Bert, 109_482_240),
+        # The 784-300-100-10 net of LeCun et al. 1998 (its count, by construction).
+        Family("mlp", "Multi-layer perceptron (784-300-100-10)",
+               {"tiny": mlp.TINY, "real": mlp.REAL}, mlp.Mlp, 266_610),
+        # Transformer base with learned positions and a 37k shared vocabulary;
+        # the paper rounds its base model to 65M (its Table 3).
+        Family("transformer", "Encoder-decoder Transformer (base, shared embeddings)",
+               {"tiny": transformer.TINY, "real": transformer.REAL}, transformer.Transformer,
+               63_606_784),
     )
 }
 
@@ -89,6 +98,13 @@ def build(name: str, size: str = "tiny", training: bool = True, batch: int = 2,
         image = torch.randn(batch, 3, config.image_size, config.image_size, generator=generator)
         outputs = ["logits", "aux_logits"] if name == "inception_v3" and training else ["logits"]
         return BuiltModel(name, model, (image,), ["input"], outputs)
+    if name == "mlp":
+        features = torch.randn(batch, config.in_features, generator=generator)
+        return BuiltModel(name, model, (features,), ["input"], ["logits"])
+    if name == "transformer":
+        src = torch.randint(0, config.vocab_size, (batch, config.src_len), generator=generator)
+        tgt = torch.randint(0, config.vocab_size, (batch, config.tgt_len), generator=generator)
+        return BuiltModel(name, model, (src, tgt), ["src_ids", "tgt_ids"], ["logits"])
     input_ids = torch.randint(0, config.vocab_size, (batch, config.seq_len), generator=generator)
     if name == "gpt2":
         return BuiltModel(name, model, (input_ids,), ["input_ids"], ["logits"])

@@ -19,9 +19,9 @@
 // RANK0-LABEL: static void stage0_forward(
 // RANK0-SAME: pipe_rank* [[R:v[0-9]+]], int32_t [[MB:v[0-9]+]]) {
 // RANK0: pipe_tensor* [[X:v[0-9]+]] = pipe_input([[R]], [[MB]], 0, PIPE_F32, PIPE_INTS(4, 8), 0);
-// RANK0: pipe_tensor* [[W1:v[0-9]+]] = pipe_param([[R]], 0);
 // RANK0: pipe_node([[R]], 0);
 // RANK0: pipe_tensor* [[H:v[0-9]+]] = pipe_alloc([[R]], PIPE_F32, PIPE_INTS(4, 16), PIPE_MEM_WORKSPACE);
+// RANK0: pipe_tensor* [[W1:v[0-9]+]] = pipe_param([[R]], 0);
 // RANK0: pipe_k_gemm([[R]], [[X]], [[W1]], {{v[0-9]+}}, [[H]], 1.0, 1.0, 0, 1);
 // RANK0: pipe_k_unary([[R]], PIPE_RELU, [[H]], [[A:v[0-9]+]], 0.0, 0.0);
 // RANK0: pipe_free([[R]], [[H]]);

@@ -35,6 +35,7 @@
 // CHECK-NEXT: pipe.send %[[DA]] {kind = "gradient", peer = 0 : i64, tag = 0 : i64}
 // CHECK-NEXT: pipe.return
 // CHECK: pipe.stage @stage2
+// Labels are cloned into the stage that uses them, like constants.
 // CHECK: %[[S:.*]] = nn.add
 // CHECK: %[[Y:.*]] = nn.matmul %[[S]]
 // CHECK: %[[LABELS:.*]] = pipe.label 0 {range = 8 : i64} : tensor<2xi64>

@@ -36,11 +36,7 @@ func::FuncOp mainFunction(ModuleOp module) {
   return {};
 }
 
-StringRef nodeName(Operation *op) {
-  if (auto name = op->getLoc()->findInstanceOf<NameLoc>())
-    return name.getName().getValue();
-  return {};
-}
+StringRef nodeName(Operation *op) { return pipe::pipeline::nodeNameOf(op->getLoc()); }
 
 bool isShared(Operation *op) {
   return op->hasTrait<OpTrait::ConstantLike>() || isa<pipe::nn::ParamOp>(op);

@@ -29,10 +29,11 @@ using namespace mlir;
 using namespace pipe::pipeline;
 
 namespace {
-/// Constants and parameters are not placed by the partitioner: every stage
-/// that uses one gets its own copy (parameters: a reference with an owner).
+/// Constants, parameters and labels are not placed by the partitioner: every
+/// stage that uses one gets its own copy (parameters: a reference with an
+/// owner; labels: the runtime gives them to any rank, nothing crosses).
 bool isShared(Operation *op) {
-  return op->hasTrait<OpTrait::ConstantLike>() || isa<pipe::nn::ParamOp>(op);
+  return op->hasTrait<OpTrait::ConstantLike>() || isa<pipe::nn::ParamOp, LabelOp>(op);
 }
 
 struct StageBuild {
@@ -132,6 +133,7 @@ Value Splitter::valueInStage(Value v, int64_t stage) {
   }
   if (isShared(def)) {
     Operation *clone = builder.clone(*def);
+    clone->removeAttr(kStageAttr);
     target.mapping.map(def->getResults(), clone->getResults());
     return target.mapping.lookup(v);
   }

@@ -1,0 +1,108 @@
+//===- Optimizer.cpp - torch.optim's SGD, momentum, Adam and AdamW ---------===//
+//
+// One update of one parameter on its owner rank, element by element in fp32
+// with the same operation order as torch.optim's single-tensor implementations
+// (SGD: dampening 0, no Nesterov, the momentum buffer starts as the first
+// gradient; Adam: L2 decay added to the gradient, bias-corrected moments;
+// AdamW: decoupled decay p *= 1 - lr * wd first).
+//
+//===----------------------------------------------------------------------===//
+#include "Internal.h"
+#include "Rank.h"
+#include "Tensor.h"
+
+#include <cmath>
+
+namespace piperun {
+namespace {
+
+void sgd(const OptimizerConfig &o, int64_t n, float *p, const float *g, float *buffer,
+         bool firstStep) {
+  const float lr = static_cast<float>(o.lr), decay = static_cast<float>(o.weightDecay),
+              momentum = static_cast<float>(o.momentum);
+  for (int64_t i = 0; i < n; ++i) {
+    float d = decay != 0 ? g[i] + decay * p[i] : g[i];
+    if (buffer) {
+      buffer[i] = firstStep ? d : buffer[i] * momentum + d;
+      d = buffer[i];
+    }
+    p[i] = p[i] + -lr * d;
+  }
+}
+
+void adam(const OptimizerConfig &o, int64_t step, bool decoupled, int64_t n, float *p,
+          const float *g, float *m, float *v) {
+  // Scalars as torch computes them (Python floats), then used in fp32 kernels.
+  const double correction1 = 1 - std::pow(o.beta1, static_cast<double>(step));
+  const double correction2 = 1 - std::pow(o.beta2, static_cast<double>(step));
+  const float stepSize = static_cast<float>(-(o.lr / correction1));
+  const float correction2Sqrt = static_cast<float>(std::sqrt(correction2));
+  const float beta1 = static_cast<float>(o.beta1), beta2 = static_cast<float>(o.beta2);
+  const float oneMinusBeta1 = static_cast<float>(1 - o.beta1),
+              oneMinusBeta2 = static_cast<float>(1 - o.beta2);
+  const float eps = static_cast<float>(o.eps), decay = static_cast<float>(o.weightDecay);
+  const float shrink = static_cast<float>(1 - o.lr * o.weightDecay);
+  for (int64_t i = 0; i < n; ++i) {
+    float grad = g[i];
+    if (decoupled)
+      p[i] = p[i] * shrink;
+    else if (decay != 0)
+      grad = grad + decay * p[i];
+    m[i] = m[i] * beta1 + oneMinusBeta1 * grad;
+    v[i] = v[i] * beta2 + oneMinusBeta2 * grad * grad;
+    float denominator = std::sqrt(v[i]) / correction2Sqrt + eps;
+    p[i] = p[i] + stepSize * m[i] / denominator;
+  }
+}
+
+} // namespace
+} // namespace piperun
+
+using namespace piperun;
+
+extern "C" {
+
+void pipe_set_optimizer(pipe_rank *r, int32_t kind, double lr, double momentum, double beta1,
+                        double beta2, double eps, double weight_decay) {
+  if (kind < PIPE_SGD || kind > PIPE_ADAMW)
+    fail(r, "pipe_set_optimizer: unknown optimizer kind %d", kind);
+  for (const Parameter &p : r->params)
+    if (p.declared)
+      fail(r, "pipe_set_optimizer: called after parameter %s was declared", p.name.c_str());
+  if (!(lr >= 0) || !(weight_decay >= 0) || !(momentum >= 0) || !(eps >= 0))
+    fail(r, "pipe_set_optimizer: lr %g, momentum %g, eps %g and weight decay %g must be >= 0", lr,
+         momentum, eps, weight_decay);
+  if ((kind == PIPE_ADAM || kind == PIPE_ADAMW) &&
+      !(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1))
+    fail(r, "pipe_set_optimizer: Adam's betas (%g, %g) must lie in [0, 1)", beta1, beta2);
+  r->optimizer = OptimizerConfig{true, kind, lr, momentum, beta1, beta2, eps, weight_decay};
+}
+
+void pipe_update(pipe_rank *r, int32_t id) {
+  Parameter &p = parameterOf(r, id, "pipe_update");
+  if (!p.trainable)
+    fail(r, "pipe_update: parameter %s is not trainable", p.name.c_str());
+  if (p.owner != r->id)
+    fail(r, "pipe_update: parameter %s is owned by rank %d", p.name.c_str(), p.owner);
+  if (!r->optimizer.set)
+    fail(r, "pipe_update: no optimizer (pipe_set_optimizer was not called)");
+  const int64_t n = p.value->numel;
+  auto *value = static_cast<float *>(p.value->data);
+  auto *grad = static_cast<const float *>(p.gradient->data);
+  ++p.updates;
+  switch (r->optimizer.kind) {
+  case PIPE_SGD:
+    sgd(r->optimizer, n, value, grad, nullptr, false);
+    break;
+  case PIPE_MOMENTUM:
+    sgd(r->optimizer, n, value, grad, static_cast<float *>(p.state[0]->data), p.updates == 1);
+    break;
+  case PIPE_ADAM:
+  case PIPE_ADAMW:
+    adam(r->optimizer, p.updates, r->optimizer.kind == PIPE_ADAMW, n, value, grad,
+         static_cast<float *>(p.state[0]->data), static_cast<float *>(p.state[1]->data));
+    break;
+  }
+}
+
+} // extern "C"

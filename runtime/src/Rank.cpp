@@ -1,0 +1,168 @@
+//===- Rank.cpp - making, failing and tearing down a rank ------------------===//
+//
+// A rank's life outside the step: creation (standalone or for a run), the one
+// error path every call takes (fail), the run-wide settings kernels read, its
+// report, and teardown.
+//
+//===----------------------------------------------------------------------===//
+#include "Rank.h"
+
+#include "Internal.h"
+#include "Tensor.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <thread>
+
+namespace piperun {
+
+double nowMs(const pipe_rank *r) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - r->epoch)
+      .count();
+}
+
+std::string nodeName(const pipe_rank *r, int32_t node) {
+  auto it = r->nodeNames.find(node);
+  return it != r->nodeNames.end() ? it->second : "#" + std::to_string(node);
+}
+
+void closeNode(pipe_rank *r) {
+  if (r->currentNode >= 0)
+    r->nodeTimes[r->currentNode].ms += nowMs(r) - r->nodeStartMs - r->nodeWaitMs;
+  r->nodeWaitMs = 0; // a wait outside any node belongs to none
+  r->currentNode = -1;
+}
+
+std::string actionName(const ActionRecord &a) {
+  switch (a.kind) {
+  case PIPE_ACTION_FORWARD:
+    return "F" + std::to_string(a.microbatch) + "@s" + std::to_string(a.stage);
+  case PIPE_ACTION_BACKWARD:
+    return "B" + std::to_string(a.microbatch) + "@s" + std::to_string(a.stage);
+  case PIPE_ACTION_BACKWARD_INPUT:
+    return "Bi" + std::to_string(a.microbatch) + "@s" + std::to_string(a.stage);
+  case PIPE_ACTION_BACKWARD_WEIGHT:
+    return "W" + std::to_string(a.microbatch) + "@s" + std::to_string(a.stage);
+  case PIPE_ACTION_REDUCE:
+    return "reduce";
+  case PIPE_ACTION_OPTIMIZER:
+    return "optimizer";
+  default:
+    return "action " + std::to_string(a.kind);
+  }
+}
+
+void fail(pipe_rank *r, const char *format, ...) {
+  char text[1024];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(text, sizeof text, format, args);
+  va_end(args);
+  if (!r)
+    throw Failure(std::string("runtime: ") + text);
+  std::string message = "rank " + std::to_string(r->id);
+  if (r->currentNode >= 0)
+    message += ", node " + nodeName(r, r->currentNode);
+  if (r->inAction)
+    message += " (" + actionName(r->action) + ")";
+  throw Failure(message + ": " + text);
+}
+
+uint64_t runSeed(pipe_rank *r) { return r->settings.seed; }
+int64_t currentStep(pipe_rank *r) { return r->step; }
+int kernelThreads(pipe_rank *r) {
+  return r->settings.kernelThreads > 0 ? r->settings.kernelThreads : 1;
+}
+
+void reapSends(pipe_rank *r) {
+  auto &sends = r->sends;
+  size_t kept = 0;
+  for (size_t i = 0; i < sends.size(); ++i) {
+    if (sends[i].handle->done()) {
+      r->pendingSendBytes -= sends[i].buffer->bytes;
+      release(r->memory, sends[i].buffer);
+    } else {
+      sends[kept++] = std::move(sends[i]);
+    }
+  }
+  sends.resize(kept);
+}
+
+void drainSends(pipe_rank *r) {
+  auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    reapSends(r);
+    if (r->sends.empty())
+      return;
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (waited > r->settings.timeoutSeconds)
+      fail(r, "%s was not received within %g s", describeOutgoing(r->sends.front().key).c_str(),
+           r->settings.timeoutSeconds);
+    r->transport->checkStopped();
+    r->transport->progress();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+pipe_rank *createRank(const RunSettings &settings, int rank) {
+  auto *r = new pipe_rank;
+  r->id = rank;
+  r->settings = settings;
+  return r;
+}
+
+RankReport reportOf(pipe_rank *r) {
+  RankReport report;
+  report.rank = r->id;
+  for (int c = 0; c < PIPE_MEM_CATEGORIES; ++c)
+    report.peak.push_back(r->memory.peak(c));
+  report.peakTotal = r->memory.peakTotal();
+  report.waitMs = r->waitMs;
+  report.steps = r->steps;
+  report.actions = r->actions;
+  for (const auto &[node, time] : r->nodeTimes) {
+    NodeTime entry = time;
+    entry.node = node;
+    entry.name = nodeName(r, node);
+    report.nodes.push_back(entry);
+  }
+  return report;
+}
+
+} // namespace piperun
+
+using namespace piperun;
+
+extern "C" {
+
+pipe_rank *pipe_rank_create_standalone(void) {
+  RunSettings settings;
+  settings.kernelThreads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return createRank(settings, 0);
+}
+
+void pipe_rank_destroy(pipe_rank *r) {
+  if (!r)
+    return;
+  for (OutstandingSend &send : r->sends)
+    release(r->memory, send.buffer);
+  // Parameters, saved values, and whatever a failed step left behind.
+  std::vector<const pipe_tensor *> left(r->tensors.begin(), r->tensors.end());
+  for (const pipe_tensor *t : left)
+    destroyTensor(r, const_cast<pipe_tensor *>(t));
+  delete r;
+}
+
+int64_t pipe_memory_live(pipe_rank *r, int32_t category) {
+  if (category < 0 || category >= PIPE_MEM_CATEGORIES)
+    fail(r, "pipe_memory_live: unknown category %d", category);
+  return r->memory.live(category);
+}
+
+int64_t pipe_memory_peak(pipe_rank *r, int32_t category) {
+  if (category < 0 || category >= PIPE_MEM_CATEGORIES)
+    fail(r, "pipe_memory_peak: unknown category %d", category);
+  return r->memory.peak(category);
+}
+
+} // extern "C"

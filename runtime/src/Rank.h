@@ -1,0 +1,105 @@
+//===- Rank.h - the state behind one pipe_rank ---------------------*- C++ -*-===//
+//
+// Everything one rank holds: its memory account, parameters and optimizer
+// state, saved slots, the step in progress and what it measured. Only the
+// rank's own thread touches it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_RUNTIME_RANK_H
+#define PIPE_RUNTIME_RANK_H
+
+#include "Run.h"
+#include "Storage.h"
+#include "Transport.h"
+#include "pipe_runtime.h"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace piperun {
+
+struct Parameter {
+  bool declared = false;
+  std::string name;
+  pipe_tensor *value = nullptr;    ///< borrowed by the program (pipe_param)
+  pipe_tensor *gradient = nullptr; ///< fp32, trainable parameters only
+  pipe_tensor *state[2] = {};      ///< momentum buffer / Adam's two moments, owner only
+  bool trainable = false;
+  int32_t owner = 0;
+  int64_t updates = 0; ///< optimizer steps taken (Adam's t)
+};
+
+struct OptimizerConfig {
+  bool set = false;
+  int32_t kind = PIPE_SGD;
+  double lr = 0, momentum = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
+};
+
+/// A send whose buffer (COMM) the transport still holds.
+struct OutstandingSend {
+  std::unique_ptr<PendingSend> handle;
+  Storage *buffer = nullptr;
+  MessageKey key;
+};
+
+} // namespace piperun
+
+struct pipe_rank {
+  int32_t id = 0;
+  piperun::RunSettings settings;
+  piperun::Transport *transport = nullptr; ///< null for a standalone rank
+  std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
+  std::function<void(int, const piperun::StepRecord &)> stepEnded;
+
+  piperun::MemoryAccount memory;
+  std::unordered_set<const pipe_tensor *> tensors; ///< every live tensor of this rank
+  std::vector<piperun::Parameter> params;          ///< by id, dense over the pipeline
+  piperun::OptimizerConfig optimizer;
+  int64_t inlineParams = 0;
+
+  std::map<int32_t, int32_t> stageSlots; ///< stage -> saved slots per micro-batch
+  std::map<std::tuple<int32_t, int32_t, int32_t>, pipe_tensor *> saved;
+
+  std::unordered_map<int32_t, std::string> nodeNames;
+  int32_t currentNode = -1;
+  double nodeStartMs = 0;
+  double nodeWaitMs = 0; ///< receive waits inside the running node (not its time)
+  double waitMs = 0;     ///< all receive waits of the run
+  std::map<int32_t, piperun::NodeTime> nodeTimes;
+
+  int64_t step = 0; ///< index of the step in progress (or the next one)
+  bool inStep = false;
+  piperun::StepRecord current;
+  std::vector<piperun::StepRecord> steps;
+  bool inAction = false;
+  piperun::ActionRecord action;
+  std::vector<piperun::ActionRecord> actions;
+
+  std::vector<piperun::OutstandingSend> sends;
+  int64_t pendingSendBytes = 0;
+};
+
+namespace piperun {
+
+/// Parameter `id` of this rank; fails naming `what` when it is not declared here.
+Parameter &parameterOf(pipe_rank *r, int32_t id, const char *what);
+/// Milliseconds since the rank's epoch (the run's start).
+double nowMs(const pipe_rank *r);
+/// Frees the finished sends' buffers.
+void reapSends(pipe_rank *r);
+/// Waits (up to the run's timeout) until every send has left.
+void drainSends(pipe_rank *r);
+/// Name of a node for messages: its declared name or "#id".
+std::string nodeName(const pipe_rank *r, int32_t node);
+/// Closes the running node's timing interval.
+void closeNode(pipe_rank *r);
+
+} // namespace piperun
+
+#endif // PIPE_RUNTIME_RANK_H

@@ -1,0 +1,156 @@
+//===- Run.cpp - running rank programs: threads, or one rank of a world ----===//
+//
+// The life of a rank in a run: set-up, a barrier (the clock starts there), the
+// steps, a barrier, the check that no message was left unreceived, the wait
+// for its own sends to leave. In-process runs give each rank a thread; the
+// first failure stops the hub, every other rank unwinds at its next wait or
+// call, and the failure's message is the run's.
+//
+//===----------------------------------------------------------------------===//
+#include "Run.h"
+
+#include "Internal.h"
+#include "Rank.h"
+#include "ThreadTransport.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace piperun {
+
+namespace {
+
+/// Barriers wait twice the receive timeout, so that a rank stuck in a receive
+/// fails first and its message names the peer and the tag.
+double barrierTimeout(const pipe_rank *r) { return 2 * r->settings.timeoutSeconds; }
+
+void runBody(pipe_rank *r, const RankProgram &program, int64_t steps, const RunHooks &hooks) {
+  Transport &transport = *r->transport;
+  program.setup(r);
+  if (r->inStep)
+    fail(r, "pipe_program_setup began a step");
+  if (!transport.barrier(barrierTimeout(r)))
+    fail(r, "the other ranks did not finish their set-up within %g s", barrierTimeout(r));
+  r->epoch = std::chrono::steady_clock::now();
+  for (int64_t step = 0; step < steps; ++step) {
+    program.step(r);
+    if (r->inStep)
+      fail(r, "pipe_program_step returned inside step %lld (no pipe_step_end)",
+           static_cast<long long>(r->step));
+    if (r->step != step + 1)
+      fail(r, "pipe_program_step ran %lld steps instead of one",
+           static_cast<long long>(r->step - step));
+  }
+  if (!transport.barrier(barrierTimeout(r)))
+    fail(r, "the other ranks did not finish step %lld within %g s",
+         static_cast<long long>(steps - 1), barrierTimeout(r));
+  if (std::optional<MessageKey> left = transport.unreceived())
+    fail(r, "the %s was sent but never received", describeIncoming(*left).c_str());
+  drainSends(r);
+  if (hooks.finished)
+    hooks.finished(r);
+}
+
+/// The message of an exception that escaped a rank (Failure: complete already).
+std::string messageOf(int rank, std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Failure &failure) {
+    return failure.what();
+  } catch (const std::exception &e) {
+    return "rank " + std::to_string(rank) + ": " + e.what();
+  } catch (...) {
+    return "rank " + std::to_string(rank) + ": an unknown exception";
+  }
+}
+
+} // namespace
+
+std::string runRank(const RunSettings &settings, Transport &transport, const RankProgram &program,
+                    int64_t steps, const RunHooks &hooks) {
+  pipe_rank *r = createRank(settings, transport.rank());
+  r->transport = &transport;
+  r->stepEnded = hooks.stepEnded;
+  try {
+    runBody(r, program, steps, hooks);
+  } catch (const Stopped &) {
+    return "rank " + std::to_string(r->id) + ": stopped";
+  } catch (...) {
+    // The rank stays: its sends may still be in the transport's hands, and the
+    // caller aborts the world next.
+    return messageOf(r->id, std::current_exception());
+  }
+  pipe_rank_destroy(r);
+  return "";
+}
+
+std::string runInThreads(const RunSettings &settings, const std::vector<RankProgram> &programs,
+                         int64_t steps, const RunHooks &hooks) {
+  // Everything the rank threads touch lives on the heap: a thread left behind
+  // in a kernel after the grace period must not outlive what it refers to.
+  struct Shared {
+    explicit Shared(int n) : hub(n) {}
+    ThreadHub hub;
+    std::vector<std::unique_ptr<Transport>> transports;
+    std::vector<pipe_rank *> ranks;
+    std::vector<RankProgram> programs;
+    RunHooks hooks;
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::string firstFailure;
+    int finished = 0;
+  };
+  const int n = static_cast<int>(programs.size());
+  auto *shared = new Shared(n);
+  shared->programs = programs;
+  shared->hooks = hooks;
+  for (int k = 0; k < n; ++k) {
+    shared->transports.push_back(shared->hub.transport(k));
+    pipe_rank *r = createRank(settings, k);
+    r->transport = shared->transports[k].get();
+    r->stepEnded = hooks.stepEnded;
+    shared->ranks.push_back(r);
+  }
+
+  std::vector<std::thread> threads;
+  for (int k = 0; k < n; ++k)
+    threads.emplace_back([shared, k, steps] {
+      std::string failure;
+      try {
+        runBody(shared->ranks[k], shared->programs[k], steps, shared->hooks);
+      } catch (const Stopped &) {
+      } catch (...) {
+        failure = messageOf(k, std::current_exception());
+      }
+      std::lock_guard<std::mutex> lock(shared->mutex);
+      if (!failure.empty() && shared->firstFailure.empty()) {
+        shared->firstFailure = failure;
+        shared->hub.stop();
+      }
+      ++shared->finished;
+      shared->changed.notify_all();
+    });
+
+  // Once stopped, every rank unwinds at its next runtime call; one inside a
+  // long kernel gets a grace period, then is left behind with its state.
+  std::unique_lock<std::mutex> lock(shared->mutex);
+  shared->changed.wait(lock, [&] { return shared->finished == n || shared->hub.stopped(); });
+  bool allDone = shared->changed.wait_for(lock, std::chrono::seconds(10),
+                                          [&] { return shared->finished == n; });
+  std::string failure = shared->firstFailure;
+  lock.unlock();
+  if (!allDone) {
+    for (std::thread &t : threads)
+      t.detach();
+    return failure + " (a rank did not stop within 10 s)";
+  }
+  for (std::thread &t : threads)
+    t.join();
+  for (pipe_rank *r : shared->ranks)
+    pipe_rank_destroy(r);
+  delete shared;
+  return failure;
+}
+
+} // namespace piperun

@@ -1,0 +1,111 @@
+//===- Run.h - libpiperun's C++ face for pipe-run and the tests ----*- C++ -*-===//
+//
+// Runs rank programs: one thread per rank in this process, or this process's
+// rank of an MPI world. Not part of the C ABI (generated code never sees it);
+// pipe-run and the runtime's tests use it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_RUNTIME_RUN_H
+#define PIPE_RUNTIME_RUN_H
+
+#include "Npz.h"
+#include "pipe_runtime.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace piperun {
+
+class DataSource;
+class Transport;
+
+/// What every rank of a run shares.
+struct RunSettings {
+  int ranks = 1;
+  int microbatches = 1; ///< per step; --data rows are microbatches x micro-batch size
+  uint64_t seed = 0;
+  double timeoutSeconds = 60; ///< bounds every wait on another rank
+  std::string modelPath; ///< PIPE_SOURCE_FILE reads it; EXTERNAL paths are relative to its folder
+  std::shared_ptr<const DataSource> data; ///< synthetic data when null
+  int kernelThreads = 1;                  ///< per rank
+};
+
+/// One pipe_step_begin .. pipe_step_end of one rank; times in ms since the run's start.
+struct StepRecord {
+  int64_t step = 0;
+  double startMs = 0, endMs = 0;
+  bool hasLoss = false;
+  double loss = 0;
+};
+
+/// One pipe_action_begin .. pipe_action_end.
+struct ActionRecord {
+  int32_t kind = 0, stage = -1, microbatch = -1;
+  int64_t step = 0;
+  double startMs = 0, endMs = 0;
+};
+
+/// Time spent after pipe_node(id) until the next pipe_node or action end,
+/// less the time blocked in receives.
+struct NodeTime {
+  int32_t node = 0;
+  std::string name;
+  double ms = 0;
+  int64_t calls = 0;
+};
+
+/// What a rank measured: peaks per category (pipe_mem order), steps, actions.
+struct RankReport {
+  int rank = 0;
+  std::vector<int64_t> peak;
+  int64_t peakTotal = 0;
+  std::vector<StepRecord> steps;
+  std::vector<ActionRecord> actions;
+  std::vector<NodeTime> nodes;
+  double waitMs = 0; ///< time spent blocked in receives
+};
+
+/// "F3@s1", "B3@s1", "Bi", "W", "reduce", "optimizer": the schedule's own names.
+PIPE_EXPORT std::string actionName(const ActionRecord &action);
+
+/// A rank program's two entry points (from rankK.so, or a test's functions).
+struct RankProgram {
+  pipe_program_setup_fn setup = nullptr;
+  pipe_program_step_fn step = nullptr;
+};
+
+struct RunHooks {
+  /// After each pipe_step_end, on the rank's thread (serialise output yourself).
+  std::function<void(int rank, const StepRecord &step)> stepEnded;
+  /// After the last step, on the rank's thread, while the rank still exists.
+  std::function<void(pipe_rank *rank)> finished;
+};
+
+/// Runs programs[k] as rank k, one thread each, for `steps` steps. Returns ""
+/// on success or the first failure's message ("rank R, node N: ..."); every
+/// other rank stops within moments of it.
+PIPE_EXPORT std::string runInThreads(const RunSettings &settings,
+                                     const std::vector<RankProgram> &programs, int64_t steps,
+                                     const RunHooks &hooks);
+
+/// Runs one rank over `transport` (the MPI transport: every process calls it
+/// with its own program). Returns "" or this rank's failure message; the
+/// caller prints it and aborts the world.
+PIPE_EXPORT std::string runRank(const RunSettings &settings, Transport &transport,
+                                const RankProgram &program, int64_t steps, const RunHooks &hooks);
+
+/// A standalone-style rank with run settings (model path, data, seed), no transport.
+PIPE_EXPORT pipe_rank *createRank(const RunSettings &settings, int rank);
+
+PIPE_EXPORT RankReport reportOf(pipe_rank *rank);
+/// Parameters whose owner is this rank, keyed by name (--save-weights).
+PIPE_EXPORT std::vector<NpyArray> ownedParameters(pipe_rank *rank);
+/// Their accumulated gradients of the last step (--save-grads).
+PIPE_EXPORT std::vector<NpyArray> ownedGradients(pipe_rank *rank);
+
+} // namespace piperun
+
+#endif // PIPE_RUNTIME_RUN_H

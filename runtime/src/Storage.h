@@ -1,0 +1,65 @@
+//===- Storage.h - one rank's counted allocations, per memory category -*- C++ -*-===//
+//
+// Every byte a rank holds is one Storage with one pipe_mem category; the
+// MemoryAccount keeps the live and peak bytes of each category and of their sum,
+// the figures pipe-run prints beside the memory model's prediction.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_RUNTIME_STORAGE_H
+#define PIPE_RUNTIME_STORAGE_H
+
+#include "pipe_runtime.h"
+
+#include <cstdint>
+
+namespace piperun {
+
+/// Live and peak bytes per category; the total's peak is the peak of the sum at
+/// one instant, not the sum of the peaks.
+class PIPE_EXPORT MemoryAccount {
+public:
+  void add(int32_t category, int64_t bytes);
+  void remove(int32_t category, int64_t bytes);
+  /// A buffer changes role (pipe_save: WORKSPACE -> SAVED): the total is unchanged.
+  void move(int32_t from, int32_t to, int64_t bytes);
+
+  int64_t live(int32_t category) const { return live_[category]; }
+  int64_t peak(int32_t category) const { return peak_[category]; }
+  int64_t liveTotal() const { return liveTotal_; }
+  int64_t peakTotal() const { return peakTotal_; }
+
+private:
+  int64_t live_[PIPE_MEM_CATEGORIES] = {};
+  int64_t peak_[PIPE_MEM_CATEGORIES] = {};
+  int64_t liveTotal_ = 0;
+  int64_t peakTotal_ = 0;
+};
+
+/// One allocation, shared by a tensor and its views (one reference each). Only
+/// its rank's thread touches it, so the count is a plain integer.
+struct Storage {
+  void *data = nullptr;
+  int64_t bytes = 0; ///< what the account charges (0 for program constants)
+  int32_t category = PIPE_MEM_WORKSPACE;
+  int32_t references = 0;
+  int32_t savedSlots = 0; ///< saved slots holding it; SAVED while > 0
+  bool owned = true;      ///< false: `data` is the program's static memory
+};
+
+/// A new storage of `bytes` (64-byte aligned, one reference), or nullptr when
+/// the system has no memory left. `uncharged` more bytes are allocated in
+/// front without being counted (a message's header: the account measures
+/// tensor bytes, as the memory model does, not bookkeeping).
+Storage *allocateStorage(MemoryAccount &account, int64_t bytes, int32_t category,
+                         int64_t uncharged = 0);
+/// A storage over memory the runtime does not own (pipe_constant): no bytes charged.
+Storage *externalStorage(MemoryAccount &account, const void *data, int32_t category);
+void retain(Storage *storage);
+/// Drops one reference; the last one frees the memory and uncharges it.
+void release(MemoryAccount &account, Storage *storage);
+/// Moves the storage's bytes to another category.
+void recategorize(MemoryAccount &account, Storage *storage, int32_t category);
+
+} // namespace piperun
+
+#endif // PIPE_RUNTIME_STORAGE_H

@@ -1,0 +1,400 @@
+//===- Movement.cpp - transpose, slice, pad, gather, expand, tile, trilu --===//
+//
+// Data movement for any dtype: the kernels move elements as bytes of the
+// dtype's size (gather_grad accumulates F32).
+//
+//===----------------------------------------------------------------------===//
+#include "KernelSupport.h"
+
+#include <vector>
+
+using namespace piperun;
+using namespace piperun::cpu;
+
+namespace {
+
+// Checks one dim of a strided window: `count` elements from `start` by
+// `step` stay inside [0, size).
+void checkWindow(pipe_rank *r, const char *op, int d, int64_t start, int64_t step,
+                 int64_t count, int64_t size) {
+  if (step == 0)
+    fail(r, "%s: step of dim %d is 0", op, d);
+  if (count == 0)
+    return;
+  const int64_t last = start + (count - 1) * step;
+  if (start < 0 || start >= size || last < 0 || last >= size)
+    fail(r, "%s: dim %d reads %lld elements from %lld by step %lld (last %lld), outside "
+            "[0, %lld)",
+         op, d, static_cast<long long>(count), static_cast<long long>(start),
+         static_cast<long long>(step), static_cast<long long>(last),
+         static_cast<long long>(size));
+}
+
+// A window of `big` (starts, steps) the shape of `small`, as a strided loop:
+// operand `bigOperand` walks the window, the other walks `small` contiguously.
+void planWindow(pipe_rank *r, const char *op, const pipe_tensor *big, const char *bigName,
+                const pipe_tensor *small, const char *smallName, const pipe_ints &starts,
+                const pipe_ints &steps, int bigOperand, StridedLoop &loop) {
+  requireSameDtype(r, op, bigName, big, smallName, small);
+  if (small->rank != big->rank)
+    fail(r, "%s: '%s' %s and '%s' %s have different ranks", op, smallName,
+         shapeText(small).c_str(), bigName, shapeText(big).c_str());
+  requireInts(r, op, "starts", starts, big->rank);
+  requireInts(r, op, "steps", steps, big->rank);
+  int64_t bigStrides[PIPE_MAX_RANK];
+  contiguousStrides(big->rank, big->shape, bigStrides);
+  loop = StridedLoop();
+  loop.rank = big->rank;
+  loop.operands = 2;
+  contiguousStrides(small->rank, small->shape, loop.strides[1 - bigOperand]);
+  for (int d = 0; d < big->rank; ++d) {
+    checkWindow(r, op, d, starts.v[d], steps.v[d], small->shape[d], big->shape[d]);
+    loop.shape[d] = small->shape[d];
+    loop.strides[bigOperand][d] = steps.v[d] * bigStrides[d];
+    loop.base[bigOperand] += starts.v[d] * bigStrides[d];
+  }
+  if (small->numel == 0)
+    loop.base[bigOperand] = 0;
+  loop.coalesce();
+}
+
+// Source index along one dim of pad's output (-1: the constant).
+int64_t padSource(int64_t i, int64_t begin, int64_t size, int32_t mode) {
+  int64_t s = i - begin;
+  if (s >= 0 && s < size)
+    return s;
+  switch (mode) {
+  case PIPE_PAD_EDGE: return s < 0 ? 0 : size - 1;
+  case PIPE_PAD_WRAP: return ((s % size) + size) % size;
+  case PIPE_PAD_REFLECT: {
+    // Mirror about the first and last elements (the edge is not repeated),
+    // period 2 (size - 1), as numpy's 'reflect'.
+    if (size == 1)
+      return 0;
+    const int64_t period = 2 * (size - 1);
+    int64_t m = ((s % period) + period) % period;
+    return m < size ? m : period - m;
+  }
+  default: return -1;
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+void pipe_k_transpose(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints perm) {
+  const char *op = "transpose";
+  requireTensor(r, op, "x", x);
+  requireTensor(r, op, "y", y);
+  requireSameDtype(r, op, "x", x, "y", y);
+  requireInts(r, op, "perm", perm, x->rank);
+  bool seen[PIPE_MAX_RANK] = {};
+  int64_t expected[PIPE_MAX_RANK];
+  for (int d = 0; d < x->rank; ++d) {
+    const int64_t p = perm.v[d];
+    if (p < 0 || p >= x->rank || seen[p])
+      fail(r, "%s: list 'perm' %s is not a permutation of 0..%d", op, intsText(perm).c_str(),
+           x->rank - 1);
+    seen[p] = true;
+    expected[d] = x->shape[p];
+  }
+  requireShape(r, op, "y", y, x->rank, expected);
+  int64_t xStrides[PIPE_MAX_RANK];
+  contiguousStrides(x->rank, x->shape, xStrides);
+  StridedLoop loop;
+  loop.rank = y->rank;
+  loop.operands = 2;
+  contiguousStrides(y->rank, y->shape, loop.strides[0]);
+  for (int d = 0; d < y->rank; ++d) {
+    loop.shape[d] = y->shape[d];
+    loop.strides[1][d] = xStrides[perm.v[d]];
+  }
+  loop.coalesce();
+  copyStrided(r, op, loop, y->data, x->data, dtypeSize(r, x->dtype));
+}
+
+void pipe_k_slice(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints starts,
+                  pipe_ints steps) {
+  const char *op = "slice";
+  requireTensor(r, op, "x", x);
+  requireTensor(r, op, "y", y);
+  StridedLoop loop;
+  planWindow(r, op, x, "x", y, "y", starts, steps, 1, loop);
+  copyStrided(r, op, loop, y->data, x->data, dtypeSize(r, x->dtype));
+}
+
+void pipe_k_slice_assign(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints starts,
+                         pipe_ints steps) {
+  const char *op = "slice_assign";
+  requireTensor(r, op, "x", x);
+  requireTensor(r, op, "y", y);
+  StridedLoop loop;
+  planWindow(r, op, y, "y", x, "x", starts, steps, 0, loop);
+  copyStrided(r, op, loop, y->data, x->data, dtypeSize(r, x->dtype));
+}
+
+void pipe_k_pad(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints pads, int32_t mode,
+                double value) {
+  const char *op = "pad";
+  requireTensor(r, op, "x", x);
+  requireTensor(r, op, "y", y);
+  requireSameDtype(r, op, "x", x, "y", y);
+  if (mode < PIPE_PAD_CONSTANT || mode > PIPE_PAD_WRAP)
+    fail(r, "%s: unknown mode %d", op, mode);
+  const int rank = x->rank;
+  requireInts(r, op, "pads", pads, 2 * rank);
+  int64_t expected[PIPE_MAX_RANK];
+  for (int d = 0; d < rank; ++d) {
+    expected[d] = x->shape[d] + pads.v[d] + pads.v[rank + d];
+    if (expected[d] < 0)
+      fail(r, "%s: pads %s crop dim %d of x %s below zero", op, intsText(pads).c_str(), d,
+           shapeText(x).c_str());
+  }
+  requireShape(r, op, "y", y, rank, expected);
+  if (y->numel == 0)
+    return;
+  // Per dim, the x index each y index reads (-1: the constant).
+  std::vector<int64_t> sources[PIPE_MAX_RANK];
+  for (int d = 0; d < rank; ++d) {
+    if (x->shape[d] == 0 && mode != PIPE_PAD_CONSTANT)
+      fail(r, "%s: dim %d of x %s is empty, nothing to pad it with", op, d,
+           shapeText(x).c_str());
+    sources[d].resize(static_cast<size_t>(y->shape[d]));
+    for (int64_t i = 0; i < y->shape[d]; ++i)
+      sources[d][static_cast<size_t>(i)] = padSource(i, pads.v[d], x->shape[d], mode);
+  }
+  int64_t xStrides[PIPE_MAX_RANK];
+  contiguousStrides(rank, x->shape, xStrides);
+  dispatchDtype<kAnyDtype>(r, op, "x", x->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T fillValue = convertValue<T>(value);
+    const T *in = static_cast<const T *>(x->data);
+    T *out = static_cast<T *>(y->data);
+    if (rank == 0) {
+      out[0] = in[0];
+      return;
+    }
+    const int64_t inner = y->shape[rank - 1];
+    const int64_t rows = y->numel / inner;
+    const int64_t *innerSource = sources[rank - 1].data();
+    const int threads = threadsFor(r, y->numel);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+    for (int64_t row = 0; row < rows; ++row) {
+      int64_t rest = row, base = 0;
+      bool constantRow = false;
+      for (int d = rank - 2; d >= 0; --d) {
+        const int64_t s = sources[d][static_cast<size_t>(rest % y->shape[d])];
+        rest /= y->shape[d];
+        if (s < 0)
+          constantRow = true;
+        else
+          base += s * xStrides[d];
+      }
+      T *dst = out + row * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t s = innerSource[i];
+        dst[i] = (constantRow || s < 0) ? fillValue : in[base + s];
+      }
+    }
+  });
+}
+
+void pipe_k_gather(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *indices,
+                   pipe_tensor *y, int64_t axis) {
+  const char *op = "gather";
+  requireTensor(r, op, "x", x);
+  requireTensor(r, op, "indices", indices);
+  requireTensor(r, op, "y", y);
+  requireSameDtype(r, op, "x", x, "y", y);
+  if (axis < 0 || axis >= x->rank)
+    fail(r, "%s: axis %lld is outside [0, %d) for x %s", op, static_cast<long long>(axis),
+         x->rank, shapeText(x).c_str());
+  if (x->rank - 1 + indices->rank > PIPE_MAX_RANK)
+    fail(r, "%s: the output would have rank %d, more than %d", op,
+         x->rank - 1 + indices->rank, PIPE_MAX_RANK);
+  int64_t expected[PIPE_MAX_RANK];
+  int rank = 0;
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) {
+    expected[rank++] = x->shape[d];
+    outer *= x->shape[d];
+  }
+  for (int d = 0; d < indices->rank; ++d)
+    expected[rank++] = indices->shape[d];
+  for (int d = static_cast<int>(axis) + 1; d < x->rank; ++d) {
+    expected[rank++] = x->shape[d];
+    inner *= x->shape[d];
+  }
+  requireShape(r, op, "y", y, rank, expected);
+  const int64_t size = x->shape[axis];
+  const int64_t count = indices->numel;
+  // Indices normalised into [0, size) before any element moves.
+  Scratch normalised(r, PIPE_I64, count);
+  int64_t *index = normalised.as<int64_t>();
+  dispatchDtype<bit(PIPE_I64) | bit(PIPE_I32)>(r, op, "indices", indices->dtype, [&](auto tag) {
+    using I = decltype(tag);
+    const I *raw = static_cast<const I *>(indices->data);
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t v = static_cast<int64_t>(raw[j]);
+      if (v < -size || v >= size)
+        fail(r, "%s: index %lld at position %lld is outside [-%lld, %lld) (x %s, axis %lld)", op,
+             static_cast<long long>(v), static_cast<long long>(j),
+             static_cast<long long>(size), static_cast<long long>(size), shapeText(x).c_str(),
+             static_cast<long long>(axis));
+      index[j] = v < 0 ? v + size : v;
+    }
+  });
+  const size_t element = dtypeSize(r, x->dtype);
+  const size_t rowBytes = static_cast<size_t>(inner) * element;
+  const char *in = static_cast<const char *>(x->data);
+  char *out = static_cast<char *>(y->data);
+  const int threads = threadsFor(r, outer * count * inner);
+#pragma omp parallel for num_threads(threads) if (threads > 1) collapse(2)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < count; ++j)
+      std::memcpy(out + static_cast<size_t>(o * count + j) * rowBytes,
+                  in + static_cast<size_t>(o * size + index[j]) * rowBytes, rowBytes);
+}
+
+void pipe_k_gather_grad(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *indices,
+                        pipe_tensor *dx, int64_t axis) {
+  const char *op = "gather_grad";
+  requireTensor(r, op, "dy", dy);
+  requireTensor(r, op, "indices", indices);
+  requireTensor(r, op, "dx", dx);
+  requireDtype(r, op, "dy", dy, PIPE_F32);
+  requireDtype(r, op, "dx", dx, PIPE_F32);
+  if (axis < 0 || axis >= dx->rank)
+    fail(r, "%s: axis %lld is outside [0, %d) for dx %s", op, static_cast<long long>(axis),
+         dx->rank, shapeText(dx).c_str());
+  if (dx->rank - 1 + indices->rank > PIPE_MAX_RANK)
+    fail(r, "%s: dy would have rank %d, more than %d", op, dx->rank - 1 + indices->rank,
+         PIPE_MAX_RANK);
+  int64_t expected[PIPE_MAX_RANK];
+  int rank = 0;
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) {
+    expected[rank++] = dx->shape[d];
+    outer *= dx->shape[d];
+  }
+  for (int d = 0; d < indices->rank; ++d)
+    expected[rank++] = indices->shape[d];
+  for (int d = static_cast<int>(axis) + 1; d < dx->rank; ++d) {
+    expected[rank++] = dx->shape[d];
+    inner *= dx->shape[d];
+  }
+  requireShape(r, op, "dy", dy, rank, expected);
+  const int64_t size = dx->shape[axis];
+  const int64_t count = indices->numel;
+  Scratch normalised(r, PIPE_I64, count);
+  int64_t *index = normalised.as<int64_t>();
+  dispatchDtype<bit(PIPE_I64) | bit(PIPE_I32)>(r, op, "indices", indices->dtype, [&](auto tag) {
+    using I = decltype(tag);
+    const I *raw = static_cast<const I *>(indices->data);
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t v = static_cast<int64_t>(raw[j]);
+      if (v < -size || v >= size)
+        fail(r, "%s: index %lld at position %lld is outside [-%lld, %lld) (dx %s, axis %lld)",
+             op, static_cast<long long>(v), static_cast<long long>(j),
+             static_cast<long long>(size), static_cast<long long>(size),
+             shapeText(dx).c_str(), static_cast<long long>(axis));
+      index[j] = v < 0 ? v + size : v;
+    }
+  });
+  const float *g = static_cast<const float *>(dy->data);
+  float *out = static_cast<float *>(dx->data);
+  std::fill(out, out + dx->numel, 0.0f);
+  // Each outer slice owns its own rows of dx, so slices run in parallel; the
+  // indices of one slice add up in order (repeated indices accumulate).
+  const int threads = outer > 1 ? threadsFor(r, outer * count * inner) : 1;
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < count; ++j) {
+      const float *src = g + (o * count + j) * inner;
+      float *dst = out + (o * size + index[j]) * inner;
+      for (int64_t i = 0; i < inner; ++i)
+        dst[i] += src[i];
+    }
+}
+
+void pipe_k_expand(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) {
+  const char *op = "expand";
+  requireTensor(r, op, "x", x);
+  requireTensor(r, op, "y", y);
+  requireSameDtype(r, op, "x", x, "y", y);
+  StridedLoop loop;
+  planExpand(r, op, y, "y", x, "x", loop);
+  copyStrided(r, op, loop, y->data, x->data, dtypeSize(r, x->dtype));
+}
+
+void pipe_k_tile(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) {
+  const char *op = "tile";
+  requireTensor(r, op, "x", x);
+  requireTensor(r, op, "y", y);
+  requireSameDtype(r, op, "x", x, "y", y);
+  requireRank(r, op, "y", y, x->rank);
+  const int rank = x->rank;
+  for (int d = 0; d < rank; ++d) {
+    const int64_t xs = x->shape[d], ys = y->shape[d];
+    if (xs == 0 ? ys != 0 : ys % xs != 0)
+      fail(r, "%s: dim %d of y %s is not a multiple of x's %s", op, d, shapeText(y).c_str(),
+           shapeText(x).c_str());
+  }
+  if (y->numel == 0)
+    return;
+  const size_t element = dtypeSize(r, x->dtype);
+  if (rank == 0) {
+    std::memcpy(y->data, x->data, element);
+    return;
+  }
+  int64_t xStrides[PIPE_MAX_RANK];
+  contiguousStrides(rank, x->shape, xStrides);
+  const int64_t inner = y->shape[rank - 1], xInner = x->shape[rank - 1];
+  const int64_t rows = y->numel / inner;
+  const char *in = static_cast<const char *>(x->data);
+  char *out = static_cast<char *>(y->data);
+  const size_t xRowBytes = static_cast<size_t>(xInner) * element;
+  const int threads = threadsFor(r, y->numel);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t rest = row, base = 0;
+    for (int d = rank - 2; d >= 0; --d) {
+      base += (rest % y->shape[d]) % x->shape[d] * xStrides[d];
+      rest /= y->shape[d];
+    }
+    char *dst = out + static_cast<size_t>(row * inner) * element;
+    for (int64_t copy = 0; copy < inner / xInner; ++copy)
+      std::memcpy(dst + copy * xRowBytes, in + static_cast<size_t>(base) * element, xRowBytes);
+  }
+}
+
+void pipe_k_trilu(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int64_t k,
+                  int32_t upper) {
+  const char *op = upper ? "trilu(upper)" : "trilu(lower)";
+  requireTensor(r, op, "x", x);
+  requireTensor(r, op, "y", y);
+  requireMinRank(r, op, "x", x, 2);
+  requireSameShape(r, op, "x", x, "y", y);
+  requireSameDtype(r, op, "x", x, "y", y);
+  const int64_t rowsPerMatrix = x->shape[x->rank - 2], columns = x->shape[x->rank - 1];
+  if (x->numel == 0)
+    return;
+  const int64_t rows = x->numel / columns;
+  dispatchElementSize(r, op, x->dtype, [&](auto tag) {
+    using U = decltype(tag);
+    const U *in = static_cast<const U *>(x->data);
+    U *out = static_cast<U *>(y->data);
+    const int threads = threadsFor(r, x->numel);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+    for (int64_t row = 0; row < rows; ++row) {
+      const int64_t i = row % rowsPerMatrix;
+      for (int64_t j = 0; j < columns; ++j) {
+        const bool keep = upper ? (j - i >= k) : (j - i <= k);
+        out[row * columns + j] = keep ? in[row * columns + j] : U(0);
+      }
+    }
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,371 @@
+//===- Norm.cpp - batch norm and layer norm with their gradients ----------===//
+//
+// Batch norm (per channel, dim 1) and layer norm (per row from `axis`) with
+// their gradients; statistics in double, two passes.
+//
+//===----------------------------------------------------------------------===//
+#include "KernelSupport.h"
+
+using namespace piperun;
+using namespace piperun::cpu;
+
+namespace {
+
+// x [N, C, ...] as N blocks of C channels of `spatial` elements.
+struct ChannelLayout {
+  int64_t batch = 0, channels = 0, spatial = 1;
+  int64_t count() const { return batch * spatial; }
+};
+
+ChannelLayout checkChannels(pipe_rank *r, const char *op, const pipe_tensor *x) {
+  requireTensor(r, op, "x", x);
+  requireDtype(r, op, "x", x, PIPE_F32);
+  requireMinRank(r, op, "x", x, 2);
+  ChannelLayout layout;
+  layout.batch = x->shape[0];
+  layout.channels = x->shape[1];
+  for (int d = 2; d < x->rank; ++d)
+    layout.spatial *= x->shape[d];
+  return layout;
+}
+
+void requireChannelVector(pipe_rank *r, const char *op, const char *arg, const pipe_tensor *t,
+                          int64_t channels) {
+  requireTensor(r, op, arg, t);
+  requireDtype(r, op, arg, t, PIPE_F32);
+  const int64_t expected[1] = {channels};
+  requireShape(r, op, arg, t, 1, expected);
+}
+
+// The elements of channel c: `batch` runs of `spatial`, `channels * spatial` apart.
+template <typename Fn> void forChannel(const ChannelLayout &l, int64_t c, Fn fn) {
+  for (int64_t n = 0; n < l.batch; ++n) {
+    const int64_t base = (n * l.channels + c) * l.spatial;
+    for (int64_t s = 0; s < l.spatial; ++s)
+      fn(base + s);
+  }
+}
+
+// scale / bias of layer norm: the normalised dims' shape (leading 1s ignored).
+void requireNormalisedShape(pipe_rank *r, const char *op, const char *arg, const pipe_tensor *t,
+                            const pipe_tensor *x, int64_t axis) {
+  requireTensor(r, op, arg, t);
+  requireDtype(r, op, arg, t, PIPE_F32);
+  int tFirst = 0, xFirst = static_cast<int>(axis);
+  while (tFirst < t->rank && t->shape[tFirst] == 1)
+    ++tFirst;
+  while (xFirst < x->rank && x->shape[xFirst] == 1)
+    ++xFirst;
+  bool same = t->rank - tFirst == x->rank - xFirst;
+  for (int i = 0; same && tFirst + i < t->rank; ++i)
+    same = t->shape[tFirst + i] == x->shape[xFirst + i];
+  if (!same)
+    fail(r, "%s: argument '%s' has shape %s, expected %s (the dims of x %s from axis %lld)", op,
+         arg, shapeText(t).c_str(), shapeText(x->rank - static_cast<int>(axis), x->shape + axis).c_str(),
+         shapeText(x).c_str(), static_cast<long long>(axis));
+}
+
+// mean / invstd of layer norm: x's dims before axis, 1 for the others.
+void requireRowStatistic(pipe_rank *r, const char *op, const char *arg, const pipe_tensor *t,
+                         const pipe_tensor *x, int64_t axis) {
+  requireTensor(r, op, arg, t);
+  requireDtype(r, op, arg, t, PIPE_F32);
+  int64_t expected[PIPE_MAX_RANK];
+  for (int d = 0; d < x->rank; ++d)
+    expected[d] = d < axis ? x->shape[d] : 1;
+  requireShape(r, op, arg, t, x->rank, expected);
+}
+
+struct RowLayout {
+  int64_t rows = 1, width = 1;
+};
+
+RowLayout checkLayerNorm(pipe_rank *r, const char *op, const pipe_tensor *x, int64_t axis) {
+  requireTensor(r, op, "x", x);
+  requireDtype(r, op, "x", x, PIPE_F32);
+  if (axis < 0 || axis >= x->rank)
+    fail(r, "%s: axis %lld is outside [0, %d) for x %s", op, static_cast<long long>(axis),
+         x->rank, shapeText(x).c_str());
+  RowLayout layout;
+  for (int d = 0; d < x->rank; ++d)
+    (d < axis ? layout.rows : layout.width) *= x->shape[d];
+  return layout;
+}
+
+} // namespace
+
+extern "C" {
+
+void pipe_k_batch_norm_train(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                             const pipe_tensor *bias, pipe_tensor *running_mean,
+                             pipe_tensor *running_var, pipe_tensor *y, pipe_tensor *saved_mean,
+                             pipe_tensor *saved_invstd, double epsilon, double momentum) {
+  const char *op = "batch_norm_train";
+  const ChannelLayout l = checkChannels(r, op, x);
+  requireChannelVector(r, op, "scale", scale, l.channels);
+  requireChannelVector(r, op, "bias", bias, l.channels);
+  if (running_mean)
+    requireChannelVector(r, op, "running_mean", running_mean, l.channels);
+  if (running_var)
+    requireChannelVector(r, op, "running_var", running_var, l.channels);
+  if (saved_mean)
+    requireChannelVector(r, op, "saved_mean", saved_mean, l.channels);
+  if (saved_invstd)
+    requireChannelVector(r, op, "saved_invstd", saved_invstd, l.channels);
+  requireTensor(r, op, "y", y);
+  requireSameShape(r, op, "x", x, "y", y);
+  requireDtype(r, op, "y", y, PIPE_F32);
+  const int64_t count = l.count();
+  if (count < 2 && l.channels > 0)
+    fail(r, "%s: expected more than 1 value per channel when training, got x %s", op,
+         shapeText(x).c_str());
+  const float *px = static_cast<const float *>(x->data);
+  const float *gamma = static_cast<const float *>(scale->data);
+  const float *beta = static_cast<const float *>(bias->data);
+  float *py = static_cast<float *>(y->data);
+  const int threads = threadsFor(r, x->numel * 3);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+  for (int64_t c = 0; c < l.channels; ++c) {
+    double sum = 0.0;
+    forChannel(l, c, [&](int64_t i) { sum += px[i]; });
+    const double mean = sum / static_cast<double>(count);
+    double squares = 0.0;
+    forChannel(l, c, [&](int64_t i) {
+      const double d = px[i] - mean;
+      squares += d * d;
+    });
+    const double var = squares / static_cast<double>(count);
+    const double invstd = 1.0 / std::sqrt(var + epsilon);
+    const double a = gamma[c] * invstd, b = beta[c] - mean * a;
+    forChannel(l, c, [&](int64_t i) { py[i] = static_cast<float>(px[i] * a + b); });
+    if (saved_mean)
+      static_cast<float *>(saved_mean->data)[c] = static_cast<float>(mean);
+    if (saved_invstd)
+      static_cast<float *>(saved_invstd->data)[c] = static_cast<float>(invstd);
+    // The running variance is the unbiased one.
+    if (running_mean) {
+      float &m = static_cast<float *>(running_mean->data)[c];
+      m = static_cast<float>(momentum * m + (1.0 - momentum) * mean);
+    }
+    if (running_var) {
+      float &v = static_cast<float *>(running_var->data)[c];
+      const double unbiased = squares / static_cast<double>(count - 1);
+      v = static_cast<float>(momentum * v + (1.0 - momentum) * unbiased);
+    }
+  }
+}
+
+void pipe_k_batch_norm_infer(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                             const pipe_tensor *bias, const pipe_tensor *mean,
+                             const pipe_tensor *var, pipe_tensor *y, double epsilon) {
+  const char *op = "batch_norm_infer";
+  const ChannelLayout l = checkChannels(r, op, x);
+  requireChannelVector(r, op, "scale", scale, l.channels);
+  requireChannelVector(r, op, "bias", bias, l.channels);
+  requireChannelVector(r, op, "mean", mean, l.channels);
+  requireChannelVector(r, op, "var", var, l.channels);
+  requireTensor(r, op, "y", y);
+  requireSameShape(r, op, "x", x, "y", y);
+  requireDtype(r, op, "y", y, PIPE_F32);
+  const float *px = static_cast<const float *>(x->data);
+  const float *gamma = static_cast<const float *>(scale->data);
+  const float *beta = static_cast<const float *>(bias->data);
+  const float *pm = static_cast<const float *>(mean->data);
+  const float *pv = static_cast<const float *>(var->data);
+  float *py = static_cast<float *>(y->data);
+  const int threads = threadsFor(r, x->numel);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+  for (int64_t c = 0; c < l.channels; ++c) {
+    const double a = gamma[c] / std::sqrt(static_cast<double>(pv[c]) + epsilon);
+    const double b = beta[c] - pm[c] * a;
+    forChannel(l, c, [&](int64_t i) { py[i] = static_cast<float>(px[i] * a + b); });
+  }
+}
+
+void pipe_k_batch_norm_grad(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                            const pipe_tensor *saved_mean, const pipe_tensor *saved_invstd,
+                            const pipe_tensor *dy, pipe_tensor *dx, pipe_tensor *dscale,
+                            pipe_tensor *dbias) {
+  const char *op = "batch_norm_grad";
+  const ChannelLayout l = checkChannels(r, op, x);
+  requireChannelVector(r, op, "scale", scale, l.channels);
+  requireChannelVector(r, op, "saved_mean", saved_mean, l.channels);
+  requireChannelVector(r, op, "saved_invstd", saved_invstd, l.channels);
+  requireTensor(r, op, "dy", dy);
+  requireSameShape(r, op, "x", x, "dy", dy);
+  requireDtype(r, op, "dy", dy, PIPE_F32);
+  if (dx) {
+    requireTensor(r, op, "dx", dx);
+    requireSameShape(r, op, "x", x, "dx", dx);
+    requireDtype(r, op, "dx", dx, PIPE_F32);
+  }
+  if (dscale)
+    requireChannelVector(r, op, "dscale", dscale, l.channels);
+  if (dbias)
+    requireChannelVector(r, op, "dbias", dbias, l.channels);
+  const float *px = static_cast<const float *>(x->data);
+  const float *pdy = static_cast<const float *>(dy->data);
+  const float *gamma = static_cast<const float *>(scale->data);
+  const float *pm = static_cast<const float *>(saved_mean->data);
+  const float *ps = static_cast<const float *>(saved_invstd->data);
+  const double count = static_cast<double>(l.count());
+  const int threads = threadsFor(r, x->numel * 3);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+  for (int64_t c = 0; c < l.channels; ++c) {
+    const double mean = pm[c], invstd = ps[c];
+    // dbias = sum dy; dscale = sum dy xhat, xhat = (x - mean) invstd.
+    double sumDy = 0.0, sumDyXhat = 0.0;
+    forChannel(l, c, [&](int64_t i) {
+      sumDy += pdy[i];
+      sumDyXhat += pdy[i] * (px[i] - mean) * invstd;
+    });
+    if (dbias)
+      static_cast<float *>(dbias->data)[c] = static_cast<float>(sumDy);
+    if (dscale)
+      static_cast<float *>(dscale->data)[c] = static_cast<float>(sumDyXhat);
+    if (dx) {
+      // dx = scale invstd (dy - mean(dy) - xhat mean(dy xhat)).
+      float *pdx = static_cast<float *>(dx->data);
+      const double meanDy = sumDy / count, meanDyXhat = sumDyXhat / count;
+      const double factor = gamma[c] * invstd;
+      forChannel(l, c, [&](int64_t i) {
+        const double xhat = (px[i] - mean) * invstd;
+        pdx[i] = static_cast<float>(factor * (pdy[i] - meanDy - xhat * meanDyXhat));
+      });
+    }
+  }
+}
+
+void pipe_k_layer_norm(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                       const pipe_tensor *bias, pipe_tensor *y, pipe_tensor *mean,
+                       pipe_tensor *invstd, int64_t axis, double epsilon) {
+  const char *op = "layer_norm";
+  const RowLayout l = checkLayerNorm(r, op, x, axis);
+  requireNormalisedShape(r, op, "scale", scale, x, axis);
+  if (bias)
+    requireNormalisedShape(r, op, "bias", bias, x, axis);
+  requireTensor(r, op, "y", y);
+  requireSameShape(r, op, "x", x, "y", y);
+  requireDtype(r, op, "y", y, PIPE_F32);
+  if (mean)
+    requireRowStatistic(r, op, "mean", mean, x, axis);
+  if (invstd)
+    requireRowStatistic(r, op, "invstd", invstd, x, axis);
+  const float *px = static_cast<const float *>(x->data);
+  const float *gamma = static_cast<const float *>(scale->data);
+  const float *beta = bias ? static_cast<const float *>(bias->data) : nullptr;
+  float *py = static_cast<float *>(y->data);
+  const int64_t width = l.width;
+  const int threads = threadsFor(r, x->numel * 3);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+  for (int64_t row = 0; row < l.rows; ++row) {
+    const float *in = px + row * width;
+    float *out = py + row * width;
+    double sum = 0.0;
+    for (int64_t j = 0; j < width; ++j)
+      sum += in[j];
+    const double mu = width ? sum / static_cast<double>(width) : 0.0;
+    double squares = 0.0;
+    for (int64_t j = 0; j < width; ++j) {
+      const double d = in[j] - mu;
+      squares += d * d;
+    }
+    const double var = width ? squares / static_cast<double>(width) : 0.0;
+    const double inv = 1.0 / std::sqrt(var + epsilon);
+    for (int64_t j = 0; j < width; ++j) {
+      const double normal = (in[j] - mu) * inv * gamma[j];
+      out[j] = static_cast<float>(beta ? normal + beta[j] : normal);
+    }
+    if (mean)
+      static_cast<float *>(mean->data)[row] = static_cast<float>(mu);
+    if (invstd)
+      static_cast<float *>(invstd->data)[row] = static_cast<float>(inv);
+  }
+}
+
+void pipe_k_layer_norm_grad(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                            const pipe_tensor *mean, const pipe_tensor *invstd,
+                            const pipe_tensor *dy, pipe_tensor *dx, pipe_tensor *dscale,
+                            pipe_tensor *dbias, int64_t axis) {
+  const char *op = "layer_norm_grad";
+  const RowLayout l = checkLayerNorm(r, op, x, axis);
+  requireNormalisedShape(r, op, "scale", scale, x, axis);
+  requireRowStatistic(r, op, "mean", mean, x, axis);
+  requireRowStatistic(r, op, "invstd", invstd, x, axis);
+  requireTensor(r, op, "dy", dy);
+  requireSameShape(r, op, "x", x, "dy", dy);
+  requireDtype(r, op, "dy", dy, PIPE_F32);
+  if (dx) {
+    requireTensor(r, op, "dx", dx);
+    requireSameShape(r, op, "x", x, "dx", dx);
+    requireDtype(r, op, "dx", dx, PIPE_F32);
+  }
+  if (dscale)
+    requireNormalisedShape(r, op, "dscale", dscale, x, axis);
+  if (dbias)
+    requireNormalisedShape(r, op, "dbias", dbias, x, axis);
+  const float *px = static_cast<const float *>(x->data);
+  const float *pdy = static_cast<const float *>(dy->data);
+  const float *gamma = static_cast<const float *>(scale->data);
+  const float *pm = static_cast<const float *>(mean->data);
+  const float *ps = static_cast<const float *>(invstd->data);
+  const int64_t width = l.width, rows = l.rows;
+  const int threads = threadsFor(r, x->numel * 4);
+  if (dx) {
+    float *pdx = static_cast<float *>(dx->data);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+    for (int64_t row = 0; row < rows; ++row) {
+      const float *in = px + row * width;
+      const float *g = pdy + row * width;
+      const double mu = pm[row], inv = ps[row];
+      // With h = dy scale: dx = invstd (h - mean(h) - xhat mean(h xhat)).
+      double sumH = 0.0, sumHXhat = 0.0;
+      for (int64_t j = 0; j < width; ++j) {
+        const double h = static_cast<double>(g[j]) * gamma[j];
+        sumH += h;
+        sumHXhat += h * (in[j] - mu) * inv;
+      }
+      const double meanH = sumH / static_cast<double>(width);
+      const double meanHXhat = sumHXhat / static_cast<double>(width);
+      float *out = pdx + row * width;
+      for (int64_t j = 0; j < width; ++j) {
+        const double xhat = (in[j] - mu) * inv;
+        out[j] = static_cast<float>(inv * (static_cast<double>(g[j]) * gamma[j] - meanH -
+                                           xhat * meanHXhat));
+      }
+    }
+  }
+  if (dscale || dbias) {
+    // Column sums over the rows; each thread owns a range of columns.
+    Scratch sums(r, PIPE_F64, 2 * width);
+    double *sumScale = sums.as<double>(), *sumBias = sumScale + width;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+      int team = 1, id = 0;
+#ifdef _OPENMP
+      team = omp_get_num_threads();
+      id = omp_get_thread_num();
+#endif
+      const int64_t first = width * id / team, last = width * (id + 1) / team;
+      for (int64_t j = first; j < last; ++j)
+        sumScale[j] = sumBias[j] = 0.0;
+      for (int64_t row = 0; row < rows; ++row) {
+        const float *in = px + row * width;
+        const float *g = pdy + row * width;
+        const double mu = pm[row], inv = ps[row];
+        for (int64_t j = first; j < last; ++j) {
+          sumScale[j] += static_cast<double>(g[j]) * (in[j] - mu) * inv;
+          sumBias[j] += g[j];
+        }
+      }
+    }
+    for (int64_t j = 0; j < width; ++j) {
+      if (dscale)
+        static_cast<float *>(dscale->data)[j] = static_cast<float>(sumScale[j]);
+      if (dbias)
+        static_cast<float *>(dbias->data)[j] = static_cast<float>(sumBias[j]);
+    }
+  }
+}
+
+} // extern "C"

@@ -1,0 +1,375 @@
+//===- PipeRunTest.cpp - pipe-run end to end, and every way it fails -------===//
+//
+// Runs the pipe-run executable on copies of programs/relay (a hand-written
+// two-rank program without kernels): losses and trained weights equal a hand
+// computation with threads and with MPI, the report and trace are written, and
+// each fault (a rank that throws or fails, a peer that never sends, bad
+// --data, missing files, a program that does not compile) ends in one line
+// "pipe-run: error: ..." and exit 1 within seconds.
+//
+//===----------------------------------------------------------------------===//
+#include "TestSupport.h"
+
+#include "Npz.h"
+#include "pipe_runtime.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+
+using namespace piperun;
+using namespace piperun::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+const double kLimit = 60; // no test may come near it: a hang fails here
+
+std::string copyProgram(const std::string &name) {
+  std::string dir = scratchDir() + "/" + name;
+  fs::copy(fs::path(PIPE_RUNTIME_TEST_DATA) / "programs" / name, dir, fs::copy_options::recursive);
+  return dir;
+}
+
+CommandResult pipeRun(std::vector<std::string> args, const std::vector<std::string> &env = {}) {
+  args.insert(args.begin(), PIPE_RUN);
+  return runCommand(args, kLimit, env);
+}
+
+CommandResult mpiRun(int processes, std::vector<std::string> args,
+                     const std::vector<std::string> &env = {}) {
+  std::vector<std::string> argv = {PIPE_MPIEXEC,      "-q",  "--allow-run-as-root",
+                                   "--oversubscribe", "-np", std::to_string(processes)};
+  for (const std::string &entry : env)
+    argv.insert(argv.end(), {"-x", entry.substr(0, entry.find('='))});
+  argv.push_back(PIPE_RUN);
+  argv.insert(argv.end(), args.begin(), args.end());
+  return runCommand(argv, kLimit, env);
+}
+
+std::vector<double> lossesOf(const std::string &out) {
+  std::vector<double> losses;
+  std::regex line(R"(step (\d+)/(\d+): loss (-?[0-9.]+) \([0-9.]+ ms\))");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator();
+       ++it)
+    losses.push_back(std::stod((*it)[3]));
+  return losses;
+}
+
+std::vector<std::string> linesOf(const std::string &text) {
+  std::vector<std::string> lines;
+  std::stringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty())
+      lines.push_back(line);
+  return lines;
+}
+
+/// The one error line of a failed run (checked to be the only line on stderr
+/// for in-process runs; mpirun may add its own lines).
+void expectOneError(const CommandResult &result, const std::string &prefix, bool only = true) {
+  EXPECT_EQ(result.exitCode, 1) << result.out << result.err;
+  std::vector<std::string> errors;
+  for (const std::string &line : linesOf(result.err))
+    if (line.rfind("pipe-run: error: ", 0) == 0)
+      errors.push_back(line);
+  ASSERT_EQ(errors.size(), 1u) << result.err;
+  EXPECT_EQ(errors[0].rfind("pipe-run: error: " + prefix, 0), 0u) << errors[0];
+  if (only)
+    EXPECT_EQ(linesOf(result.err).size(), 1u) << result.err;
+}
+
+// --- The relay's data and its hand computation. -----------------------------
+
+struct RelayData {
+  std::vector<float> x, t; // [8, 3] each: 4 micro-batches of [2, 3]
+};
+
+RelayData writeRelayData(const std::string &path) {
+  RelayData data;
+  for (int i = 0; i < 24; ++i) {
+    data.x.push_back(0.1f * float(i % 7) - 0.3f);
+    data.t.push_back(0.05f * float((i * 5) % 11) - 0.2f);
+  }
+  auto array = [](const std::string &name, const std::vector<float> &v) {
+    NpyArray a;
+    a.name = name;
+    a.shape = {8, 3};
+    a.bytes.assign(reinterpret_cast<const char *>(v.data()),
+                   reinterpret_cast<const char *>(v.data()) + 96);
+    return a;
+  };
+  writeNpz(path, {array("input_0", data.x), array("label_0", data.t)});
+  return data;
+}
+
+/// The relay's loss per step and final w, computed as its rank programs do.
+std::pair<std::vector<double>, std::vector<float>> relayReference(const RelayData &d, int steps) {
+  std::vector<float> w = {0.5f, -1.0f, 1.5f, 2.0f, -0.25f, 0.75f}; // model.bin
+  std::vector<double> losses;
+  for (int step = 0; step < steps; ++step) {
+    double loss = 0;
+    std::vector<float> grad(6, 0.0f);
+    for (int mb = 0; mb < 4; ++mb) {
+      float sum = 0;
+      for (int i = 0; i < 6; ++i)
+        sum += d.x[mb * 6 + i] * w[i] * d.t[mb * 6 + i];
+      loss += sum / 4;
+    }
+    for (int mb = 0; mb < 4; ++mb) // rank 0's backwards, in micro-batch order
+      for (int i = 0; i < 6; ++i)
+        grad[i] += d.x[mb * 6 + i] * (d.t[mb * 6 + i] / 4);
+    for (int i = 0; i < 6; ++i)
+      w[i] = w[i] + -0.1f * grad[i];
+    losses.push_back(loss);
+  }
+  return {losses, w};
+}
+
+std::vector<float> savedWeights(const std::string &path) {
+  std::vector<NpyArray> arrays = readNpz(path);
+  EXPECT_EQ(arrays.size(), 1u);
+  EXPECT_EQ(arrays.at(0).name, "w");
+  std::vector<float> w(6);
+  std::memcpy(w.data(), arrays.at(0).bytes.data(), 24);
+  return w;
+}
+
+void expectRelayTrained(const CommandResult &result, const RelayData &data,
+                        const std::string &weights) {
+  ASSERT_EQ(result.exitCode, 0) << result.out << result.err;
+  auto [losses, w] = relayReference(data, 3);
+  std::vector<double> printed = lossesOf(result.out);
+  ASSERT_EQ(printed.size(), 3u) << result.out;
+  for (int s = 0; s < 3; ++s)
+    EXPECT_NEAR(printed[s], losses[s], 1e-5 * std::fabs(losses[s]) + 1e-6) << "step " << s + 1;
+  std::vector<float> trained = savedWeights(weights);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_NEAR(trained[i], w[i], 1e-6 * std::fabs(w[i])) << "w[" << i << "]";
+}
+
+TEST(PipeRun, RelayTrainsAsComputedByHandWithThreads) {
+  std::string dir = copyProgram("relay");
+  RelayData data = writeRelayData(dir + "/data.npz");
+  CommandResult result =
+      pipeRun({dir, "--steps", "3", "--data", dir + "/data.npz", "--save-weights", dir + "/w.npz",
+               "--save-grads", dir + "/g.npz", "--transport", "threads"});
+  expectRelayTrained(result, data, dir + "/w.npz");
+  EXPECT_EQ(result.err, "");
+  // Memory: the exact peaks the relay's programs allocate (see rank0/1.cpp).
+  std::regex rank0(R"(rank 0 [^\n]*\n\s+parameters\s+24 B\s+24 B\s+1\.00\n\s+gradients\s+24 B)"
+                   R"([^\n]*\n\s+optimizer\s+0 B[^\n]*\n\s+saved\s+48 B\s+48 B\s+1\.00\n)"
+                   R"(\s+comm[^\n]*\n\s+workspace\s+48 B)");
+  EXPECT_TRUE(std::regex_search(result.out, rank0)) << result.out;
+  std::regex rank1(R"(rank 1 [^\n]*\n(\s+\w+[^\n]*\n){3}\s+saved\s+24 B\s+24 B\s+1\.00\n)"
+                   R"([^\n]*\n\s+workspace\s+48 B)");
+  EXPECT_TRUE(std::regex_search(result.out, rank1)) << result.out;
+  EXPECT_TRUE(std::regex_search(result.out,
+                                std::regex(R"(period: measured [0-9.]+ ms \(steady state, 10 )"
+                                           R"(forward gaps, steps after the first\), predicted )"
+                                           R"(0\.050 ms, ratio [0-9.]+)")))
+      << result.out;
+  // The gradients of the last step: sum over micro-batches of x * t / 4.
+  std::vector<NpyArray> grads = readNpz(dir + "/g.npz");
+  ASSERT_EQ(grads.size(), 1u);
+  float g0 = 0;
+  for (int mb = 0; mb < 4; ++mb)
+    g0 += data.x[mb * 6] * (data.t[mb * 6] / 4);
+  float saved;
+  std::memcpy(&saved, grads[0].bytes.data(), 4);
+  EXPECT_FLOAT_EQ(saved, g0);
+
+  // The trace: the plan's layout, every action of every step.
+  nlohmann::json trace = nlohmann::json::parse(readFile(dir + "/measured.trace.json"));
+  int threads = 0, forwards = 0, actions = 0;
+  for (const auto &event : trace["traceEvents"]) {
+    if (event["ph"] == "M") {
+      ++threads;
+      EXPECT_EQ(event["args"]["name"], "GPU " + std::to_string(event["tid"].get<int>()));
+    } else {
+      ++actions;
+      forwards += event["cat"] == "forward";
+      EXPECT_EQ(event["pid"], 0);
+      EXPECT_GE(event["dur"].get<double>(), 0);
+    }
+  }
+  EXPECT_EQ(threads, 2);
+  EXPECT_EQ(actions, 3 * (8 + 1 + 8)) << "rank 0: 4 F, 4 B, optimizer; rank 1: 4 F, 4 B";
+  EXPECT_EQ(forwards, 3 * 8);
+  bool named = false;
+  for (const auto &event : trace["traceEvents"])
+    named |= event.value("name", "") == "F3@s1";
+  EXPECT_TRUE(named);
+}
+
+TEST(PipeRun, RelayTrainsTheSameWithMpi) {
+  std::string dir = copyProgram("relay");
+  RelayData data = writeRelayData(dir + "/data.npz");
+  CommandResult result = mpiRun(
+      2, {dir, "--steps", "3", "--data", dir + "/data.npz", "--save-weights", dir + "/w.npz"});
+  expectRelayTrained(result, data, dir + "/w.npz");
+  EXPECT_NE(result.out.find("2 rank(s) over MPI"), std::string::npos) << result.out;
+  EXPECT_TRUE(fs::exists(dir + "/measured.trace.json"));
+}
+
+TEST(PipeRun, SyntheticDataIsTheSameOnBothTransports) {
+  std::string dir = copyProgram("relay");
+  CommandResult threads = pipeRun({dir, "--steps", "2", "--seed", "4", "--transport", "threads"});
+  CommandResult mpi = mpiRun(2, {dir, "--steps", "2", "--seed", "4"});
+  ASSERT_EQ(threads.exitCode, 0) << threads.err;
+  ASSERT_EQ(mpi.exitCode, 0) << mpi.err;
+  EXPECT_EQ(lossesOf(threads.out), lossesOf(mpi.out));
+  EXPECT_EQ(lossesOf(threads.out).size(), 2u);
+  CommandResult other = pipeRun({dir, "--steps", "2", "--seed", "5"});
+  EXPECT_NE(lossesOf(other.out), lossesOf(threads.out));
+}
+
+// --- Faults. ----------------------------------------------------------------
+
+TEST(PipeRunFault, ARankThatThrows) {
+  std::string dir = copyProgram("relay");
+  CommandResult result = pipeRun({dir, "--steps", "3"}, {"RELAY_FAULT=throw"});
+  expectOneError(result, "rank 1: deliberate failure in rank 1's third forward");
+  EXPECT_LT(result.seconds, 20);
+}
+
+TEST(PipeRunFault, ARankThatFailsNamesTheNodeAndAction) {
+  std::string dir = copyProgram("relay");
+  CommandResult result = pipeRun({dir, "--steps", "3"}, {"RELAY_FAULT=fail"});
+  expectOneError(result, "rank 1, node bad_reshape (F0@s1): pipe_view: f32 [2, 3] has 6 "
+                         "elements, the view [4, 4] wants 16");
+}
+
+TEST(PipeRunFault, APeerThatNeverSends) {
+  std::string dir = copyProgram("relay");
+  // Rank 0 ends its only step and waits for the others at the end of the run
+  // (twice the timeout), so rank 1's receive is the one that gives up.
+  CommandResult result = pipeRun({dir, "--steps", "1", "--timeout", "1"}, {"RELAY_FAULT=silent"});
+  expectOneError(result, "rank 1, node dot (B3@s1): no activation from rank 0 (tag 7, "
+                         "micro-batch 3) within 1 s");
+  EXPECT_LT(result.seconds, 20) << "a 1 s timeout (plus compiling)";
+}
+
+TEST(PipeRunFault, ATensorLeftAllocated) {
+  std::string dir = copyProgram("relay");
+  CommandResult result = pipeRun({dir, "--steps", "1"}, {"RELAY_FAULT=leak"});
+  expectOneError(result, "rank 1: step 0 ended with 16 bytes of workspace and 0 bytes of "
+                         "received tensors still allocated (a missing pipe_free, e.g. f32 [] "
+                         "made in node dot)");
+}
+
+TEST(PipeRunFault, MpiRankThatThrowsStopsTheWorld) {
+  std::string dir = copyProgram("relay");
+  CommandResult result = mpiRun(2, {dir, "--steps", "3"}, {"RELAY_FAULT=throw"});
+  expectOneError(result, "rank 1: deliberate failure in rank 1's third forward", false);
+  EXPECT_LT(result.seconds, 20);
+}
+
+TEST(PipeRunFault, MpiPeerThatNeverSends) {
+  std::string dir = copyProgram("relay");
+  CommandResult result = mpiRun(2, {dir, "--steps", "1", "--timeout", "1"}, {"RELAY_FAULT=silent"});
+  expectOneError(result,
+                 "rank 1, node dot (B3@s1): no activation from rank 0 (tag 7, "
+                 "micro-batch 3) within 1 s",
+                 false);
+  EXPECT_LT(result.seconds, 20);
+}
+
+TEST(PipeRunFault, MpiWorldOfTheWrongSize) {
+  std::string dir = copyProgram("relay");
+  CommandResult result = mpiRun(3, {dir, "--steps", "1"});
+  expectOneError(result, "the MPI world has 3 process(es), the program 2 rank(s)", false);
+}
+
+TEST(PipeRunFault, DataOfTheWrongShape) {
+  std::string dir = copyProgram("relay");
+  NpyArray x;
+  x.name = "input_0";
+  x.shape = {8, 4};
+  x.bytes.resize(8 * 4 * 4);
+  writeNpz(dir + "/bad.npz", {x});
+  CommandResult result = pipeRun({dir, "--data", dir + "/bad.npz"});
+  expectOneError(result, dir + "/bad.npz: array input_0 has shape [8, 4], expected [8, 3] or "
+                               "[steps, 8, 3] (4 micro-batches of [2, 3])");
+}
+
+TEST(PipeRunFault, DataOfTheWrongDtypeOrMissing) {
+  std::string dir = copyProgram("relay");
+  NpyArray x;
+  x.name = "input_0";
+  x.dtype = PIPE_F64;
+  x.shape = {8, 3};
+  x.bytes.resize(8 * 3 * 8);
+  writeNpz(dir + "/f64.npz", {x});
+  expectOneError(pipeRun({dir, "--data", dir + "/f64.npz"}),
+                 dir + "/f64.npz: array input_0 is f64, the program expects f32 [8, 3]");
+  expectOneError(pipeRun({dir, "--data", dir + "/none.npz"}), dir + "/none.npz: cannot open");
+}
+
+TEST(PipeRunFault, AMissingRankSource) {
+  std::string dir = copyProgram("relay");
+  fs::remove(dir + "/rank1.cpp");
+  expectOneError(pipeRun({dir}), "rank 1: " + dir + "/rank1.cpp: no such file");
+}
+
+TEST(PipeRunFault, AMissingProgramJsonOrModel) {
+  std::string dir = copyProgram("relay");
+  expectOneError(pipeRun({dir + "/nowhere"}), dir + "/nowhere/program.json: no such file");
+  fs::remove(dir + "/model.bin");
+  expectOneError(pipeRun({dir, "--steps", "1"}),
+                 "rank 0: parameter w: cannot open " + dir + "/model.bin");
+}
+
+TEST(PipeRunFault, ARankThatDoesNotCompile) {
+  std::string dir = copyProgram("relay");
+  writeFile(dir + "/rank1.cpp", readFile(dir + "/rank1.cpp") + "\nthis is not C++;\n");
+  CommandResult result = pipeRun({dir});
+  expectOneError(result, "rank 1: compiling " + dir + "/rank1.cpp failed: ");
+  EXPECT_NE(result.err.find("error"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir + "/rank1.build.log"));
+  EXPECT_FALSE(fs::exists(dir + "/rank1.so"));
+}
+
+TEST(PipeRunFault, AProgramForAnotherAbiOrRank) {
+  std::string dir = copyProgram("relay");
+  std::string source = readFile(dir + "/rank1.cpp");
+  writeFile(dir + "/rank1.cpp",
+            std::regex_replace(source, std::regex("return PIPE_ABI_VERSION;"), "return 99;"));
+  expectOneError(pipeRun({dir}), "rank 1: " + dir +
+                                     "/rank1.so was built for runtime ABI version "
+                                     "99, this runtime is version 1");
+  writeFile(dir + "/rank1.cpp",
+            std::regex_replace(source, std::regex("return 1; \\}"), "return 0; }"));
+  expectOneError(pipeRun({dir}), "rank 1: " + dir + "/rank1.so was generated for rank 0");
+}
+
+TEST(PipeRunFault, BadOptions) {
+  expectOneError(pipeRun({"out", "--steps", "many"}),
+                 "option --steps: 'many' is not a whole number >= 0");
+  expectOneError(pipeRun({"out", "--steps", "-3"}), "option --steps: '-3' is not a whole number");
+  expectOneError(pipeRun({"out", "--timeout", "0"}), "option --timeout: '0' is not a number of");
+  expectOneError(pipeRun({"out", "--transport", "carrier-pigeon"}),
+                 "--transport must be threads or mpi");
+  expectOneError(pipeRun({"out", "--frobnicate", "1"}), "unknown option '--frobnicate'");
+  expectOneError(pipeRun({}), "no output directory given");
+}
+
+TEST(PipeRun, RebuildsOnlyWhenTheSourceChanges) {
+  std::string dir = copyProgram("relay");
+  CommandResult first = pipeRun({dir, "--steps", "1"});
+  ASSERT_EQ(first.exitCode, 0) << first.err;
+  EXPECT_NE(first.out.find("rank 1: compiling"), std::string::npos);
+  CommandResult second = pipeRun({dir, "--steps", "1"});
+  EXPECT_NE(second.out.find("rank 1: " + dir + "/rank1.so is up to date"), std::string::npos)
+      << second.out;
+  fs::last_write_time(dir + "/rank1.cpp",
+                      fs::file_time_type::clock::now() + std::chrono::seconds(5));
+  CommandResult third = pipeRun({dir, "--steps", "1"});
+  EXPECT_NE(third.out.find("rank 1: compiling"), std::string::npos);
+  EXPECT_NE(third.out.find("rank 0: " + dir + "/rank0.so is up to date"), std::string::npos);
+}
+
+} // namespace

@@ -1,0 +1,288 @@
+//===- RunTest.cpp - whole runs in threads: steps, transfers, failures -----===//
+//
+// Small rank programs written here (function pointers, as pipe-run gets them
+// from rankK.so) run through runInThreads: tied-parameter reduction and
+// broadcast, what a run records, and every way a run can go wrong ending in
+// one message that names the rank, node, peer and tag, promptly.
+//
+//===----------------------------------------------------------------------===//
+#include "TestSupport.h"
+
+#include "pipe_runtime.h"
+
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+
+using namespace piperun;
+using namespace piperun::test;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+RunSettings settingsFor(int ranks, double timeout = 10) {
+  RunSettings settings;
+  settings.ranks = ranks;
+  settings.microbatches = 4;
+  settings.timeoutSeconds = timeout;
+  return settings;
+}
+
+double timed(const std::function<void()> &body) {
+  auto start = Clock::now();
+  body();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void noSetup(pipe_rank *) {}
+
+// --- Tied parameter: rank 0 owns w, rank 1 uses a copy. --------------------
+// Each step rank 0 adds gradient [1, 2] and rank 1 adds [10, 20]; rank 1 sends
+// its gradient to the owner, which updates (SGD, lr 0.5) and sends w back.
+
+void tiedSetup(pipe_rank *r) {
+  pipe_set_optimizer(r, PIPE_SGD, 0.5, 0, 0.9, 0.999, 1e-8, 0);
+  pipe_declare_param(r, 0, "tied.w", PIPE_F32, PIPE_INTS(2), PIPE_SOURCE_INLINE, nullptr, 0, -1, 1,
+                     0);
+  setValues(pipe_param(r, 0), {1, 1}); // both copies start equal, as loading makes them
+}
+
+void addGradient(pipe_rank *r, float scale) {
+  pipe_tensor *g = pipe_alloc(r, PIPE_F32, PIPE_INTS(2), PIPE_MEM_WORKSPACE);
+  setValues(g, {scale, 2 * scale});
+  pipe_accumulate_grad(r, 0, g);
+  pipe_free(r, g);
+}
+
+void tiedOwnerStep(pipe_rank *r) {
+  pipe_step_begin(r);
+  addGradient(r, 1);
+  pipe_action_begin(r, PIPE_ACTION_REDUCE, -1, -1);
+  pipe_recv_add_param_grad(r, 0, 1);
+  pipe_action_end(r);
+  pipe_action_begin(r, PIPE_ACTION_OPTIMIZER, -1, -1);
+  pipe_update(r, 0);
+  pipe_send_param(r, 0, 1);
+  pipe_action_end(r);
+  pipe_step_end(r);
+}
+
+void tiedUserStep(pipe_rank *r) {
+  pipe_step_begin(r);
+  addGradient(r, 10);
+  pipe_action_begin(r, PIPE_ACTION_REDUCE, -1, -1);
+  pipe_send_param_grad(r, 0, 0);
+  pipe_action_end(r);
+  pipe_action_begin(r, PIPE_ACTION_OPTIMIZER, -1, -1);
+  pipe_recv_param(r, 0, 0);
+  pipe_action_end(r);
+  pipe_step_end(r);
+}
+
+TEST(Run, TiedParameterGradientsReduceAndValuesReturn) {
+  std::mutex mutex;
+  std::vector<std::vector<float>> finalValues(2);
+  std::vector<RankReport> reports(2);
+  RunHooks hooks;
+  hooks.finished = [&](pipe_rank *r) {
+    std::lock_guard<std::mutex> lock(mutex);
+    reports[reportOf(r).rank] = reportOf(r);
+    finalValues[reportOf(r).rank] = valuesOf(pipe_param(r, 0));
+  };
+  std::string failure = runInThreads(
+      settingsFor(2), {{tiedSetup, tiedOwnerStep}, {tiedSetup, tiedUserStep}}, 3, hooks);
+  ASSERT_EQ(failure, "");
+  // w -= 0.5 * (1 + 10, 2 + 20) three times.
+  EXPECT_EQ(finalValues[0], (std::vector<float>{1 - 3 * 5.5f, 1 - 3 * 11.0f}));
+  EXPECT_EQ(finalValues[1], finalValues[0]) << "the user's copy got the update";
+  ASSERT_EQ(reports[1].actions.size(), 6u);
+  EXPECT_EQ(actionName(reports[1].actions[0]), "reduce");
+  EXPECT_EQ(actionName(reports[1].actions[1]), "optimizer");
+  EXPECT_EQ(reports[1].actions[5].step, 2);
+  EXPECT_EQ(reports[0].peak[PIPE_MEM_OPTIMIZER], 0) << "SGD keeps no state";
+  EXPECT_EQ(reports[0].peak[PIPE_MEM_GRADIENTS], 8);
+  EXPECT_EQ(reports[1].peak[PIPE_MEM_GRADIENTS], 8);
+}
+
+// --- A pipeline of two stages with synthetic data and a loss. --------------
+
+void pipeSetup(pipe_rank *r) {
+  pipe_set_optimizer(r, PIPE_SGD, 0.1, 0, 0.9, 0.999, 1e-8, 0);
+  pipe_declare_stage(r, 0, 1);
+  pipe_declare_node(r, 3, "scale");
+}
+
+void pipeFirst(pipe_rank *r) {
+  pipe_step_begin(r);
+  for (int mb = 0; mb < 4; ++mb) {
+    pipe_action_begin(r, PIPE_ACTION_FORWARD, 0, mb);
+    pipe_node(r, 3);
+    pipe_tensor *x = pipe_input(r, mb, 0, PIPE_F32, PIPE_INTS(3), 0);
+    pipe_send(r, x, 1, 0, PIPE_TRANSFER_ACTIVATION, mb);
+    pipe_save(r, 0, mb, 0, x);
+    pipe_action_end(r);
+  }
+  for (int mb = 0; mb < 4; ++mb) {
+    pipe_action_begin(r, PIPE_ACTION_BACKWARD, 0, mb);
+    pipe_free(r, pipe_restore(r, 0, mb, 0));
+    pipe_free(r, pipe_recv(r, 1, 0, PIPE_TRANSFER_GRADIENT, mb, PIPE_F32, PIPE_INTS(3)));
+    pipe_action_end(r);
+  }
+  pipe_step_end(r);
+}
+
+void pipeLast(pipe_rank *r) {
+  pipe_step_begin(r);
+  for (int mb = 0; mb < 4; ++mb) {
+    pipe_action_begin(r, PIPE_ACTION_FORWARD, 1, mb);
+    pipe_tensor *x = pipe_recv(r, 0, 0, PIPE_TRANSFER_ACTIVATION, mb, PIPE_F32, PIPE_INTS(3));
+    pipe_tensor *loss = pipe_splat(r, PIPE_F32, PIPE_INTS(), 0);
+    for (int i = 0; i < 3; ++i)
+      static_cast<float *>(loss->data)[0] += static_cast<float *>(x->data)[i];
+    pipe_loss(r, loss);
+    pipe_free(r, loss);
+    pipe_free(r, x);
+    pipe_action_end(r);
+    pipe_action_begin(r, PIPE_ACTION_BACKWARD, 1, mb);
+    pipe_tensor *dx = pipe_splat(r, PIPE_F32, PIPE_INTS(3), 1);
+    pipe_send(r, dx, 0, 0, PIPE_TRANSFER_GRADIENT, mb);
+    pipe_free(r, dx);
+    pipe_action_end(r);
+  }
+  pipe_step_end(r);
+}
+
+TEST(Run, StepsReportTheLossOfTheSyntheticData) {
+  RunSettings settings = settingsFor(2);
+  settings.seed = 9;
+  std::mutex mutex;
+  std::vector<StepRecord> lossSteps;
+  RunHooks hooks;
+  hooks.stepEnded = [&](int rank, const StepRecord &step) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (step.hasLoss) {
+      EXPECT_EQ(rank, 1);
+      lossSteps.push_back(step);
+    }
+  };
+  ASSERT_EQ(runInThreads(settings, {{pipeSetup, pipeFirst}, {pipeSetup, pipeLast}}, 2, hooks), "");
+  ASSERT_EQ(lossSteps.size(), 2u);
+  // The same data drawn by a rank of the same seed, outside any run.
+  pipe_rank *r = createRank(settings, 0);
+  for (int step = 0; step < 2; ++step) {
+    double expected = 0;
+    for (int mb = 0; mb < 4; ++mb) {
+      pipe_tensor *x = pipe_input(r, mb, 0, PIPE_F32, PIPE_INTS(3), 0);
+      float sum = 0;
+      for (float v : valuesOf(x))
+        sum += v;
+      expected += sum;
+      pipe_free(r, x);
+    }
+    EXPECT_NEAR(lossSteps[step].loss, expected, 1e-6) << "step " << step;
+    EXPECT_EQ(lossSteps[step].step, step);
+    pipe_step_begin(r);
+    pipe_step_end(r);
+  }
+  pipe_rank_destroy(r);
+}
+
+// --- Failures. --------------------------------------------------------------
+
+const char *failMode = "";
+
+void failingSetup(pipe_rank *r) {
+  pipe_declare_node(r, 1, "wait_here");
+  pipe_declare_node(r, 2, "bad_reshape");
+}
+
+void firstRankStep(pipe_rank *r) {
+  pipe_step_begin(r);
+  pipe_action_begin(r, PIPE_ACTION_FORWARD, 0, 0);
+  std::string mode = failMode;
+  if (mode == "fail") {
+    pipe_node(r, 2);
+    pipe_tensor *x = pipe_alloc(r, PIPE_F32, PIPE_INTS(2, 3), PIPE_MEM_WORKSPACE);
+    pipe_view(r, x, PIPE_INTS(7));
+  }
+  if (mode == "unreceived" || mode == "shape") {
+    pipe_tensor *x = pipe_splat(r, PIPE_F32, PIPE_INTS(2, 3), 1);
+    pipe_send(r, x, 1, 2, PIPE_TRANSFER_ACTIVATION, 0);
+    pipe_free(r, x);
+  }
+  pipe_action_end(r);
+  pipe_step_end(r);
+}
+
+void secondRankStep(pipe_rank *r) {
+  pipe_step_begin(r);
+  std::string mode = failMode;
+  pipe_action_begin(r, PIPE_ACTION_BACKWARD, 1, 2);
+  pipe_node(r, 1);
+  if (mode == "fail" || mode == "timeout")
+    pipe_free(r, pipe_recv(r, 0, 5, PIPE_TRANSFER_GRADIENT, 2, PIPE_F32, PIPE_INTS(4)));
+  if (mode == "shape")
+    pipe_free(r, pipe_recv(r, 0, 2, PIPE_TRANSFER_ACTIVATION, 0, PIPE_F32, PIPE_INTS(3, 2)));
+  if (mode == "throw")
+    throw std::runtime_error("boom");
+  pipe_action_end(r);
+  if (mode != "no-step-end")
+    pipe_step_end(r);
+}
+
+std::string runFailing(const char *mode, double timeout, double *seconds) {
+  failMode = mode;
+  std::string failure;
+  *seconds = timed([&] {
+    failure = runInThreads(settingsFor(2, timeout),
+                           {{failingSetup, firstRankStep}, {failingSetup, secondRankStep}}, 2, {});
+  });
+  return failure;
+}
+
+TEST(RunFailure, AFailingRankStopsTheOthersAtOnce) {
+  double seconds;
+  std::string failure = runFailing("fail", 30, &seconds);
+  EXPECT_EQ(failure, "rank 0, node bad_reshape (F0@s0): pipe_view: f32 [2, 3] has 6 elements, "
+                     "the view [7] wants 7");
+  EXPECT_LT(seconds, 3.0) << "rank 1 was waiting with a 30 s timeout";
+}
+
+TEST(RunFailure, ReceiveTimeoutNamesRankPeerTagKindAndMicrobatch) {
+  double seconds;
+  std::string failure = runFailing("timeout", 1, &seconds);
+  EXPECT_EQ(failure, "rank 1, node wait_here (B2@s1): no gradient from rank 0 (tag 5, "
+                     "micro-batch 2) within 1 s");
+  EXPECT_GE(seconds, 1.0);
+  EXPECT_LT(seconds, 3.0);
+}
+
+TEST(RunFailure, AnExceptionInARankProgram) {
+  double seconds;
+  EXPECT_EQ(runFailing("throw", 30, &seconds), "rank 1: boom");
+  EXPECT_LT(seconds, 3.0);
+}
+
+TEST(RunFailure, AMessageNobodyReceives) {
+  double seconds;
+  EXPECT_EQ(
+      runFailing("unreceived", 30, &seconds),
+      "rank 1: the activation from rank 0 (tag 2, micro-batch 0) was sent but never received");
+  EXPECT_LT(seconds, 3.0);
+}
+
+TEST(RunFailure, AReceiveOfTheWrongShape) {
+  double seconds;
+  EXPECT_EQ(runFailing("shape", 30, &seconds),
+            "rank 1, node wait_here (B2@s1): the activation from rank 0 (tag 2, micro-batch 0) is "
+            "f32 [2, 3], expected f32 [3, 2]");
+}
+
+TEST(RunFailure, AStepThatDoesNotEnd) {
+  double seconds;
+  EXPECT_EQ(runFailing("no-step-end", 30, &seconds),
+            "rank 1: pipe_program_step returned inside step 0 (no pipe_step_end)");
+}
+
+} // namespace

@@ -1,0 +1,334 @@
+//===- main.cpp - pipe-run: train a pipe-opt output directory --------------===//
+//
+//   pipe-run OUT [--steps N] [--seed S] [--transport threads|mpi] [--data FILE.npz]
+//                [--timeout SECONDS] [--save-weights FILE.npz] [--save-grads FILE.npz]
+//                [--trace FILE] [--model FILE]
+//
+// Compiles and loads OUT/rankK.cpp, runs the steps (threads in this process, or
+// one rank per MPI process), prints the loss per step, then memory and period
+// beside the plan's predictions, and writes the measured trace
+// (docs/runtime.md). Any error: one line "pipe-run: error: ..." and exit 1.
+//
+//===----------------------------------------------------------------------===//
+#include "DataSource.h"
+#include "Mpi.h"
+#include "Npz.h"
+#include "ProgramInfo.h"
+#include "RankLoader.h"
+#include "Report.h"
+#include "Run.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+using namespace piperun;
+
+namespace {
+
+struct Options {
+  std::string out;
+  int64_t steps = 10;
+  uint64_t seed = 0;
+  std::string transport; ///< "" = mpi under an MPI launcher, else threads
+  std::string data, saveWeights, saveGrads, trace, model;
+  double timeout = 60;
+};
+
+const char *const kUsage =
+    "usage: pipe-run OUT [--steps N] [--seed S] [--transport threads|mpi] [--data FILE.npz]\n"
+    "                [--timeout SECONDS] [--save-weights FILE.npz] [--save-grads FILE.npz]\n"
+    "                [--trace FILE] [--model FILE]\n";
+
+/// Under mpirun every process would print the same start-up error: only the
+/// first does.
+bool firstProcess() {
+  for (const char *name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char *value = std::getenv(name))
+      return std::atoi(value) == 0;
+  return true;
+}
+
+[[noreturn]] void die(const std::string &message) {
+  if (firstProcess())
+    std::fprintf(stderr, "pipe-run: error: %s\n", message.c_str());
+  std::fflush(stdout);
+  std::exit(1);
+}
+
+Options parseOptions(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    if (arg == "-h" || arg == "--help") {
+      std::printf("%s", kUsage);
+      std::exit(0);
+    }
+    if (arg.rfind("--", 0) != 0) {
+      if (!options.out.empty())
+        die("unexpected argument '" + arg + "' (one output directory only)");
+      options.out = arg;
+      continue;
+    }
+    size_t equals = arg.find('=');
+    if (equals != std::string::npos) {
+      value = arg.substr(equals + 1);
+      arg = arg.substr(0, equals);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      die("option " + arg + " needs a value");
+    }
+    auto count = [&]() -> uint64_t {
+      char *end = nullptr;
+      errno = 0;
+      unsigned long long parsed = std::strtoull(value.c_str(), &end, 10);
+      if (value.empty() || value[0] == '-' || *end || errno == ERANGE)
+        die("option " + arg + ": '" + value + "' is not a whole number >= 0");
+      return parsed;
+    };
+    if (arg == "--steps")
+      options.steps = static_cast<int64_t>(std::min<uint64_t>(count(), INT64_MAX));
+    else if (arg == "--seed")
+      options.seed = count();
+    else if (arg == "--timeout") {
+      char *end = nullptr;
+      options.timeout = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end || !(options.timeout > 0))
+        die("option --timeout: '" + value + "' is not a number of seconds > 0");
+    } else if (arg == "--transport") {
+      if (value != "threads" && value != "mpi")
+        die("--transport must be threads or mpi, not '" + value + "'");
+      options.transport = value;
+    } else if (arg == "--data")
+      options.data = value;
+    else if (arg == "--save-weights")
+      options.saveWeights = value;
+    else if (arg == "--save-grads")
+      options.saveGrads = value;
+    else if (arg == "--trace")
+      options.trace = value;
+    else if (arg == "--model")
+      options.model = value;
+    else
+      die("unknown option '" + arg + "' (see pipe-run --help)");
+  }
+  if (options.out.empty())
+    die("no output directory given (usage: pipe-run OUT [options]; see pipe-run --help)");
+  return options;
+}
+
+/// Checks --data's arrays against what program.json says the ranks will ask.
+std::shared_ptr<const DataSource> loadData(const Options &options, const ProgramInfo &program) {
+  if (options.data.empty())
+    return nullptr;
+  auto data = std::make_shared<NpzData>(options.data, program.microbatches);
+  auto check = [&](DataRole role, const std::vector<DataArrayInfo> &arrays) {
+    for (const DataArrayInfo &array : arrays) {
+      std::string problem = data->check(role, array.index, array.dtype, array.shape, options.steps);
+      if (!problem.empty())
+        throw std::runtime_error(problem);
+    }
+  };
+  check(DataRole::Input, program.inputs);
+  check(DataRole::Label, program.labels);
+  check(DataRole::OutputGrad, program.outputGrads);
+  return data;
+}
+
+/// What one rank hands back at the end of the run.
+struct Collected {
+  RankReport report;
+  std::vector<NpyArray> weights, grads;
+};
+
+std::vector<char> pack(const Collected &c) {
+  std::vector<char> out;
+  for (const std::vector<char> &part :
+       {encodeReport(c.report), serializeNpz(c.weights), serializeNpz(c.grads)}) {
+    uint64_t size = part.size();
+    out.insert(out.end(), reinterpret_cast<const char *>(&size),
+               reinterpret_cast<const char *>(&size) + 8);
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
+Collected unpack(const std::vector<char> &bytes) {
+  std::vector<std::vector<char>> parts;
+  size_t at = 0;
+  while (at + 8 <= bytes.size()) {
+    uint64_t size;
+    std::memcpy(&size, bytes.data() + at, 8);
+    parts.emplace_back(bytes.begin() + static_cast<long>(at + 8),
+                       bytes.begin() + static_cast<long>(at + 8 + size));
+    at += 8 + size;
+  }
+  if (parts.size() != 3)
+    throw std::runtime_error("a rank's results arrived incomplete");
+  return Collected{decodeReport(parts[0]), parseNpz(parts[1], "weights"),
+                   parseNpz(parts[2], "gradients")};
+}
+
+/// Rank 0's (or the only process's) end of the run: report, trace, files.
+void finish(const Options &options, const ProgramInfo &program,
+            const std::vector<Collected> &collected) {
+  std::vector<RankReport> reports;
+  std::vector<NpyArray> weights, grads;
+  for (const Collected &c : collected) {
+    reports.push_back(c.report);
+    weights.insert(weights.end(), c.weights.begin(), c.weights.end());
+    grads.insert(grads.end(), c.grads.begin(), c.grads.end());
+  }
+  printReport(program, reports, options.steps);
+  std::string trace = options.trace.empty() ? options.out + "/measured.trace.json" : options.trace;
+  writeTrace(trace, reports);
+  std::printf("trace: %s\n", trace.c_str());
+  if (!options.saveWeights.empty()) {
+    writeNpz(options.saveWeights, weights);
+    std::printf("weights: %s (%zu parameters)\n", options.saveWeights.c_str(), weights.size());
+  }
+  if (!options.saveGrads.empty()) {
+    writeNpz(options.saveGrads, grads);
+    std::printf("gradients: %s (%zu parameters)\n", options.saveGrads.c_str(), grads.size());
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options = parseOptions(argc, argv);
+  ProgramInfo program;
+  RunSettings settings;
+  try {
+    program = readProgramInfo(options.out);
+    settings.ranks = program.ranks;
+    settings.microbatches = program.microbatches;
+    settings.seed = options.seed;
+    settings.timeoutSeconds = options.timeout;
+    settings.modelPath = options.model.empty() ? program.model : options.model;
+    settings.data = loadData(options, program);
+  } catch (const std::exception &e) {
+    die(e.what());
+  }
+  const bool useMpi = options.transport.empty() ? MpiWorld::launched() : options.transport == "mpi";
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+
+  std::mutex printing;
+  std::vector<Collected> collected(static_cast<size_t>(program.ranks));
+  RunHooks hooks;
+  hooks.stepEnded = [&](int rank, const StepRecord &step) {
+    // The rank that computed the loss reports the step; without a loss, rank 0.
+    if (!step.hasLoss && !(program.loss.empty() && rank == 0))
+      return;
+    std::lock_guard<std::mutex> lock(printing);
+    if (step.hasLoss)
+      std::printf("step %lld/%lld: loss %.6f (%.1f ms)\n", static_cast<long long>(step.step + 1),
+                  static_cast<long long>(options.steps), step.loss, step.endMs - step.startMs);
+    else
+      std::printf("step %lld/%lld: (%.1f ms)\n", static_cast<long long>(step.step + 1),
+                  static_cast<long long>(options.steps), step.endMs - step.startMs);
+    std::fflush(stdout);
+  };
+  hooks.finished = [&](pipe_rank *r) {
+    RankReport report = reportOf(r);
+    Collected &mine = collected[static_cast<size_t>(report.rank)];
+    mine.report = report;
+    if (!options.saveWeights.empty())
+      mine.weights = ownedParameters(r);
+    if (!options.saveGrads.empty())
+      mine.grads = ownedGradients(r);
+  };
+
+  if (!useMpi) {
+    std::vector<RankProgram> programs;
+    try {
+      std::vector<int> ranks;
+      for (int k = 0; k < program.ranks; ++k)
+        ranks.push_back(k);
+      buildRanks(options.out, ranks, 2);
+      for (int k = 0; k < program.ranks; ++k)
+        programs.push_back(loadRank(options.out, k));
+    } catch (const std::exception &e) {
+      die(e.what());
+    }
+    settings.kernelThreads = std::max(1, static_cast<int>(cores) / program.ranks);
+    std::printf("pipe-run: %d rank(s) as threads, %lld step(s), %d kernel thread(s) per rank\n",
+                program.ranks, static_cast<long long>(options.steps), settings.kernelThreads);
+    std::fflush(stdout);
+    std::string failure = runInThreads(settings, programs, options.steps, hooks);
+    if (!failure.empty()) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "pipe-run: error: %s\n", failure.c_str());
+      std::fflush(stderr);
+      std::_Exit(1); // a rank left inside a kernel must not run static destructors
+    }
+    try {
+      finish(options, program, collected);
+    } catch (const std::exception &e) {
+      die(e.what());
+    }
+    return 0;
+  }
+
+  std::unique_ptr<MpiWorld> world;
+  try {
+    world = std::make_unique<MpiWorld>(&argc, &argv);
+  } catch (const std::exception &e) {
+    die(e.what());
+  }
+  if (world->size() != program.ranks) {
+    if (world->rank() == 0)
+      std::fprintf(stderr,
+                   "pipe-run: error: the MPI world has %d process(es), the program %d "
+                   "rank(s) (mpirun -np %d)\n",
+                   world->size(), program.ranks, program.ranks);
+    return 1;
+  }
+  const int rank = world->rank();
+  auto abortWith = [&](const std::string &message) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "pipe-run: error: %s\n", message.c_str());
+    std::fflush(stderr);
+    world->abort(1);
+  };
+  RankProgram mine;
+  try {
+    buildRanks(options.out, {rank}, 1);
+    mine = loadRank(options.out, rank);
+  } catch (const std::exception &e) {
+    abortWith(e.what());
+  }
+  settings.kernelThreads = std::max(1, static_cast<int>(cores) / world->localSize());
+  if (rank == 0) {
+    std::printf("pipe-run: %d rank(s) over MPI, %lld step(s), %d kernel thread(s) per rank\n",
+                program.ranks, static_cast<long long>(options.steps), settings.kernelThreads);
+    std::fflush(stdout);
+  }
+  std::unique_ptr<Transport> transport = world->transport();
+  std::string failure = runRank(settings, *transport, mine, options.steps, hooks);
+  if (!failure.empty())
+    abortWith(failure);
+  transport.reset();
+  try {
+    std::vector<std::vector<char>> all =
+        world->gatherToRoot(pack(collected[static_cast<size_t>(rank)]));
+    if (rank == 0) {
+      std::vector<Collected> results;
+      for (const std::vector<char> &bytes : all)
+        results.push_back(unpack(bytes));
+      finish(options, program, results);
+    }
+  } catch (const std::exception &e) {
+    abortWith("rank " + std::to_string(rank) + ": " + e.what());
+  }
+  std::fflush(stdout);
+  return 0;
+}
