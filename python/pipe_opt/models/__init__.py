@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Tuple
 
 import torch
 
-from pipe_opt.models import bert, densenet, gpt2, inception, mobilenet, resnet, vgg
+from pipe_opt.models import bert, densenet, gpt2, inception, mobilenet, moe, resnet, vgg
 
 SIZES = ("tiny", "real")
 
@@ -33,7 +33,8 @@ class Family:
     description: str
     configs: Dict[str, object]  # size -> config
     make: Callable[[object], torch.nn.Module]
-    # Published parameter count of the real configuration.
+    # Parameter count of the real configuration (the published one, where
+    # the architecture has one).
     real_parameters: int
 
 
@@ -56,6 +57,8 @@ FAMILIES: Dict[str, Family] = {
                {"tiny": gpt2.TINY, "real": gpt2.REAL}, gpt2.Gpt2, 124_439_808),
         Family("bert", "BERT-style encoder (BERT-base encoder + pooler)",
                {"tiny": bert.TINY, "real": bert.REAL}, bert.Bert, 109_482_240),
+        Family("moe", "Decoder with dense-softmax mixture-of-experts blocks (8 experts)",
+               {"tiny": moe.TINY, "real": moe.REAL}, moe.MoeDecoder, 73_262_128),
     )
 }
 
@@ -90,7 +93,7 @@ def build(name: str, size: str = "tiny", training: bool = True, batch: int = 2,
         outputs = ["logits", "aux_logits"] if name == "inception_v3" and training else ["logits"]
         return BuiltModel(name, model, (image,), ["input"], outputs)
     input_ids = torch.randint(0, config.vocab_size, (batch, config.seq_len), generator=generator)
-    if name == "gpt2":
+    if name in ("gpt2", "moe"):
         return BuiltModel(name, model, (input_ids,), ["input_ids"], ["logits"])
     attention_mask = torch.ones(batch, config.seq_len, dtype=torch.int64)
     attention_mask[-1, config.seq_len // 2:] = 0  # one padded sequence
