@@ -15,16 +15,25 @@
 
 namespace pipe::driver {
 
+/// "pipe-opt 0.1.0 (MLIR 22.1.8)": the tool's version and the MLIR it was built with.
+std::string toolVersion();
+
 struct MainJobOptions {
   pipeline::PartitionOptions partition;
   std::string modelPath;   ///< the ONNX file the module was imported from
   std::string outputDir;   ///< where the outputs go
   std::string onnxWithPlan; ///< if set, write the model with per-node stages here
   bool progress = true;    ///< progress lines on stderr
+  /// Whether the user gave the micro-batch size (the report says so).
+  bool microBatchSizeGiven = false;
 };
 
 /// Runs the job; the report goes to `report` (and to outputDir/report.txt).
-/// Errors are emitted as diagnostics (or printed) and give failure.
+/// The output directory is replaced as a whole: everything is written to a
+/// directory beside it, which then takes its place, so a failed run leaves the
+/// old outputs or the new ones, never a mix. When planning fails after the
+/// problem is built, the directory holds problem.json and the error says how to
+/// replay it with pipe-plan. Errors are emitted as diagnostics and give failure.
 mlir::LogicalResult runMainJob(mlir::ModuleOp module, const MainJobOptions &options,
                                llvm::raw_ostream &report);
 
