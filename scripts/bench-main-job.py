@@ -28,7 +28,7 @@ def main():
     pipe_opt = os.path.join(args.build, "bin", "pipe-opt")
     models = sorted(f for f in os.listdir(args.model_dir) if f.endswith(".onnx"))
     print(f"{'model':<14}{'GPUs':>5}{'time s':>8}{'RSS MB':>8}  {'algorithm':<12}{'schedule':<12}"
-          f"{'period ms':>10}{'bubble':>8}{'gap':>7}{'max mem':>9}")
+          f"{'stages':>7}{'iteration ms':>13}{'period ms':>10}{'bubble':>8}{'gap':>7}{'max mem':>9}")
     with tempfile.TemporaryDirectory() as out:
         for name in models:
             for stages in args.stages.split(","):
@@ -50,7 +50,8 @@ def main():
                           for m in plan["stage_metrics"])
                 gap = plan["period_ms"] / plan["lower_bound_ms"] - 1
                 print(f"{name[:-5]:<14}{stages:>5}{statistics.median(times):>8.2f}{rss:>8.0f}  "
-                      f"{plan['algorithm']:<12}{plan['schedule']:<12}{plan['period_ms']:>10.2f}"
+                      f"{plan['algorithm']:<12}{plan['schedule']:<12}{plan['stages']:>7}"
+                      f"{plan['iteration_ms']:>13.2f}{plan['period_ms']:>10.2f}"
                       f"{plan.get('bubble_fraction', plan.get('bubble', 0)) * 100:>7.1f}%"
                       f"{gap * 100:>6.1f}%{mem * 100:>8.1f}%")
 

@@ -75,8 +75,13 @@ std::vector<LayerGroup> pipe::groupLayers(const CostAnalysis &analysis) {
 
 FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &analysis,
                                                        const TrainingPolicy &policy) {
+  return buildChainProblem(analysis, groupLayers(analysis), policy);
+}
+
+FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &analysis,
+                                                        ArrayRef<LayerGroup> groups,
+                                                        const TrainingPolicy &policy) {
   const CostSettings &settings = analysis.getSettings();
-  std::vector<LayerGroup> groups = groupLayers(analysis);
   if (groups.empty()) {
     if (Operation *fn = analysis.getFunction())
       return fn->emitError("cannot build a chain: the function has no ops");
@@ -111,12 +116,13 @@ FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &anal
     problem.layers.push_back(std::move(layer));
   }
 
-  // Exact cut sets: every non-parameter value read outside its layer.
+  // Exact cut sets: every value read outside its layer, as pipe-split-stages
+  // sends it; parameters and constants are copied into each stage instead.
   for (auto [i, group] : llvm::enumerate(groups)) {
     for (Operation *op : group.ops) {
+      if (isSource(op))
+        continue;
       for (Value v : op->getResults()) {
-        if (analysis.isStatic(v))
-          continue;
         partitioner::Tensor tensor;
         tensor.producer = static_cast<int>(i);
         tensor.bytes = analysis.bytes(v);

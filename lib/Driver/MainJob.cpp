@@ -3,7 +3,9 @@
 // import (done by the caller) -> pipe-partition -> pipe-split-stages ->
 // pipe-schedule, then the report and the output directory. The partitioner's
 // own writers produce plan.json, the trace and the SVG, so pipe-plan and
-// pipe-opt describe a plan the same way.
+// pipe-opt describe a plan the same way. Every assumption the plan rests on
+// (target, dtype, optimizer, batch sizes, memory limit, link model, objective,
+// tool version) is in the report's header, plan.json and problem.json.
 //
 //===----------------------------------------------------------------------===//
 #include "pipe/Driver/MainJob.h"
@@ -20,7 +22,9 @@
 #include "partitioner/Output.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -30,6 +34,8 @@
 #include <onnx/onnx_pb.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fcntl.h>
 #include <fstream>
 #include <sstream>
 
@@ -96,7 +102,8 @@ void explainBoundaries(const partitioner::Problem &problem,
     if (last < 0 || first < 0)
       continue;
     os << "  stage " << s << " | " << s + 1 << ": after layer '" << problem.layers[last].name
-       << "', " << partitioner::formatBytes(best.stages[s].outBytes) << " cross\n";
+       << "', " << partitioner::formatBytes(best.stages[s].outBytes, problem.platform.byteUnits)
+       << " cross\n";
     if (inS > 1) {
       partitioner::Allocation earlier = allocation;
       earlier.stageOfLayer[last] = s + 1;
@@ -133,12 +140,225 @@ void stageSummary(pipeline::PipelineOp pipelineOp, llvm::raw_ostream &os) {
   }
 }
 
-LogicalResult writeFile(const std::string &path, const std::string &text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out)
-    return failure();
-  return success();
+/// The main job's output directory, replaced as a whole: files go to a
+/// directory beside it, which takes its place on commit(). Refuses a path that
+/// is a file, and a directory holding anything the main job does not write
+/// (it would be deleted with the old outputs).
+class OutputDirectory {
+public:
+  explicit OutputDirectory(std::string path) : path(std::move(path)) {
+    while (this->path.size() > 1 && llvm::sys::path::is_separator(this->path.back()))
+      this->path.pop_back();
+  }
+  ~OutputDirectory() {
+    if (!staging.empty())
+      llvm::sys::fs::remove_directories(staging);
+  }
+
+  const std::string &getPath() const { return path; }
+
+  LogicalResult prepare(ModuleOp module) {
+    llvm::sys::fs::file_status status;
+    bool exists = !llvm::sys::fs::status(path, status) && llvm::sys::fs::exists(status);
+    if (exists && !llvm::sys::fs::is_directory(status))
+      return module.emitError("-o '") << path
+                                      << "' is a file; the main job writes a directory of outputs "
+                                         "(plan.json, report.txt, pipeline.mlir, stageK.mlir, ...)";
+    if (!exists && llvm::sys::path::extension(path) == ".mlir")
+      return module.emitError("-o '")
+             << path
+             << "': the main job writes a directory of outputs (plan.json, "
+                "pipeline.mlir, stageK.mlir, ...), not one .mlir file; name a "
+                "directory, or run the passes with --pass-pipeline to get one module";
+    if (exists) {
+      std::error_code ec;
+      for (llvm::sys::fs::directory_iterator it(path, ec), end; it != end && !ec;
+           it.increment(ec)) {
+        llvm::StringRef name = llvm::sys::path::filename(it->path());
+        if (!isOutputName(name))
+          return module.emitError("-o '")
+                 << path << "' holds '" << name
+                 << "', which the main job did not write; the directory is replaced as a "
+                    "whole, so give a new or empty one";
+      }
+      if (ec)
+        return module.emitError("cannot read '") << path << "': " << ec.message();
+    }
+    llvm::SmallString<256> parent(llvm::sys::path::parent_path(path));
+    if (!parent.empty())
+      if (std::error_code ec = llvm::sys::fs::create_directories(parent))
+        return module.emitError("cannot create '") << parent << "': " << ec.message();
+    llvm::SmallString<256> created;
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(path + ".tmp", created))
+      return module.emitError("cannot create a directory beside '")
+             << path << "': " << ec.message();
+    staging = created.str().str();
+    return success();
+  }
+
+  std::string pathOf(llvm::StringRef name) const {
+    llvm::SmallString<256> p(path);
+    llvm::sys::path::append(p, name);
+    return p.str().str();
+  }
+
+  LogicalResult write(ModuleOp module, llvm::StringRef name, llvm::StringRef text) {
+    llvm::SmallString<256> p(staging);
+    llvm::sys::path::append(p, name);
+    std::ofstream out(p.str().str(), std::ios::binary);
+    out << text.str();
+    out.close();
+    if (!out)
+      return module.emitError("cannot write '") << p << "'";
+    return success();
+  }
+
+  /// Puts the staged directory in place of the old one (swapped in one step
+  /// where the system can, else renamed aside first), then removes the old.
+  LogicalResult commit(ModuleOp module) {
+    llvm::sys::fs::file_status status;
+    bool exists = !llvm::sys::fs::status(path, status) && llvm::sys::fs::exists(status);
+    if (!exists) {
+      if (std::error_code ec = llvm::sys::fs::rename(staging, path))
+        return module.emitError("cannot rename '")
+               << staging << "' to '" << path << "': " << ec.message();
+      staging.clear();
+      return success();
+    }
+#ifdef RENAME_EXCHANGE
+    if (renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) == 0) {
+      // `staging` now names the old outputs; the destructor removes them.
+      return success();
+    }
+#endif
+    llvm::SmallString<256> aside;
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(path + ".old", aside))
+      return module.emitError("cannot create a directory beside '")
+             << path << "': " << ec.message();
+    llvm::sys::fs::remove(aside);
+    if (std::error_code ec = llvm::sys::fs::rename(path, aside))
+      return module.emitError("cannot move the old '") << path << "' aside: " << ec.message();
+    if (std::error_code ec = llvm::sys::fs::rename(staging, path)) {
+      llvm::sys::fs::rename(aside, path);
+      return module.emitError("cannot rename '")
+             << staging << "' to '" << path << "': " << ec.message();
+    }
+    staging = aside.str().str();
+    return success();
+  }
+
+private:
+  static bool isOutputName(llvm::StringRef name) {
+    if (name == "plan.json" || name == "problem.json" || name == "report.txt" ||
+        name == "schedule.trace.json" || name == "schedule.svg" || name == "pipeline.mlir")
+      return true;
+    unsigned index;
+    return name.consume_front("stage") && name.consume_back(".mlir") &&
+           !name.getAsInteger(10, index);
+  }
+
+  std::string path;
+  std::string staging;
+};
+
+/// Each stage alone in a module: it parses and prints back the same.
+std::string stageModuleText(pipeline::StageOp stage) {
+  OwningOpRef<ModuleOp> holder = ModuleOp::create(stage.getLoc());
+  OpBuilder builder(holder->getBodyRegion());
+  builder.clone(*stage);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  holder->print(os);
+  os << "\n";
+  return text;
+}
+
+/// The assumptions of the plan, for plan.json and problem.json.
+nlohmann::ordered_json settingsJson(const pipeline::PartitionOutcome &outcome,
+                                    const MainJobOptions &options) {
+  const partitioner::Platform &platform = outcome.problem.platform;
+  auto link = [](const partitioner::LinkSpec &spec) {
+    nlohmann::ordered_json json;
+    if (spec.bandwidthBytesPerSecond == partitioner::kInfinity)
+      json["bandwidth_bytes_per_s"] = "inf";
+    else
+      json["bandwidth_bytes_per_s"] = spec.bandwidthBytesPerSecond;
+    json["latency_ms"] = spec.latencyMs;
+    return json;
+  };
+  nlohmann::ordered_json settings;
+  settings["tool_version"] = toolVersion();
+  settings["model"] = llvm::sys::path::filename(options.modelPath).str();
+  settings["target"] = outcome.targetName;
+  settings["dtype"] = outcome.dtype;
+  settings["optimizer"] = outcome.optimizer;
+  settings["micro_batch_size"] = outcome.microBatchSize;
+  settings["micro_batch_size_given"] = options.microBatchSizeGiven;
+  settings["microbatches"] = outcome.problem.training.microbatches;
+  settings["gpus"] = platform.gpus;
+  settings["memory_limit"] = outcome.memoryLimit;
+  settings["memory_limit_from_target"] = outcome.memoryFromTarget;
+  if (platform.memoryBytesPerGpu < partitioner::kInfinity)
+    settings["memory_limit_bytes"] = platform.memoryBytesPerGpu;
+  settings["link_model"] = {{"gpus_per_node", platform.gpusPerNode},
+                            {"intra_node", link(platform.intraNode)},
+                            {"inter_node", link(platform.interNode)}};
+  settings["objective"] = outcome.objective;
+  settings["algorithm"] = options.partition.algorithm;
+  settings["schedule"] =
+      options.partition.schedule.empty() ? "any (1f1b or interleaved)" : options.partition.schedule;
+  settings["time_limit_s"] = outcome.timeLimitSeconds;
+  return settings;
+}
+
+/// The report's header: what was planned, under which assumptions.
+void writeHeader(const pipeline::PartitionOutcome &outcome, const MainJobOptions &options,
+                 llvm::raw_ostream &os) {
+  const partitioner::Problem &problem = outcome.problem;
+  const partitioner::PlanResult &best = *outcome.report.best();
+  os << "pipe-opt plan for " << llvm::sys::path::filename(options.modelPath) << "\n";
+  os << "tool:         " << toolVersion() << "\n";
+  os << llvm::formatv("model:        {0:f2} M parameters, {1:f2} GFLOP forward per micro-batch\n",
+                      outcome.parameters / 1e6, outcome.forwardFlops / 1e9);
+  os << "target:       " << outcome.targetName << ", dtype " << outcome.dtype << ", optimizer "
+     << outcome.optimizer << "\n";
+  os << "micro-batch:  size " << outcome.microBatchSize
+     << (options.microBatchSizeGiven ? " (--micro-batch-size)"
+                                     : " (the model's batch dim, fixed or bound with --dim)")
+     << ", " << problem.training.microbatches << " micro-batches per iteration\n";
+  os << "memory limit: " << outcome.memoryLimit << " per GPU"
+     << (outcome.memoryFromTarget ? " (the target's; --memory to change)" : " (--memory)") << "\n";
+  os << "links:        " << outcome.linkModel << "\n";
+  os << "GPUs:         " << problem.platform.gpus << " (--pipeline-stages); the plan runs "
+     << partitioner::describeStages(problem, best) << "\n";
+  os << "objective:    "
+     << (outcome.objective == "period"
+             ? std::string("the steady-state period (--objective=period)")
+             : "the iteration time of " + std::to_string(problem.training.microbatches) +
+                   " micro-batches, what a training step costs (--objective=period for "
+                   "the steady state)")
+     << "\n";
+  os << llvm::formatv("chosen:       {0} ({1}): iteration {2:f3} ms, period {3:f3} ms\n\n",
+                      best.algorithm, partitioner::toString(best.scheduleKind), best.iterationMs,
+                      best.periodMs);
+}
+
+/// "10", "2.5": a number of seconds as a user writes it.
+std::string seconds(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+/// How to plan the written problem again with the partitioner alone.
+std::string replayCommand(const std::string &problemPath, const MainJobOptions &options) {
+  std::string algorithms = options.partition.algorithm;
+  if (algorithms == "best")
+    algorithms += ",madpipe-span";
+  return llvm::formatv("pipe-plan {0} --algo {1} --objective {2} --time-limit {3}", problemPath,
+                       algorithms, options.partition.objective,
+                       seconds(options.partition.timeLimitSeconds))
+      .str();
 }
 } // namespace
 
@@ -177,13 +397,17 @@ LogicalResult pipe::driver::writeOnnxWithStages(llvm::StringRef input, llvm::Str
   return success();
 }
 
+std::string pipe::driver::toolVersion() {
+  return std::string("pipe-opt ") + PIPE_OPT_VERSION + " (MLIR " + LLVM_VERSION_STRING + ")";
+}
+
 LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &options,
                                        llvm::raw_ostream &reportStream) {
   Progress progress(options.progress);
-  progress.step("cost model and partitioning: " + llvm::Twine(options.partition.stages) +
-                " stages on " + options.partition.target + ", algorithm " +
-                options.partition.algorithm + " (each MIP stops after " +
-                llvm::formatv("{0}", partitioner::PlanOptions().ilpTimeLimitSeconds) + " s)");
+  OutputDirectory outputs(options.outputDir);
+  if (failed(outputs.prepare(module)))
+    return failure();
+
   const TrainingOptions &training = options.training;
   if (!training.dropout) {
     WalkResult walk = module.walk([&](nn::DropoutOp dropout) {
@@ -204,17 +428,51 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
     if (failed(lossPm.run(module)))
       return failure();
   }
-  auto outcome = pipeline::partitionModule(module, options.partition);
+
+  progress.step("cost model on " + options.partition.target + " at " + options.partition.dtype);
+  auto outcome = pipeline::buildPartitionProblem(module, options.partition);
   if (failed(outcome))
     return failure();
+  const partitioner::Problem &problem = outcome->problem;
+
+  // problem.json first: when planning fails, it is what the user replays.
+  std::string problemText;
+  {
+    llvm::raw_string_ostream problemStream(problemText);
+    pipe::writeProblemJson(problem, problemStream);
+  }
+  nlohmann::ordered_json problemJson = nlohmann::ordered_json::parse(problemText);
+  problemJson["settings"] = settingsJson(*outcome, options);
+  if (failed(outputs.write(module, "problem.json", problemJson.dump(1) + "\n")))
+    return failure();
+  const std::string replay = replayCommand(outputs.pathOf("problem.json"), options);
+
+  pipeline::PartitionOptions partition = options.partition;
+  partition.onResult = [&](const partitioner::PlanResult &result) {
+    std::string status = result.valid ? llvm::formatv("iteration {0:f3} ms, period {1:f3} ms",
+                                                      result.iterationMs, result.periodMs)
+                                            .str()
+                                      : result.reason;
+    progress.step(
+        llvm::formatv("  {0}: {1} ({2:f2} s)", result.algorithm, status, result.plannerSeconds));
+  };
+  partition.explainFailure = [&](Diagnostic &diag) {
+    diag.attachNote() << "the problem is in " << outputs.pathOf("problem.json")
+                      << "; replay the planning with: " << replay;
+  };
+  progress.step(llvm::formatv("chain of {0} layers; planning on {1} GPUs with {2} (each MIP "
+                              "stops after {3} s)",
+                              problem.layers.size(), problem.platform.gpus,
+                              options.partition.algorithm,
+                              seconds(options.partition.timeLimitSeconds)));
+  if (failed(pipeline::planPartition(module, *outcome, partition))) {
+    (void)outputs.commit(module);
+    return failure();
+  }
   const partitioner::PlanResult &best = *outcome->report.best();
-  for (const partitioner::PlanResult &result : outcome->report.results)
-    progress.step("  " + result.algorithm + ": " +
-                  llvm::formatv("{0:f3}", result.plannerSeconds) + " s" +
-                  (result.valid ? llvm::Twine("") : llvm::Twine(" (") + result.reason + ")"));
-  progress.step("chose " + best.algorithm + ": period " +
-                llvm::formatv("{0:f3}", best.periodMs) + " ms over " +
-                llvm::Twine(outcome->report.results.size()) + " algorithms");
+  progress.step(llvm::formatv("chose {0} by {1}: iteration {2:f3} ms, period {3:f3} ms; {4}",
+                              best.algorithm, outcome->objective, best.iterationMs, best.periodMs,
+                              partitioner::describeStages(problem, best)));
 
   // Each ONNX node's stage, as plan.json's stage_of lists it.
   std::map<std::string, int> stageOf = pipeline::stageOfNodes(*outcome);
@@ -241,8 +499,12 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
     differentiate.weightDecay = training.weightDecay;
     pm.addPass(pipeline::createPipeDifferentiate(differentiate));
   }
-  if (failed(pm.run(module)))
+  if (failed(pm.run(module))) {
+    (void)outputs.commit(module);
+    module.emitRemark() << "the problem is in " << outputs.pathOf("problem.json")
+                        << "; replay the planning with: " << replay;
     return failure();
+  }
   progress.step(training.codegen
                     ? "split into stages with send/recv on every cut; schedule attached; "
                       "backward programs built"
@@ -251,8 +513,10 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   if (training.codegen) {
     auto built = buildTrainingProgram(module, *outcome, workspace, options.modelPath,
                                       options.partition.optimizer);
-    if (failed(built))
+    if (failed(built)) {
+      (void)outputs.commit(module);
       return failure();
+    }
     programFiles = std::move(*built);
     progress.step("lowered to " + llvm::Twine(programFiles.size() - 1) +
                   " per-rank C++ programs (rankK.cpp) and program.json");
@@ -260,79 +524,64 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
 
   std::string report;
   llvm::raw_string_ostream os(report);
-  os << "pipe-opt plan for " << llvm::sys::path::filename(options.modelPath) << "\n";
-  os << llvm::formatv("model: {0:f2} M parameters, {1:f2} GFLOP forward per micro-batch; "
-                      "target {2}; {3} micro-batches per iteration\n\n",
-                      outcome->parameters / 1e6, outcome->forwardFlops / 1e9,
-                      outcome->targetName, outcome->problem.training.microbatches);
+  writeHeader(*outcome, options, os);
   std::ostringstream table;
-  partitioner::writeTable(outcome->problem, outcome->report, table, /*timings=*/false);
+  partitioner::writeTable(problem, outcome->report, table, /*timings=*/false);
   os << table.str();
   for (auto pipelineOp : module.getOps<pipeline::PipelineOp>())
     stageSummary(pipelineOp, os);
-  explainBoundaries(outcome->problem, outcome->report, os);
+  explainBoundaries(problem, outcome->report, os);
   os.flush();
   reportStream << report;
+  reportStream.flush();
 
-  // The output directory.
-  if (std::error_code ec = llvm::sys::fs::create_directories(options.outputDir))
-    return module.emitError("cannot create '") << options.outputDir << "': " << ec.message();
-  auto path = [&](const llvm::Twine &name) {
-    llvm::SmallString<256> p(options.outputDir);
-    llvm::sys::path::append(p, name);
-    return p.str().str();
-  };
   std::ostringstream planJson, trace, svg;
-  partitioner::writePlanJson(outcome->problem, outcome->report, planJson, /*timings=*/false);
-  partitioner::writeTraceJson(outcome->problem, best, trace);
-  partitioner::writeSvg(outcome->problem, best, svg);
+  partitioner::writePlanJson(problem, outcome->report, planJson, /*timings=*/false);
+  partitioner::writeTraceJson(problem, best, trace);
+  partitioner::writeSvg(problem, best, svg);
   nlohmann::ordered_json plan = nlohmann::ordered_json::parse(planJson.str());
+  plan["settings"] = settingsJson(*outcome, options);
   plan["model"] = {{"name", llvm::sys::path::stem(options.modelPath).str()},
                    {"parameters", outcome->parameters},
                    {"forward_flops", outcome->forwardFlops},
                    {"target", outcome->targetName}};
-  std::string problemJson;
-  llvm::raw_string_ostream problemStream(problemJson);
-  pipe::writeProblemJson(outcome->problem, problemStream);
-  problemStream.flush();
   std::string pipelineText;
   llvm::raw_string_ostream pipelineStream(pipelineText);
   module.print(pipelineStream);
+  pipelineStream << "\n";
   pipelineStream.flush();
-  if (failed(writeFile(path("plan.json"), plan.dump(2) + "\n")) ||
-      failed(writeFile(path("schedule.trace.json"), trace.str())) ||
-      failed(writeFile(path("schedule.svg"), svg.str())) ||
-      failed(writeFile(path("report.txt"), report)) ||
-      failed(writeFile(path("problem.json"), problemJson)) ||
-      failed(writeFile(path("pipeline.mlir"), pipelineText)))
-    return module.emitError("cannot write to '") << options.outputDir << "'";
-  for (auto pipelineOp : module.getOps<pipeline::PipelineOp>()) {
-    for (auto stage : pipelineOp.getBody().getOps<pipeline::StageOp>()) {
-      std::string text;
-      llvm::raw_string_ostream stageStream(text);
-      stage.print(stageStream);
-      stageStream << "\n";
-      stageStream.flush();
-      if (failed(writeFile(path("stage" + llvm::Twine(stage.getIndex()) + ".mlir"), text)))
-        return module.emitError("cannot write to '") << options.outputDir << "'";
-    }
-  }
+  if (failed(outputs.write(module, "plan.json", plan.dump(2) + "\n")) ||
+      failed(outputs.write(module, "schedule.trace.json", trace.str())) ||
+      failed(outputs.write(module, "schedule.svg", svg.str())) ||
+      failed(outputs.write(module, "report.txt", report)) ||
+      failed(outputs.write(module, "pipeline.mlir", pipelineText)))
+    return failure();
+  for (auto pipelineOp : module.getOps<pipeline::PipelineOp>())
+    for (auto stage : pipelineOp.getBody().getOps<pipeline::StageOp>())
+      if (failed(outputs.write(module, ("stage" + llvm::Twine(stage.getIndex()) + ".mlir").str(),
+                               stageModuleText(stage))))
+        return failure();
   for (const auto &[name, text] : programFiles)
-    if (failed(writeFile(path(name), text)))
-      return module.emitError("cannot write to '") << options.outputDir << "'";
+    if (failed(outputs.write(module, name, text)))
+      return failure();
   if (!options.onnxWithPlan.empty()) {
     if (llvm::StringRef(options.modelPath).ends_with(".onnxtext"))
       return module.emitError("--write-onnx-plan needs a binary .onnx model");
     nlohmann::ordered_json summary = {{"algorithm", best.algorithm},
                                       {"schedule", partitioner::toString(best.scheduleKind)},
                                       {"stages", best.allocation.numStages()},
-                                      {"period_ms", best.periodMs}};
+                                      {"period_ms", best.periodMs},
+                                      {"iteration_ms", best.iterationMs},
+                                      {"tool_version", toolVersion()}};
     std::string error;
     if (failed(writeOnnxWithStages(options.modelPath, options.onnxWithPlan, stageOf,
                                    summary.dump(), error)))
       return module.emitError(error);
   }
-  progress.step("wrote " + options.outputDir + "/ (plan.json, problem.json, report.txt, "
+  if (failed(outputs.commit(module)))
+    return failure();
+  progress.step("wrote " + outputs.getPath() +
+                "/ (plan.json, problem.json, report.txt, "
                 "schedule.trace.json, schedule.svg, pipeline.mlir, stage*.mlir)");
   return success();
 }

@@ -37,9 +37,10 @@ LowerBounds computeLowerBounds(const Problem &problem) {
       if (layer.savedBytes <= 0) {
         if (state > limit) {
           bounds.memoryInfeasible = true;
-          bounds.memoryReason = "layer " + layer.name + " needs " + formatBytes(state) +
+          bounds.memoryReason = "layer " + layer.name + " needs " +
+                                formatBytes(state, platform.byteUnits) +
                                 " for its parameters and optimizer state, limit " +
-                                formatBytes(limit);
+                                formatBytes(limit, platform.byteUnits);
         }
         continue;
       }
@@ -49,8 +50,9 @@ LowerBounds computeLowerBounds(const Problem &problem) {
       if (copies < 1) {
         bounds.memoryInfeasible = true;
         bounds.memoryReason = "layer " + layer.name + " needs " +
-                              formatBytes(state + layer.savedBytes) +
-                              " with a single micro-batch in flight, limit " + formatBytes(limit);
+                              formatBytes(state + layer.savedBytes, platform.byteUnits) +
+                              " with a single micro-batch in flight, limit " +
+                              formatBytes(limit, platform.byteUnits);
         continue;
       }
       if (copies < m)
@@ -60,9 +62,10 @@ LowerBounds computeLowerBounds(const Problem &problem) {
     const double room = platform.gpus * limit - stateTotal;
     if (room <= 0) {
       bounds.memoryInfeasible = true;
-      bounds.memoryReason = "parameters and optimizer state need " + formatBytes(stateTotal) +
-                            ", the " + std::to_string(platform.gpus) + " GPUs hold " +
-                            formatBytes(platform.gpus * limit);
+      bounds.memoryReason = "parameters and optimizer state need " +
+                            formatBytes(stateTotal, platform.byteUnits) + ", the " +
+                            std::to_string(platform.gpus) + " GPUs hold " +
+                            formatBytes(platform.gpus * limit, platform.byteUnits);
     } else if (spanWeighted > 0) {
       bounds.memoryMs = std::max(bounds.memoryMs, spanWeighted / room);
     }

@@ -410,10 +410,22 @@ double greedyUpperBound(const StageModel &model, const MinMaxOptions &options) {
   return found;
 }
 
-std::string formatBytes(double bytes) {
+std::string formatBytes(double bytes, ByteUnits units) {
   char buffer[64];
   if (bytes == kInfinity)
     return "unbounded";
+  if (units == ByteUnits::Binary) {
+    const double gib = 1024.0 * 1024 * 1024, mib = 1024.0 * 1024;
+    if (bytes >= gib)
+      std::snprintf(buffer, sizeof buffer, "%.2f GiB", bytes / gib);
+    else if (bytes >= mib)
+      std::snprintf(buffer, sizeof buffer, "%.2f MiB", bytes / mib);
+    else if (bytes >= 1024)
+      std::snprintf(buffer, sizeof buffer, "%.2f KiB", bytes / 1024);
+    else
+      std::snprintf(buffer, sizeof buffer, "%.0f B", bytes);
+    return buffer;
+  }
   if (bytes >= 1e9)
     std::snprintf(buffer, sizeof buffer, "%.2f GB", bytes / 1e9);
   else if (bytes >= 1e6)
@@ -434,9 +446,10 @@ std::string explainMemoryInfeasibility(const StageModel &model, int maxStages,
     for (const Layer &layer : problem.layers)
       total += problem.training.stateMultiplier * layer.parameterBytes + layer.savedBytes;
     out << "infeasible: no split of the " << problem.layers.size() << " layers into at most "
-        << stages << " stages fits " << formatBytes(model.memoryLimit())
+        << stages << " stages fits "
+        << formatBytes(model.memoryLimit(), model.problem().platform.byteUnits)
         << " per GPU (parameter state plus one copy of every activation alone is "
-        << formatBytes(total) << " in total)";
+        << formatBytes(total, problem.platform.byteUnits) << " in total)";
     return out.str();
   }
   auto partition = minMemoryPartition(model, maxStages, inFlightRule);
@@ -457,8 +470,8 @@ std::string explainMemoryInfeasibility(const StageModel &model, int maxStages,
   auto layers = lattice.layersBetween(partition->cuts[worst], partition->cuts[worst + 1]);
   std::ostringstream out;
   out << "infeasible: even the most memory-balanced split into at most "
-      << stageBudget(model, maxStages) << " stages needs " << formatBytes(worstBytes)
-      << " on stage " << worst << " (";
+      << stageBudget(model, maxStages) << " stages needs "
+      << formatBytes(worstBytes, problem.platform.byteUnits) << " on stage " << worst << " (";
   if (layers.size() == 1)
     out << "layer " << problem.layers[static_cast<size_t>(layers.front())].name;
   else
@@ -466,7 +479,7 @@ std::string explainMemoryInfeasibility(const StageModel &model, int maxStages,
         << problem.layers[static_cast<size_t>(layers.front())].name << " .. "
         << problem.layers[static_cast<size_t>(layers.back())].name;
   out << ", " << partition->inFlight[worst] << " micro-batches in flight), limit "
-      << formatBytes(model.memoryLimit());
+      << formatBytes(model.memoryLimit(), model.problem().platform.byteUnits);
   return out.str();
 }
 

@@ -25,6 +25,10 @@ std::string fixed(double value, int digits = 2) {
   return buffer;
 }
 
+/// A time in ms: three decimals below 10 ms, where two would hide the differences
+/// between plans of a small model.
+std::string milliseconds(double value) { return fixed(value, value < 10 ? 3 : 2); }
+
 /// A gap in percent; a period that meets its bound up to rounding shows 0.0,
 /// not -0.0.
 std::string percent(double gap) {
@@ -45,25 +49,62 @@ std::string layerRange(const Problem &problem, const std::vector<int> &layers) {
 
 double jsonNumber(double value) { return std::isfinite(value) ? value : -1; }
 
+std::string objectiveText(const Problem &problem, Objective objective) {
+  return objective == Objective::Period
+             ? std::string("the steady-state period")
+             : "the iteration time of m = " + std::to_string(problem.training.microbatches) +
+                   " micro-batches";
+}
+
 } // namespace
+
+std::string describeStages(const Problem &problem, const PlanResult &plan) {
+  const int stages = plan.allocation.numStages(), gpus = problem.platform.gpus;
+  const int used = plan.allocation.numGpusUsed();
+  std::vector<int> perGpu(static_cast<size_t>(std::max(gpus, 1)), 0);
+  for (int gpu : plan.allocation.gpuOfStage)
+    if (gpu >= 0 && gpu < gpus)
+      ++perGpu[static_cast<size_t>(gpu)];
+  const int most = *std::max_element(perGpu.begin(), perGpu.end());
+  std::ostringstream out;
+  out << stages << (stages == 1 ? " stage" : " stages") << " on ";
+  if (used == gpus)
+    out << gpus << (gpus == 1 ? " GPU" : " GPUs");
+  else
+    out << used << " of the " << gpus << " GPUs (" << gpus - used << " idle)";
+  if (most <= 1)
+    out << ", one stage per GPU";
+  else if (plan.scheduleKind == ScheduleKind::Interleaved)
+    out << ", " << most << " virtual stages per GPU (interleaved)";
+  else
+    out << ", up to " << most << " stages per GPU (general allocation)";
+  return out.str();
+}
 
 void writeTable(const Problem &problem, const PlanningReport &report, std::ostream &out,
                 bool timings) {
   const PlanResult *best = report.best();
+  const ByteUnits units = problem.platform.byteUnits;
   out << "problem: " << problem.name << " | " << problem.layers.size() << " layers, "
-      << problem.platform.gpus << " GPUs x " << formatBytes(problem.platform.memoryBytesPerGpu)
+      << problem.platform.gpus << " GPUs x "
+      << formatBytes(problem.platform.memoryBytesPerGpu, units)
       << ", m = " << problem.training.microbatches << ", schedule "
       << toString(problem.training.schedule) << "\n";
-  out << "lower bound: " << fixed(report.bounds.bestMs) << " ms (work/P " << fixed(report.bounds.workMs)
-      << ", largest layer " << fixed(report.bounds.largestLayerMs) << ", memory "
-      << fixed(report.bounds.memoryMs) << ")\n";
+  out << "objective: " << objectiveText(problem, report.objective) << " ("
+      << (report.objective == Objective::Period ? "--objective iteration" : "--objective period")
+      << " for the other)\n";
+  out << "lower bound: " << milliseconds(report.bounds.bestMs) << " ms (work/P "
+      << milliseconds(report.bounds.workMs) << ", largest layer "
+      << milliseconds(report.bounds.largestLayerMs) << ", memory "
+      << milliseconds(report.bounds.memoryMs) << ")\n";
   if (report.bounds.memoryInfeasible)
     out << "memory: no plan can fit: " << report.bounds.memoryReason << "\n";
   out << "\n";
   if (best) {
-    out << "chosen: " << best->algorithm << " (" << toString(best->scheduleKind) << ")";
+    out << "chosen: " << best->algorithm << " (" << toString(best->scheduleKind) << ") by "
+        << toString(report.objective) << ": " << describeStages(problem, *best);
     if (!best->notes.empty())
-      out << ", " << best->notes;
+      out << "; " << best->notes;
     out << "\n";
     out << std::left << std::setw(6) << "stage" << std::setw(5) << "gpu" << std::setw(40)
         << "layers" << std::right << std::setw(11) << "time ms" << std::setw(8) << "inflt"
@@ -75,13 +116,29 @@ void writeTable(const Problem &problem, const PlanningReport &report, std::ostre
       if (range.size() > 38)
         range = range.substr(0, 35) + "...";
       out << std::left << std::setw(6) << s << std::setw(5) << stage.gpu << std::setw(40) << range
-          << std::right << std::setw(11) << fixed(stage.computeMs) << std::setw(8) << stage.inFlight
-          << std::setw(22)
-          << (formatBytes(gpu.memoryBytes) + " / " + formatBytes(gpu.memoryLimitBytes)) << "\n";
+          << std::right << std::setw(11) << milliseconds(stage.computeMs) << std::setw(8)
+          << stage.inFlight << std::setw(22)
+          << (formatBytes(gpu.memoryBytes, units) + " / " +
+              formatBytes(gpu.memoryLimitBytes, units))
+          << "\n";
     }
-    out << "period " << fixed(best->periodMs) << " ms, iteration (m=" << problem.training.microbatches
-        << ") " << fixed(best->iterationMs) << " ms, bubble " << fixed(100 * best->bubbleFraction, 1)
-        << " %, gap to bound " << percent(best->gap) << " %\n\n";
+    out << "period " << milliseconds(best->periodMs)
+        << " ms, iteration (m=" << problem.training.microbatches << ") "
+        << milliseconds(best->iterationMs) << " ms, bubble " << fixed(100 * best->bubbleFraction, 1)
+        << " %, gap to bound " << percent(best->gap) << " %\n";
+    const Objective other =
+        report.objective == Objective::Period ? Objective::IterationTime : Objective::Period;
+    if (report.bestByOtherObjective >= 0 && report.bestByOtherObjective != report.chosen) {
+      const PlanResult &alternative =
+          report.results[static_cast<size_t>(report.bestByOtherObjective)];
+      out << "best by " << toString(other) << ": " << alternative.algorithm << " ("
+          << toString(alternative.scheduleKind) << "): period "
+          << milliseconds(alternative.periodMs) << " ms, iteration "
+          << milliseconds(alternative.iterationMs) << " ms\n";
+    } else {
+      out << "also the best by " << toString(other) << "\n";
+    }
+    out << "\n";
   } else {
     out << "no valid plan\n\n";
   }
@@ -92,19 +149,26 @@ void writeTable(const Problem &problem, const PlanningReport &report, std::ostre
   for (size_t i = 0; i < report.results.size(); ++i) {
     const PlanResult &r = report.results[i];
     out << std::left << std::setw(13) << r.algorithm << std::setw(12) << toString(r.scheduleKind)
-        << std::right << std::setw(7) << (r.stages.empty() ? std::string("-") : std::to_string(r.stages.size()))
-        << std::setw(11) << (r.stages.empty() ? std::string("-") : fixed(r.periodMs))
-        << std::setw(12) << (r.stages.empty() ? std::string("-") : fixed(r.iterationMs))
-        << std::setw(8) << (r.stages.empty() ? std::string("-") : fixed(100 * r.bubbleFraction, 1) + "%")
+        << std::right << std::setw(7)
+        << (r.stages.empty() ? std::string("-") : std::to_string(r.stages.size())) << std::setw(11)
+        << (r.stages.empty() ? std::string("-") : milliseconds(r.periodMs)) << std::setw(12)
+        << (r.stages.empty() ? std::string("-") : milliseconds(r.iterationMs)) << std::setw(8)
+        << (r.stages.empty() ? std::string("-") : fixed(100 * r.bubbleFraction, 1) + "%")
         << std::setw(8) << (r.stages.empty() ? std::string("-") : percent(r.gap) + "%");
     double peak = 0;
     for (const auto &g : r.gpus)
       peak = std::max(peak, g.memoryBytes);
-    out << std::setw(11) << (r.gpus.empty() ? std::string("-") : formatBytes(peak));
+    out << std::setw(11) << (r.gpus.empty() ? std::string("-") : formatBytes(peak, units));
     if (timings)
       out << std::setw(9) << fixed(r.plannerSeconds, 3);
-    out << "  "
-        << (static_cast<int>(i) == report.chosen ? "best" : r.valid ? "ok" : r.reason) << "\n";
+    std::string status = static_cast<int>(i) == report.chosen ? "best" : r.valid ? "ok" : r.reason;
+    if (static_cast<int>(i) == report.bestByOtherObjective &&
+        report.chosen != report.bestByOtherObjective)
+      status += " (best by " +
+                toString(report.objective == Objective::Period ? Objective::IterationTime
+                                                               : Objective::Period) +
+                ")";
+    out << "  " << status << "\n";
   }
 }
 
@@ -115,35 +179,34 @@ std::vector<std::vector<std::string>> loweredActions(const Problem &problem, con
   // after the action that produces them.
   for (size_t g = 0; g < plan.schedule.actions.size(); ++g)
     for (const Action &a : plan.schedule.actions[g]) {
-      const std::string mb = std::to_string(a.microbatch);
+      const int mb = a.microbatch;
       const size_t s = static_cast<size_t>(a.stage);
+      auto remote = [&](const StageGraph::Edge &edge) {
+        return graph.gpu[static_cast<size_t>(edge.stage)] != static_cast<int>(g);
+      };
       if (a.kind == ActionKind::Forward) {
         for (const auto &edge : graph.predecessors[s])
-          if (graph.gpu[static_cast<size_t>(edge.stage)] != static_cast<int>(g))
-            ranks[g].push_back("RECV_F" + mb + "@s" + std::to_string(edge.stage) + "->s" +
-                               std::to_string(a.stage));
+          if (remote(edge))
+            ranks[g].push_back(transferAction(false, false, mb, edge.stage, a.stage));
       } else if (a.kind != ActionKind::BackwardWeight) {
         for (const auto &edge : graph.successors[s])
-          if (graph.gpu[static_cast<size_t>(edge.stage)] != static_cast<int>(g))
-            ranks[g].push_back("RECV_B" + mb + "@s" + std::to_string(edge.stage) + "->s" +
-                               std::to_string(a.stage));
+          if (remote(edge))
+            ranks[g].push_back(transferAction(false, true, mb, edge.stage, a.stage));
       }
       ranks[g].push_back(toString(a));
       if (a.kind == ActionKind::Forward) {
         for (const auto &edge : graph.successors[s])
-          if (graph.gpu[static_cast<size_t>(edge.stage)] != static_cast<int>(g))
-            ranks[g].push_back("SEND_F" + mb + "@s" + std::to_string(a.stage) + "->s" +
-                               std::to_string(edge.stage));
+          if (remote(edge))
+            ranks[g].push_back(transferAction(true, false, mb, a.stage, edge.stage));
       } else if (a.kind != ActionKind::BackwardWeight) {
         for (const auto &edge : graph.predecessors[s])
-          if (graph.gpu[static_cast<size_t>(edge.stage)] != static_cast<int>(g))
-            ranks[g].push_back("SEND_B" + mb + "@s" + std::to_string(a.stage) + "->s" +
-                               std::to_string(edge.stage));
+          if (remote(edge))
+            ranks[g].push_back(transferAction(true, true, mb, a.stage, edge.stage));
       }
     }
   for (auto &rank : ranks)
     if (!rank.empty())
-      rank.push_back("OPTIMIZER_STEP");
+      rank.push_back(kOptimizerStepAction);
   return ranks;
 }
 
@@ -175,7 +238,9 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
       item["planner_seconds"] = r.plannerSeconds;
     tried.push_back(item);
   }
+  document["schema_version"] = kPlanSchemaVersion;
   document["problem"] = problem.name;
+  document["objective"] = toString(report.objective);
   document["lower_bounds_ms"] = {{"work", report.bounds.workMs},
                                  {"largest_layer", report.bounds.largestLayerMs},
                                  {"memory", report.bounds.memoryMs},
@@ -193,6 +258,7 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
   document["schedule"] = toString(best->scheduleKind);
   document["microbatches"] = problem.training.microbatches;
   document["gpus"] = problem.platform.gpus;
+  document["gpus_used"] = best->allocation.numGpusUsed();
   document["stages"] = best->stages.size();
   document["period_ms"] = best->periodMs;
   document["iteration_ms"] = best->iterationMs;
@@ -202,6 +268,14 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
   document["crossing_bytes"] = best->crossingBytes;
   if (!best->notes.empty())
     document["notes"] = best->notes;
+  if (report.bestByOtherObjective >= 0) {
+    const PlanResult &other = report.results[static_cast<size_t>(report.bestByOtherObjective)];
+    document[report.objective == Objective::Period ? "best_by_iteration" : "best_by_period"] = {
+        {"algorithm", other.algorithm},
+        {"schedule", toString(other.scheduleKind)},
+        {"period_ms", other.periodMs},
+        {"iteration_ms", other.iterationMs}};
+  }
   json stageOf = json::object();
   for (size_t l = 0; l < problem.layers.size(); ++l)
     for (const std::string &node : problem.layers[l].nodeIds)
@@ -244,9 +318,32 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
 
 void writeTraceJson(const Problem &problem, const PlanResult &plan, std::ostream &out) {
   json events = json::array();
+  // Process 0 holds one compute track per GPU, process 1 one track per link
+  // direction that carries a transfer; every track is named.
+  events.push_back(
+      {{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", "compute"}}}});
+  events.push_back(
+      {{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "links"}}}});
   for (int g = 0; g < problem.platform.gpus; ++g)
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", g},
-                      {"args", {{"name", "GPU " + std::to_string(g)}}}});
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", g},
+                      {"args", {{"name", "GPU " + std::to_string(g) + " compute"}}}});
+  std::map<std::pair<int, int>, int> linkTrack;
+  for (const TimedTransfer &t : plan.simulation.transfers)
+    linkTrack.emplace(std::make_pair(t.fromGpu, t.toGpu), 0);
+  int track = 0;
+  for (auto &[link, tid] : linkTrack) {
+    tid = track++;
+    events.push_back(
+        {{"name", "thread_name"},
+         {"ph", "M"},
+         {"pid", 1},
+         {"tid", tid},
+         {"args",
+          {{"name", "link " + std::to_string(link.first) + "->" + std::to_string(link.second)}}}});
+  }
   for (const TimedAction &t : plan.simulation.timeline) {
     const char *category = t.action.kind == ActionKind::Forward ? "forward"
                            : t.action.kind == ActionKind::BackwardWeight ? "weight-gradient"
@@ -261,53 +358,118 @@ void writeTraceJson(const Problem &problem, const PlanResult &plan, std::ostream
                       {"args", {{"stage", t.action.stage}, {"microbatch", t.action.microbatch}}}});
   }
   for (const TimedTransfer &t : plan.simulation.transfers)
-    events.push_back({{"name", std::string(t.gradient ? "grad " : "act ") + "mb" +
-                                   std::to_string(t.microbatch) + " s" + std::to_string(t.fromStage) +
-                                   "->s" + std::to_string(t.toStage)},
-                      {"cat", "transfer"},
-                      {"ph", "X"},
-                      {"pid", 1},
-                      {"tid", t.fromGpu * 1000 + t.toGpu},
-                      {"ts", t.startMs * 1000},
-                      {"dur", (t.endMs - t.startMs) * 1000},
-                      {"args", {{"bytes", t.bytes}}}});
+    events.push_back(
+        {{"name", transferAction(true, t.gradient, t.microbatch, t.fromStage, t.toStage)},
+         {"cat", t.gradient ? "gradient-transfer" : "activation-transfer"},
+         {"ph", "X"},
+         {"pid", 1},
+         {"tid", linkTrack.at({t.fromGpu, t.toGpu})},
+         {"ts", t.startMs * 1000},
+         {"dur", (t.endMs - t.startMs) * 1000},
+         {"args", {{"bytes", t.bytes}}}});
   json document;
   document["traceEvents"] = events;
   document["displayTimeUnit"] = "ms";
   out << document.dump() << "\n";
 }
 
+namespace {
+/// A tick step of 1, 2 or 5 times a power of ten giving at most `ticks` steps.
+double tickStep(double span, int ticks) {
+  const double raw = span / ticks;
+  const double power = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double factor : {1.0, 2.0, 5.0, 10.0})
+    if (factor * power >= raw)
+      return factor * power;
+  return 10 * power;
+}
+
+std::string tickLabel(double value, double step) {
+  const int digits = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+  return fixed(value, digits);
+}
+
+constexpr const char *kForwardColor = "#4e79a7";
+constexpr const char *kBackwardColor = "#e15759";
+constexpr const char *kWeightColor = "#59a14f";
+constexpr const char *kTransferColor = "#f28e2b";
+constexpr const char *kIdleColor = "#e8e8e8";
+} // namespace
+
 void writeSvg(const Problem &problem, const PlanResult &plan, std::ostream &out) {
   const int gpus = problem.platform.gpus;
-  const double width = 1200, rowHeight = 24, left = 70, top = 30;
+  const double width = 1200, left = 80, right = 20, top = 58, rowHeight = 30;
+  const double computeHeight = 20, transferHeight = 5;
   const double makespan = std::max(plan.simulation.iterationMs, 1e-9);
-  const double scale = (width - left - 10) / makespan;
-  const double height = top + gpus * rowHeight + 30;
+  const double scale = (width - left - right) / makespan;
+  const double axisY = top + gpus * rowHeight + 4;
+  const double height = axisY + 42;
   out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-      << "\" font-family=\"monospace\" font-size=\"10\">\n";
-  out << "<text x=\"4\" y=\"16\" font-size=\"12\">" << plan.algorithm << " / "
-      << toString(plan.scheduleKind) << ": period " << fixed(plan.periodMs) << " ms, iteration "
-      << fixed(plan.iterationMs) << " ms, bubble " << fixed(100 * plan.bubbleFraction, 1)
-      << " %</text>\n";
-  for (int g = 0; g < gpus; ++g)
-    out << "<text x=\"4\" y=\"" << top + g * rowHeight + 15 << "\">GPU " << g << "</text>\n";
+      << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  out << "<rect width=\"" << width << "\" height=\"" << height << "\" fill=\"white\"/>\n";
+  out << "<text x=\"8\" y=\"18\" font-size=\"13\">" << plan.algorithm << " / "
+      << toString(plan.scheduleKind) << ": " << describeStages(problem, plan) << "; period "
+      << milliseconds(plan.periodMs) << " ms, iteration (m=" << problem.training.microbatches
+      << ") " << milliseconds(plan.iterationMs) << " ms, bubble "
+      << fixed(100 * plan.bubbleFraction, 1) << " %</text>\n";
+  // Legend.
+  const std::pair<const char *, const char *> legend[] = {
+      {kForwardColor, "F forward"},
+      {kBackwardColor, "B backward (Bi: input gradient)"},
+      {kWeightColor, "W weight gradient"},
+      {kTransferColor, "transfer (sender's row)"},
+      {kIdleColor, "idle"}};
+  double x = left;
+  for (const auto &[color, label] : legend) {
+    out << "<rect x=\"" << x << "\" y=\"28\" width=\"12\" height=\"12\" fill=\"" << color
+        << "\"/>\n";
+    out << "<text x=\"" << x + 16 << "\" y=\"38\">" << label << "</text>\n";
+    x += 16 + 6.2 * std::string(label).size() + 20;
+  }
+  // One row per GPU: idle background, compute slices, the transfers it sends.
+  for (int g = 0; g < gpus; ++g) {
+    const double y = top + g * rowHeight;
+    out << "<text x=\"8\" y=\"" << y + 15 << "\">GPU " << g << "</text>\n";
+    out << "<rect x=\"" << left << "\" y=\"" << y << "\" width=\"" << fixed(makespan * scale)
+        << "\" height=\"" << computeHeight + transferHeight + 1 << "\" fill=\"" << kIdleColor
+        << "\"/>\n";
+  }
   for (const TimedAction &t : plan.simulation.timeline) {
-    const char *color = t.action.kind == ActionKind::Forward          ? "#4e79a7"
-                        : t.action.kind == ActionKind::BackwardWeight ? "#59a14f"
-                                                                      : "#e15759";
-    const double x = left + t.startMs * scale, w = std::max(0.5, (t.endMs - t.startMs) * scale);
+    const char *color = t.action.kind == ActionKind::Forward          ? kForwardColor
+                        : t.action.kind == ActionKind::BackwardWeight ? kWeightColor
+                                                                      : kBackwardColor;
+    const double sx = left + t.startMs * scale, w = std::max(0.5, (t.endMs - t.startMs) * scale);
     const double y = top + t.gpu * rowHeight;
-    out << "<rect x=\"" << fixed(x, 2) << "\" y=\"" << y << "\" width=\"" << fixed(w, 2)
-        << "\" height=\"" << rowHeight - 4 << "\" fill=\"" << color
+    out << "<rect x=\"" << fixed(sx) << "\" y=\"" << y << "\" width=\"" << fixed(w)
+        << "\" height=\"" << computeHeight << "\" fill=\"" << color
         << "\" stroke=\"white\" stroke-width=\"0.5\"><title>" << toString(t.action) << " "
         << fixed(t.startMs, 3) << "-" << fixed(t.endMs, 3) << " ms</title></rect>\n";
     if (w > 14)
-      out << "<text x=\"" << fixed(x + 2, 2) << "\" y=\"" << y + 14 << "\" fill=\"white\">"
+      out << "<text x=\"" << fixed(sx + 2) << "\" y=\"" << y + 14 << "\" fill=\"white\">"
           << t.action.microbatch << "</text>\n";
   }
-  out << "<text x=\"" << left << "\" y=\"" << height - 8 << "\">0 ms</text>\n";
-  out << "<text x=\"" << width - 90 << "\" y=\"" << height - 8 << "\">" << fixed(makespan)
-      << " ms</text>\n";
+  for (const TimedTransfer &t : plan.simulation.transfers) {
+    const double sx = left + t.startMs * scale, w = std::max(0.5, (t.endMs - t.startMs) * scale);
+    const double y = top + t.fromGpu * rowHeight + computeHeight + 1;
+    out << "<rect x=\"" << fixed(sx) << "\" y=\"" << y << "\" width=\"" << fixed(w)
+        << "\" height=\"" << transferHeight << "\" fill=\"" << kTransferColor << "\"><title>"
+        << transferAction(true, t.gradient, t.microbatch, t.fromStage, t.toStage) << " GPU "
+        << t.fromGpu << "->" << t.toGpu << " " << fixed(t.startMs, 3) << "-" << fixed(t.endMs, 3)
+        << " ms</title></rect>\n";
+  }
+  // Time axis in ms.
+  out << "<line x1=\"" << left << "\" y1=\"" << axisY << "\" x2=\""
+      << fixed(left + makespan * scale) << "\" y2=\"" << axisY << "\" stroke=\"black\"/>\n";
+  const double step = tickStep(makespan, 10);
+  for (int i = 0; i * step <= makespan * (1 + 1e-9); ++i) {
+    const double value = i * step, tx = left + value * scale;
+    out << "<line x1=\"" << fixed(tx) << "\" y1=\"" << axisY << "\" x2=\"" << fixed(tx)
+        << "\" y2=\"" << axisY + 5 << "\" stroke=\"black\"/>\n";
+    out << "<text x=\"" << fixed(tx) << "\" y=\"" << axisY + 17 << "\" text-anchor=\"middle\">"
+        << tickLabel(value, step) << "</text>\n";
+  }
+  out << "<text x=\"" << fixed(left + makespan * scale / 2) << "\" y=\"" << axisY + 34
+      << "\" text-anchor=\"middle\">time (ms) of one iteration</text>\n";
   out << "</svg>\n";
 }
 

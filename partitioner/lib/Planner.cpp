@@ -17,20 +17,62 @@ bool nearlyEqual(double a, double b) {
 }
 } // namespace
 
-bool betterPlan(const PlanResult &a, const PlanResult &b) {
-  if (!nearlyEqual(a.periodMs, b.periodMs))
-    return a.periodMs < b.periodMs;
-  if (!nearlyEqual(a.iterationMs, b.iterationMs))
-    return a.iterationMs < b.iterationMs;
+std::string toString(Objective objective) {
+  return objective == Objective::Period ? "period" : "iteration";
+}
+
+Objective parseObjective(const std::string &text) {
+  if (text == "period")
+    return Objective::Period;
+  if (text == "iteration" || text == "iteration-time")
+    return Objective::IterationTime;
+  throw Error("unknown objective '" + text + "' (period, iteration)");
+}
+
+bool betterPlan(const PlanResult &a, const PlanResult &b, Objective objective) {
+  const double aFirst = objective == Objective::Period ? a.periodMs : a.iterationMs;
+  const double bFirst = objective == Objective::Period ? b.periodMs : b.iterationMs;
+  const double aSecond = objective == Objective::Period ? a.iterationMs : a.periodMs;
+  const double bSecond = objective == Objective::Period ? b.iterationMs : b.periodMs;
+  if (!nearlyEqual(aFirst, bFirst))
+    return aFirst < bFirst;
+  if (!nearlyEqual(aSecond, bSecond))
+    return aSecond < bSecond;
   if (!nearlyEqual(a.crossingBytes, b.crossingBytes))
     return a.crossingBytes < b.crossingBytes;
   return a.maxMemoryFraction < b.maxMemoryFraction;
 }
 
-PlanResult evaluateAllocation(const Problem &problem, const Allocation &allocation,
-                              ScheduleKind kind, const LowerBounds &bounds) {
+Allocation numberGpusInPipelineOrder(const Problem &problem, const Allocation &allocation) {
+  const Platform &platform = problem.platform;
+  const bool interchangeable =
+      platform.gpus <= platform.gpusPerNode &&
+      std::all_of(platform.speed.begin(), platform.speed.end(),
+                  [&](double speed) { return speed == platform.speed.front(); });
+  if (!interchangeable)
+    return allocation;
+  std::vector<int> label(static_cast<size_t>(platform.gpus), -1);
+  int next = 0;
+  // Stages are numbered in pipeline order, so the first stage of a GPU is the
+  // first time it appears in gpuOfStage.
+  for (int gpu : allocation.gpuOfStage)
+    if (gpu >= 0 && gpu < platform.gpus && label[static_cast<size_t>(gpu)] < 0)
+      label[static_cast<size_t>(gpu)] = next++;
+  for (int &l : label)
+    if (l < 0)
+      l = next++;
+  Allocation relabelled = allocation;
+  for (int &gpu : relabelled.gpuOfStage)
+    if (gpu >= 0 && gpu < platform.gpus)
+      gpu = label[static_cast<size_t>(gpu)];
+  return relabelled;
+}
+
+PlanResult evaluateAllocation(const Problem &problem, const Allocation &input, ScheduleKind kind,
+                              const LowerBounds &bounds) {
   PlanResult result;
   result.scheduleKind = kind;
+  const Allocation allocation = numberGpusInPipelineOrder(problem, input);
   result.allocation = allocation;
   result.lowerBoundMs = bounds.bestMs;
   try {
@@ -79,7 +121,8 @@ PlanResult evaluateAllocation(const Problem &problem, const Allocation &allocati
       for (int s = 0; s < graph.numStages; ++s)
         if (graph.gpu[static_cast<size_t>(s)] == g)
           out << " " << s;
-      out << ") needs " << formatBytes(metrics.memoryBytes) << ", limit " << formatBytes(limit);
+      out << ") needs " << formatBytes(metrics.memoryBytes, problem.platform.byteUnits)
+          << ", limit " << formatBytes(limit, problem.platform.byteUnits);
       overflow = out.str();
     }
     result.gpus.push_back(metrics);
@@ -170,17 +213,45 @@ PlanningReport plan(const Problem &input, const PlanOptions &options) {
     result.predictedPeriodMs = output.predictedPeriodMs;
     result.plannerSeconds = algorithmSeconds;
     report.results.push_back(std::move(result));
+    if (options.onResult)
+      options.onResult(report.results.back());
   }
-  for (size_t i = 0; i < report.results.size(); ++i) {
-    const PlanResult &candidate = report.results[i];
-    if (!candidate.valid)
-      continue;
-    if (options.requireSchedule && candidate.scheduleKind != problem.training.schedule)
-      continue;
-    if (report.chosen < 0 || betterPlan(candidate, report.results[static_cast<size_t>(report.chosen)]))
-      report.chosen = static_cast<int>(i);
-  }
+  chooseBest(problem, report, options);
   return report;
+}
+
+void chooseBest(const Problem &problem, PlanningReport &report, const PlanOptions &options) {
+  report.objective = options.objective;
+  const Objective other =
+      options.objective == Objective::Period ? Objective::IterationTime : Objective::Period;
+  auto pick = [&](Objective objective) {
+    int chosen = -1;
+    for (size_t i = 0; i < report.results.size(); ++i) {
+      const PlanResult &candidate = report.results[i];
+      if (!candidate.valid)
+        continue;
+      if (options.requireSchedule && candidate.scheduleKind != problem.training.schedule)
+        continue;
+      if (chosen < 0 ||
+          betterPlan(candidate, report.results[static_cast<size_t>(chosen)], objective))
+        chosen = static_cast<int>(i);
+    }
+    return chosen;
+  };
+  // Never trust a candidate's `valid` alone: the winner is checked again, and
+  // one that fails is dropped with the checker's reason.
+  for (;;) {
+    report.chosen = pick(options.objective);
+    if (report.chosen < 0)
+      break;
+    PlanResult &candidate = report.results[static_cast<size_t>(report.chosen)];
+    CheckReport check = checkSchedule(problem, candidate.allocation, candidate.schedule);
+    if (check.ok())
+      break;
+    candidate.valid = false;
+    candidate.reason = "dropped: its schedule fails the checker: " + check.violations.front();
+  }
+  report.bestByOtherObjective = pick(other);
 }
 
 } // namespace partitioner

@@ -232,6 +232,28 @@ double parseScaled(const std::string &original, bool bandwidth) {
 } // namespace
 
 double parseBytes(const std::string &text) { return parseScaled(text, false); }
+
+double parseMemorySize(const std::string &text) {
+  const double bytes = parseScaled(text, false);
+  const bool hasUnit = std::any_of(text.begin(), text.end(), [](char c) {
+    return std::isalpha(static_cast<unsigned char>(c)) && c != 'e' && c != 'E';
+  });
+  if (!hasUnit)
+    throw Error("'" + text + "' has no unit: write e.g. " + text + "GB or " + text + "GiB");
+  return bytes;
+}
+
+ByteUnits byteUnitsOf(const std::string &text) {
+  std::string unit;
+  for (char c : text)
+    if (!std::isspace(static_cast<unsigned char>(c)))
+      unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!unit.empty() && unit.back() == 'b')
+    unit.pop_back();
+  const bool binary = unit.size() >= 2 && unit.back() == 'i' &&
+                      std::string("kmgt").find(unit[unit.size() - 2]) != std::string::npos;
+  return binary ? ByteUnits::Binary : ByteUnits::Decimal;
+}
 double parseBandwidth(const std::string &text) { return parseScaled(text, true); }
 
 int weightVersions(const TrainingSettings &settings, int inFlight) {

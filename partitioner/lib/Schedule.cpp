@@ -28,6 +28,11 @@ std::string toString(const Action &action) {
          std::to_string(action.stage);
 }
 
+std::string transferAction(bool send, bool gradient, int microbatch, int from, int to) {
+  return std::string(send ? "SEND_" : "RECV_") + (gradient ? "B" : "F") +
+         std::to_string(microbatch) + "@s" + std::to_string(from) + "->s" + std::to_string(to);
+}
+
 namespace {
 
 /// Stages of each GPU, in stage order.

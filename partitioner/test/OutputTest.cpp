@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace partitioner {
@@ -24,9 +25,11 @@ TEST(Output, PlanJsonHasTheDocumentedFields) {
   std::ostringstream out;
   writePlanJson(problem, report, out);
   auto json = nlohmann::json::parse(out.str());
-  for (const char *key : {"algorithm", "schedule", "stages", "period_ms", "iteration_ms", "lower_bound_ms",
-                          "stage_of", "stage_metrics", "actions", "tried", "gap"})
+  for (const char *key : {"algorithm", "schedule", "stages", "period_ms", "iteration_ms",
+                          "lower_bound_ms", "stage_of", "stage_metrics", "actions", "tried", "gap",
+                          "objective", "gpus_used", "best_by_iteration"})
     EXPECT_TRUE(json.contains(key)) << key;
+  EXPECT_EQ(json["schema_version"], kPlanSchemaVersion);
   EXPECT_EQ(json["stage_of"].size(), problem.layers.size());
   EXPECT_EQ(json["stage_metrics"].size(), json["stages"].get<size_t>());
   for (const auto &stage : json["stage_metrics"]) {
@@ -76,9 +79,31 @@ TEST(Output, TraceSvgAndTable) {
     if (event["ph"] == "X" && event["pid"] == 0)
       ++slices;
   EXPECT_EQ(slices, report.best()->simulation.timeline.size());
+  // Every track is named: one compute track per GPU, one per link direction.
+  std::map<std::pair<int, int>, std::string> tracks;
+  for (const auto &event : json["traceEvents"])
+    if (event["ph"] == "M" && event["name"] == "thread_name")
+      tracks[std::make_pair(event["pid"].get<int>(), event["tid"].get<int>())] =
+          event["args"]["name"];
+  for (int g = 0; g < problem.platform.gpus; ++g)
+    EXPECT_EQ(tracks[std::make_pair(0, g)], "GPU " + std::to_string(g) + " compute");
+  size_t transfers = 0;
+  for (const auto &event : json["traceEvents"])
+    if (event["ph"] == "X" && event["pid"] == 1) {
+      ++transfers;
+      const std::string &track = tracks[std::make_pair(1, event["tid"].get<int>())];
+      EXPECT_EQ(track.rfind("link ", 0), 0u) << track;
+      EXPECT_EQ(event["name"].get<std::string>().rfind("SEND_", 0), 0u);
+    }
+  EXPECT_EQ(transfers, report.best()->simulation.transfers.size());
+  EXPECT_GT(transfers, 0u);
+  // The SVG has a legend, one labelled row per GPU and a time axis in ms.
   writeSvg(problem, *report.best(), svg);
-  EXPECT_NE(svg.str().find("<svg"), std::string::npos);
-  EXPECT_NE(svg.str().find("<rect"), std::string::npos);
+  const std::string text = svg.str();
+  EXPECT_NE(text.find("<svg"), std::string::npos);
+  for (const char *label : {"F forward", "B backward", "W weight gradient", "transfer", "idle",
+                            ">GPU 0<", ">GPU 1<", "time (ms) of one iteration", ">0<"})
+    EXPECT_NE(text.find(label), std::string::npos) << label;
   writeTable(problem, report, table);
   for (const PlanResult &r : report.results)
     EXPECT_NE(table.str().find(r.algorithm), std::string::npos) << r.algorithm;

@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """Exports the test model families to ONNX with pipe_opt.export_for_pipeline.
 
-    export_models.py --size tiny                 the committed fixtures, into
-                                                 test/Fixtures/models/
+    export_models.py --size tiny --out test/Fixtures/models   the committed fixtures
     export_models.py --size real --out DIR       real-size exports (not committed)
     export_models.py --size real --out DIR --only gpt2 --opset 14 --eval
 
@@ -16,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import time
 import warnings
@@ -30,7 +30,6 @@ import torch  # noqa: E402
 from pipe_opt import export_for_pipeline  # noqa: E402
 from pipe_opt import models  # noqa: E402
 
-FIXTURE_DIR = os.path.join(REPO_ROOT, "test", "Fixtures", "models")
 DEFAULT_OPSET = 17
 
 
@@ -61,7 +60,8 @@ FIXTURE_EXTRA_VARIANTS = (
 def parse_args(argv: List[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=models.SIZES, default="tiny")
-    parser.add_argument("--out", help="output directory (default for tiny: the fixture directory)")
+    parser.add_argument("--out", required=True,
+                        help="output directory (test/Fixtures/models for the committed fixtures)")
     parser.add_argument("--opset", type=int, help=f"ONNX opset (default {DEFAULT_OPSET})")
     parser.add_argument("--eval", action="store_true", help="export eval-mode graphs")
     parser.add_argument("--only", action="append", choices=list(models.FAMILIES),
@@ -70,11 +70,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                         help="batch size of the example inputs (the exported batch is symbolic)")
     parser.add_argument("--external-data", action="store_true",
                         help="write weights to <model>.onnx.data next to each model")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    args = parser.parse_args(argv)
-    if args.size == "real" and not args.out:
-        parser.error("--size real needs --out DIR (real-size models are not committed)")
-    return args
+    parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1),
+                        help="torch CPU threads (default: 2, or 1 on one core); the files "
+                        "are the same with any count")
+    return parser.parse_args(argv)
 
 
 def variants_to_export(args: argparse.Namespace) -> List[Variant]:
@@ -85,6 +84,11 @@ def variants_to_export(args: argparse.Namespace) -> List[Variant]:
         return chosen
     opset = args.opset or DEFAULT_OPSET
     return [Variant(name, training=not args.eval, opset=opset) for name in names]
+
+
+def peak_rss_gb() -> float:
+    """The process' peak resident memory so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def export_variant(variant: Variant, args: argparse.Namespace, out_dir: str) -> int:
@@ -104,13 +108,14 @@ def export_variant(variant: Variant, args: argparse.Namespace, out_dir: str) -> 
         expected = family.real_parameters
         if variant.name == "inception_v3" and not variant.training:
             expected = models.INCEPTION_V3_WITHOUT_AUX_PARAMETERS
-        check = " (matches published)" if report.num_parameters == expected else \
-            f" (PUBLISHED {expected:,})"
+        check = " (as expected)" if report.num_parameters == expected else \
+            f" (EXPECTED {expected:,})"
     mode = "train" if variant.training else "eval"
     print(f"{variant.file_stem:28s} {mode:5s} opset {report.opset}  "
           f"params {report.num_parameters:>11,}{check}  nodes {report.num_nodes:5d}  "
           f"op types {len(report.op_counts):2d}  bytes {report.bytes:>11,}  "
-          f"build {build_seconds:6.1f} s  export {report.seconds:6.1f} s", flush=True)
+          f"build {build_seconds:6.1f} s  export {report.seconds:6.1f} s  "
+          f"peak RSS {peak_rss_gb():4.1f} GiB", flush=True)
     return report.bytes
 
 
@@ -120,19 +125,23 @@ def main(argv: List[str]) -> int:
     # Tracing warnings about Python values becoming constants are expected
     # here (shapes are static apart from the batch).
     warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
-    out_dir = args.out or FIXTURE_DIR
+    out_dir = args.out
     os.makedirs(out_dir, exist_ok=True)
     total_start = time.perf_counter()
     total_bytes = 0
     failed = []
-    for variant in variants_to_export(args):
+    chosen = variants_to_export(args)
+    for index, variant in enumerate(chosen):
+        mode = "train" if variant.training else "eval"
+        print(f"[{index + 1}/{len(chosen)} {time.perf_counter() - total_start:6.1f} s] "
+              f"{variant.file_stem} ({args.size}, {mode}, opset {variant.opset})...", flush=True)
         try:
             total_bytes += export_variant(variant, args, out_dir)
         except Exception as error:  # report every model, then fail
             failed.append(variant.file_stem)
             print(f"{variant.file_stem:28s} FAILED: {type(error).__name__}: {error}", flush=True)
-    print(f"total {total_bytes:,} bytes in {time.perf_counter() - total_start:.1f} s "
-          f"(torch {torch.__version__})")
+    print(f"total {total_bytes:,} bytes in {time.perf_counter() - total_start:.1f} s, "
+          f"peak RSS {peak_rss_gb():.1f} GiB (torch {torch.__version__})")
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1

@@ -8,6 +8,7 @@ using an interpreter that has torch and onnx; without them the tests skip.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import glob
 import importlib.util
@@ -126,6 +127,30 @@ class ExportTest(unittest.TestCase):
         self.assertNotIn("lm_head.weight", report.initializer_names)  # tied to wte
         self.assertEqual(len(nodes_of(model, "Trilu")), 2)  # causal mask per block
         self.assertEqual(len(nodes_of(model, "LayerNormalization")), 5)
+
+    def test_dense_mixture_of_experts(self):
+        built, report, model = self.export("moe")
+        self.assertTrue(report.ok, report.errors)
+        self.assertEqual(batch_dims(model), {"input_ids": "batch", "logits": "batch"})
+        config = models.moe.TINY
+        # Every expert of every block is in the graph, with its own weights; the
+        # gate is a softmax over the experts and the mixture one sum over them.
+        experts = [n for n in report.initializer_names if ".moe.experts." in n]
+        self.assertEqual(len(experts), 4 * config.experts * config.layers)
+        self.assertEqual(len(nodes_of(model, "ReduceSum")), config.layers)
+        self.assertEqual(len(nodes_of(model, "Softmax")), 2 * config.layers)  # attention, gate
+        self.assertIn("wte.weight", report.initializer_names)
+        self.assertNotIn("lm_head.weight", report.initializer_names)  # tied to wte
+
+    def test_the_exporter_needs_an_output_directory(self):
+        spec = importlib.util.spec_from_file_location(
+            "export_models", os.path.join(PYTHON_DIR, "scripts", "export_models.py"))
+        script = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(script)
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stderr(quiet):
+            with self.assertRaises(SystemExit):
+                script.parse_args(["--size", "tiny"])
+        self.assertEqual(script.parse_args(["--size", "real", "--out", "x"]).out, "x")
 
     def test_eval_mode_keeps_batchnorm_unfolded(self):
         built, report, model = self.export("resnet50", training=False, opset=13)
@@ -253,7 +278,7 @@ class FixtureTest(unittest.TestCase):
     """The committed fixtures are valid and have the form the importer expects."""
 
     FAMILIES = ("resnet50", "densenet121", "inception_v3", "vgg16", "mobilenet_v2", "gpt2",
-                "bert", "mlp", "transformer")
+                "bert", "mlp", "transformer", "moe")
 
     def test_every_family_has_a_fixture(self):
         for name in self.FAMILIES:

@@ -32,10 +32,81 @@ namespace pipe::test {
 void registerTestAnalysisPasses(); // test/lib/Analysis
 } // namespace pipe::test
 
-static llvm::cl::OptionCategory importCategory("ONNX import options");
+// pipe-opt's own options come first in --help, with their defaults; the
+// options of MLIR and LLVM stay in --help-hidden (--help-list-hidden). --help
+// lists categories by name, which is why these names start as they do.
+static llvm::cl::OptionCategory
+    jobCategory("Main job (pipe-opt MODEL.onnx --pipeline-stages=N --micro-batch-size=B -o DIR)");
+static llvm::cl::OptionCategory planCategory("Main job: planning settings");
+static llvm::cl::OptionCategory importCategory("ONNX import");
+static llvm::cl::OptionCategory
+    mlirCategory("Passes on MLIR input (pipe-opt INPUT.mlir --pass-pipeline=...)");
+static llvm::cl::OptionCategory
+    toolCategory("Tool (--help-hidden lists every MLIR and LLVM option)");
+
+static llvm::cl::opt<std::string> inputFilename(llvm::cl::Positional,
+                                                llvm::cl::desc("<model.onnx | input.mlir>"),
+                                                llvm::cl::init("-"));
+static llvm::cl::opt<std::string> outputFilename(
+    "o",
+    llvm::cl::desc("Main job: the output directory, replaced as a whole (default: out); "
+                   "otherwise the output file (default: stdout)"),
+    llvm::cl::value_desc("path"), llvm::cl::init("-"), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<int> pipelineStages(
+    "pipeline-stages",
+    llvm::cl::desc("Plan pipelined training on N GPUs and write the outputs (a plan may run "
+                   "several stages on one GPU; the report says how many)"),
+    llvm::cl::value_desc("N"), llvm::cl::init(0), llvm::cl::cat(jobCategory));
 static llvm::cl::opt<int64_t> microBatchSize(
-    "micro-batch-size", llvm::cl::desc("Size bound to the leading (batch) dim of inputs"),
-    llvm::cl::init(0), llvm::cl::cat(importCategory));
+    "micro-batch-size",
+    llvm::cl::desc("Samples per micro-batch, bound to the symbolic batch dim of the inputs "
+                   "(required when the batch is symbolic)"),
+    llvm::cl::value_desc("B"), llvm::cl::init(0), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<int>
+    jobMicrobatches("microbatches", llvm::cl::desc("Micro-batches per iteration (default: 32)"),
+                    llvm::cl::value_desc("M"), llvm::cl::init(32), llvm::cl::cat(planCategory));
+static llvm::cl::opt<std::string>
+    jobTarget("target",
+              llvm::cl::desc("GPU: h100, a100-80gb, ... or a target JSON file (default: h100)"),
+              llvm::cl::init("h100"), llvm::cl::cat(planCategory));
+static llvm::cl::opt<std::string> jobMemory(
+    "memory",
+    llvm::cl::desc("Memory per GPU with its unit, e.g. 80GB or 80GiB (default: the target's)"),
+    llvm::cl::value_desc("size"), llvm::cl::init(""), llvm::cl::cat(planCategory));
+static llvm::cl::opt<std::string>
+    jobDtype("dtype", llvm::cl::desc("Compute dtype: fp32, tf32, bf16, fp16, fp8 (default: fp32)"),
+             llvm::cl::init("fp32"), llvm::cl::cat(planCategory));
+static llvm::cl::opt<std::string>
+    jobOptimizer("optimizer", llvm::cl::desc("sgd, momentum, adam or adamw (default: adam)"),
+                 llvm::cl::init("adam"), llvm::cl::cat(planCategory));
+static llvm::cl::opt<std::string> jobSchedule(
+    "schedule",
+    llvm::cl::desc("gpipe, 1f1b, interleaved, 1f1b-stash, zb-h1, periodic (default: the best "
+                   "of 1f1b and interleaved)"),
+    llvm::cl::init(""), llvm::cl::cat(planCategory));
+static llvm::cl::opt<std::string>
+    jobAlgorithm("algo", llvm::cl::desc("Partitioning algorithm, or best / all (default: best)"),
+                 llvm::cl::init("best"), llvm::cl::cat(planCategory));
+static llvm::cl::opt<std::string> jobObjective(
+    "objective",
+    llvm::cl::desc("What best minimises: iteration (the time of one training step of M "
+                   "micro-batches) or period (the steady state) (default: iteration)"),
+    llvm::cl::init("iteration"), llvm::cl::cat(planCategory));
+static llvm::cl::opt<double>
+    jobTimeLimit("time-limit",
+                 llvm::cl::desc("Wall-clock seconds each MIP algorithm (ilp, ilp-general) may take "
+                                "(default: 10)"),
+                 llvm::cl::value_desc("seconds"), llvm::cl::init(10), llvm::cl::cat(planCategory));
+static llvm::cl::opt<std::string>
+    jobProfile("profile", llvm::cl::desc("Measured per-node times (JSON keyed by ONNX node name)"),
+               llvm::cl::value_desc("file"), llvm::cl::init(""), llvm::cl::cat(planCategory));
+static llvm::cl::opt<std::string>
+    writeOnnxPlan("write-onnx-plan",
+                  llvm::cl::desc("Also write the model with each node's stage as node metadata"),
+                  llvm::cl::value_desc("file"), llvm::cl::init(""), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<bool> noProgress("no-progress", llvm::cl::desc("No progress lines on stderr"),
+                                      llvm::cl::init(false), llvm::cl::cat(jobCategory));
+
 static llvm::cl::list<std::string>
     dimBindings("dim", llvm::cl::desc("Bind a symbolic input dim: --dim NAME=VALUE"),
                 llvm::cl::cat(importCategory));
@@ -43,64 +114,65 @@ static llvm::cl::opt<bool>
     noShapeInference("no-shape-inference",
                      llvm::cl::desc("Import without inferring shapes or folding"),
                      llvm::cl::init(false), llvm::cl::cat(importCategory));
-
 static llvm::cl::opt<bool>
     printOnnxOps("print-onnx-ops", llvm::cl::desc("Print the supported ONNX op types and exit"),
                  llvm::cl::init(false), llvm::cl::cat(importCategory));
 
-static llvm::cl::OptionCategory jobCategory("Main job options (ONNX input)");
-static llvm::cl::opt<int> pipelineStages(
-    "pipeline-stages",
-    llvm::cl::desc("Plan pipelined training on N stages and write the outputs (-o DIR)"),
-    llvm::cl::init(0), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<std::string> jobTarget("target", llvm::cl::desc("GPU (h100, a100-80gb, ...) or a target JSON file"),
-                                            llvm::cl::init("h100"), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<std::string> jobMemory("memory", llvm::cl::desc("Memory per GPU, e.g. 80GB (default: the target's)"),
-                                            llvm::cl::init(""), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<int> jobMicrobatches("microbatches", llvm::cl::desc("Micro-batches per iteration"),
-                                          llvm::cl::init(32), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<std::string> jobSchedule(
-    "schedule",
-    llvm::cl::desc("gpipe, 1f1b, interleaved, 1f1b-stash, zb-h1, periodic (default: the best "
-                   "of 1f1b and interleaved)"),
-    llvm::cl::init(""), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<std::string> jobAlgorithm("algo", llvm::cl::desc("Partitioning algorithm (default: best)"),
-                                               llvm::cl::init("best"), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<std::string> jobDtype("dtype", llvm::cl::desc("Compute dtype: fp32, tf32, bf16, fp16, fp8"),
-                                           llvm::cl::init("fp32"), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<std::string> jobOptimizer("optimizer", llvm::cl::desc("sgd, momentum, adam or adamw"),
-                                               llvm::cl::init("adam"), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<std::string> jobProfile("profile", llvm::cl::desc("Measured per-node times (JSON keyed by ONNX node name)"),
-                                             llvm::cl::init(""), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<std::string> writeOnnxPlan(
-    "write-onnx-plan", llvm::cl::desc("Also write the model with each node's stage as node metadata"),
-    llvm::cl::init(""), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<bool> noCodegen(
-    "no-codegen", llvm::cl::desc("Plan only: no backward programs, no rankK.cpp/program.json"),
-    llvm::cl::init(false), llvm::cl::cat(jobCategory));
+static llvm::cl::OptionCategory trainCategory("Main job: training step (rankK.cpp)");
+static llvm::cl::opt<bool>
+    noCodegen("no-codegen",
+              llvm::cl::desc("Plan only: no backward programs, no rankK.cpp/program.json"),
+              llvm::cl::init(false), llvm::cl::cat(trainCategory));
 static llvm::cl::opt<bool> disableDropout(
     "disable-dropout",
     llvm::cl::desc("Train without dropout (the identity), e.g. to compare with a reference"),
-    llvm::cl::init(false), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<std::string> jobLoss("loss",
-                                          llvm::cl::desc("Training loss on model output 0: "
-                                                         "cross-entropy, mse or none"),
-                                          llvm::cl::init("cross-entropy"),
-                                          llvm::cl::cat(jobCategory));
-static llvm::cl::opt<double> jobLr("lr", llvm::cl::desc("Learning rate"), llvm::cl::init(1e-3),
-                                   llvm::cl::cat(jobCategory));
-static llvm::cl::opt<double> jobMomentum("momentum", llvm::cl::desc("SGD momentum"),
-                                         llvm::cl::init(0.9), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<double> jobBeta1("beta1", llvm::cl::desc("Adam beta1"), llvm::cl::init(0.9),
-                                      llvm::cl::cat(jobCategory));
-static llvm::cl::opt<double> jobBeta2("beta2", llvm::cl::desc("Adam beta2"),
-                                      llvm::cl::init(0.999), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<double> jobEps("eps", llvm::cl::desc("Adam epsilon"), llvm::cl::init(1e-8),
-                                    llvm::cl::cat(jobCategory));
-static llvm::cl::opt<double> jobWeightDecay("weight-decay", llvm::cl::desc("Weight decay"),
-                                            llvm::cl::init(0.0), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<bool> noProgress("no-progress", llvm::cl::desc("No progress lines on stderr"),
-                                      llvm::cl::init(false), llvm::cl::cat(jobCategory));
+    llvm::cl::init(false), llvm::cl::cat(trainCategory));
+static llvm::cl::opt<std::string>
+    jobLoss("loss",
+            llvm::cl::desc("Training loss on model output 0: cross-entropy, mse or none "
+                           "(default: cross-entropy)"),
+            llvm::cl::init("cross-entropy"), llvm::cl::cat(trainCategory));
+static llvm::cl::opt<double> jobLr("lr", llvm::cl::desc("Learning rate (default: 0.001)"),
+                                   llvm::cl::init(1e-3), llvm::cl::cat(trainCategory));
+static llvm::cl::opt<double> jobMomentum("momentum",
+                                         llvm::cl::desc("SGD momentum (default: 0.9)"),
+                                         llvm::cl::init(0.9), llvm::cl::cat(trainCategory));
+static llvm::cl::opt<double> jobBeta1("beta1", llvm::cl::desc("Adam beta1 (default: 0.9)"),
+                                      llvm::cl::init(0.9), llvm::cl::cat(trainCategory));
+static llvm::cl::opt<double> jobBeta2("beta2", llvm::cl::desc("Adam beta2 (default: 0.999)"),
+                                      llvm::cl::init(0.999), llvm::cl::cat(trainCategory));
+static llvm::cl::opt<double> jobEps("eps", llvm::cl::desc("Adam epsilon (default: 1e-8)"),
+                                    llvm::cl::init(1e-8), llvm::cl::cat(trainCategory));
+static llvm::cl::opt<double> jobWeightDecay("weight-decay",
+                                            llvm::cl::desc("Weight decay (default: 0)"),
+                                            llvm::cl::init(0.0), llvm::cl::cat(trainCategory));
+
+/// Keeps pipe-opt's own options and a few MLIR ones in --help; every other
+/// option moves to --help-hidden. The generic options (--help, --version)
+/// are listed after pipe-opt's.
+static void arrangeHelp() {
+  const llvm::StringRef mlirVisible[] = {"pass-pipeline",      "split-input-file",
+                                         "verify-diagnostics", "mlir-print-debuginfo",
+                                         "show-dialects",      "list-passes"};
+  const llvm::StringRef toolVisible[] = {"help", "help-list", "version"};
+  for (auto &[name, option] : llvm::cl::getRegisteredOptions()) {
+    if (llvm::is_contained(option->Categories, &jobCategory) ||
+        llvm::is_contained(option->Categories, &planCategory) ||
+        llvm::is_contained(option->Categories, &trainCategory) ||
+        llvm::is_contained(option->Categories, &importCategory))
+      continue;
+    if (llvm::is_contained(mlirVisible, name)) {
+      option->Categories.assign({&mlirCategory});
+      continue;
+    }
+    if (llvm::is_contained(toolVisible, name)) {
+      option->Categories.assign({&toolCategory});
+      continue;
+    }
+    if (option->getOptionHiddenFlag() == llvm::cl::NotHidden)
+      option->setHiddenFlag(llvm::cl::Hidden);
+  }
+}
 
 /// One line per diagnostic: `model.onnx: node 'name': error: message`.
 static void printDiagnostic(Diagnostic &diag, llvm::raw_ostream &os) {
@@ -145,16 +217,15 @@ static LogicalResult parseDimBindings(pipe::onnx_import::ImportOptions &options)
     llvm::errs() << "pipe-opt: error: --micro-batch-size must be positive\n";
     return failure();
   }
+  // No default: a symbolic batch dim without --micro-batch-size is an import
+  // error that names the input and the option, rather than a silent 1.
   if (microBatchSize > 0)
     options.microBatchSize = microBatchSize;
-  else if (pipelineStages > 0)
-    options.microBatchSize = 1; // The main job plans per micro-batch; 1 unless told.
   options.inferShapes = !noShapeInference;
   return success();
 }
 
-static LogicalResult runOnOnnx(llvm::StringRef inputFilename, llvm::StringRef outputFilename,
-                               DialectRegistry &registry) {
+static LogicalResult runOnOnnx(DialectRegistry &registry) {
   pipe::onnx_import::ImportOptions options;
   if (failed(parseDimBindings(options)))
     return failure();
@@ -184,8 +255,10 @@ static LogicalResult runOnOnnx(llvm::StringRef inputFilename, llvm::StringRef ou
     job.partition.dtype = jobDtype;
     job.partition.optimizer = jobOptimizer;
     job.partition.profile = jobProfile;
-    job.modelPath = inputFilename.str();
-    job.outputDir = outputFilename == "-" ? "out" : outputFilename.str();
+    job.partition.objective = jobObjective;
+    job.partition.timeLimitSeconds = jobTimeLimit;
+    job.modelPath = inputFilename.getValue();
+    job.outputDir = outputFilename == "-" ? "out" : outputFilename.getValue();
     job.onnxWithPlan = writeOnnxPlan;
     job.progress = !noProgress;
     job.training.codegen = !noCodegen;
@@ -197,6 +270,7 @@ static LogicalResult runOnOnnx(llvm::StringRef inputFilename, llvm::StringRef ou
     job.training.beta2 = jobBeta2;
     job.training.eps = jobEps;
     job.training.weightDecay = jobWeightDecay;
+    job.microBatchSizeGiven = microBatchSize > 0;
     return pipe::driver::runMainJob(*module, job, llvm::outs());
   }
   PassManager pm(&context, ModuleOp::getOperationName());
@@ -231,21 +305,30 @@ int main(int argc, char **argv) {
   pipe::nn::registerGradientInterfaces(registry);
   pipe::test::registerTestAnalysisPasses();
 
-  auto [inputFilename, outputFilename] =
-      registerAndParseCLIOptions(argc, argv, "pipe-opt: pipeline-parallel training planner\n",
-                                 registry);
+  (void)registerCLIOptions("pipe-opt", registry);
+  arrangeHelp();
+  llvm::cl::SetVersionPrinter(
+      [](llvm::raw_ostream &os) { os << pipe::driver::toolVersion() << "\n"; });
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv,
+      "pipe-opt: plans pipelined model-parallel training from an ONNX model; on MLIR input, "
+      "mlir-opt with pipe-opt's dialects and passes\n");
   if (printOnnxOps) {
     for (const std::string &op : pipe::onnx_import::supportedOnnxOps())
       llvm::outs() << op << "\n";
     return 0;
   }
-  if (pipelineStages < 0) {
-    llvm::errs() << "pipe-opt: error: --pipeline-stages must be positive, got " << pipelineStages
-                 << "\n";
+  if (pipelineStages.getNumOccurrences() > 0 && pipelineStages < 1) {
+    llvm::errs() << "pipe-opt: error: --pipeline-stages is the number of GPUs, at least 1; got "
+                 << pipelineStages << "\n";
+    return 1;
+  }
+  if (jobTimeLimit <= 0) {
+    llvm::errs() << "pipe-opt: error: --time-limit must be positive, got " << jobTimeLimit << "\n";
     return 1;
   }
   if (pipe::onnx_import::isOnnxFile(inputFilename))
-    return failed(runOnOnnx(inputFilename, outputFilename, registry)) ? 1 : 0;
+    return failed(runOnOnnx(registry)) ? 1 : 0;
   if (pipelineStages > 0) {
     llvm::errs() << "pipe-opt: error: --pipeline-stages runs the main job on an ONNX model "
                     "(.onnx, .onnxtext); on MLIR input use "
@@ -253,5 +336,6 @@ int main(int argc, char **argv) {
                     "pipe-schedule)'\n";
     return 1;
   }
-  return asMainReturnCode(MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+  return asMainReturnCode(
+      MlirOptMain(argc, argv, inputFilename.getValue(), outputFilename.getValue(), registry));
 }

@@ -43,9 +43,17 @@ std::vector<LayerGroup> groupLayers(const CostAnalysis &analysis);
 /// trainable parameters at the compute dtype (buffers folded in so that W(l)
 /// times the state multiplier is the layer's whole parameter memory), s(l) =
 /// saved activation bytes (each value once), outputs = bytes of the tensors it
-/// sends. A tensor is every non-parameter value used outside its producer's
-/// layer. Fails (with an error on the function) when it has no op.
+/// sends. A tensor is every value used outside its producer's layer except the
+/// results of parameters and constants, which every stage gets its own copy of:
+/// exactly the values pipe-split-stages sends, so the stage graph the
+/// partitioner schedules is the one the split pipeline has. Fails (with an error
+/// on the function) when it has no op.
 mlir::FailureOr<partitioner::Problem> buildChainProblem(const CostAnalysis &analysis,
+                                                        const TrainingPolicy &policy);
+/// The same on layers already grouped (by groupLayers): layer l of the problem
+/// is `groups[l]`, so a plan's stage of layer l is the stage of its ops.
+mlir::FailureOr<partitioner::Problem> buildChainProblem(const CostAnalysis &analysis,
+                                                        llvm::ArrayRef<LayerGroup> groups,
                                                         const TrainingPolicy &policy);
 
 /// Writes `problem` in the partitioner's problem JSON format.

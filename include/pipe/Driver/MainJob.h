@@ -23,6 +23,8 @@ struct TrainingOptions {
   std::string loss = "cross-entropy";
   double lr = 1e-3, momentum = 0.9, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
 };
+/// "pipe-opt 0.1.0 (MLIR 22.1.8)": the tool's version and the MLIR it was built with.
+std::string toolVersion();
 
 struct MainJobOptions {
   pipeline::PartitionOptions partition;
@@ -31,10 +33,16 @@ struct MainJobOptions {
   std::string outputDir;   ///< where the outputs go
   std::string onnxWithPlan; ///< if set, write the model with per-node stages here
   bool progress = true;    ///< progress lines on stderr
+  /// Whether the user gave the micro-batch size (the report says so).
+  bool microBatchSizeGiven = false;
 };
 
 /// Runs the job; the report goes to `report` (and to outputDir/report.txt).
-/// Errors are emitted as diagnostics (or printed) and give failure.
+/// The output directory is replaced as a whole: everything is written to a
+/// directory beside it, which then takes its place, so a failed run leaves the
+/// old outputs or the new ones, never a mix. When planning fails after the
+/// problem is built, the directory holds problem.json and the error says how to
+/// replay it with pipe-plan. Errors are emitted as diagnostics and give failure.
 mlir::LogicalResult runMainJob(mlir::ModuleOp module, const MainJobOptions &options,
                                llvm::raw_ostream &report);
 

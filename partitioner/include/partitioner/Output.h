@@ -9,6 +9,14 @@
 
 namespace partitioner {
 
+/// Version of the plan JSON format (docs/partitioner.md); raised when a field
+/// changes meaning or disappears.
+constexpr int kPlanSchemaVersion = 2;
+
+/// "12 stages on 6 GPUs, up to 3 stages per GPU (general allocation)", "5 stages on
+/// 5 of the 8 GPUs (3 idle), one stage per GPU".
+std::string describeStages(const Problem &problem, const PlanResult &plan);
+
 /// Per stage of the chosen plan: layers, time, memory vs limit; then period,
 /// iteration time, bubble, gap to the bound; then one row per algorithm tried.
 /// With `timings` false the planner times are left out, so that the output of

@@ -57,9 +57,14 @@ struct LinkSpec {
   }
 };
 
+/// How byte counts are printed: GB/MB (powers of 1000) or GiB/MiB (powers of 1024).
+enum class ByteUnits { Decimal, Binary };
+
 struct Platform {
   int gpus = 1;
   double memoryBytesPerGpu = kInfinity;
+  /// The units the memory limit was given in; tables and messages print bytes in them.
+  ByteUnits byteUnits = ByteUnits::Decimal;
   int gpusPerNode = 8;
   /// Defaults (documented in docs/partitioner.md): NVLink-class intra-node links and
   /// 100 Gb/s inter-node links.
@@ -129,6 +134,11 @@ std::string toString(WeightPolicy policy);
 WeightPolicy parseWeightPolicy(const std::string &text);
 /// "16GB" / "16 GiB" / "512MB" / "1e9" / "inf" -> bytes (GB = 1e9, GiB = 2^30).
 double parseBytes(const std::string &text);
+/// A memory size that must say its unit: like parseBytes, but "80" alone throws
+/// Error (80 bytes is never what a user means by a GPU's memory).
+double parseMemorySize(const std::string &text);
+/// Binary when `text` names a binary unit ("80GiB", "512 MiB"), else decimal.
+ByteUnits byteUnitsOf(const std::string &text);
 /// "25GB/s", "100Gb/s", "inf" -> bytes per second.
 double parseBandwidth(const std::string &text);
 /// Number of weight versions of a stage that keeps `inFlight` micro-batches.

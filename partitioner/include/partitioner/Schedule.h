@@ -28,8 +28,23 @@ struct Action {
   }
 };
 
+// The action vocabulary, shared by plan.json (loweredActions) and the stage IR
+// (pipe-schedule):
+//   compute      "F3@s1" (forward of micro-batch 3 on stage 1), "B3@s1", "Bi3@s1", "W3@s1"
+//   transfers    "SEND_F3@s1->s2" / "RECV_F3@s1->s2": the activations of micro-batch 3
+//                from stage 1 to stage 2; "SEND_B3@s2->s1" / "RECV_B3@s2->s1": their
+//                gradients back (the stage IR adds " tag=N": one entry per tensor)
+//   after the last micro-batch   "REDUCE_TIED_GRADIENTS", "OPTIMIZER_STEP"
+
 /// "F3@s1" (forward of micro-batch 3 on stage 1), "B", "Bi", "W".
 std::string toString(const Action &action);
+
+/// "SEND_F3@s1->s2", "RECV_B3@s2->s1": a transfer of micro-batch `microbatch` from
+/// stage `from` to stage `to`, activations (forward) or gradients (backward).
+std::string transferAction(bool send, bool gradient, int microbatch, int from, int to);
+
+constexpr const char *kReduceTiedGradientsAction = "REDUCE_TIED_GRADIENTS";
+constexpr const char *kOptimizerStepAction = "OPTIMIZER_STEP";
 
 struct Schedule {
   ScheduleKind kind = ScheduleKind::OneFOneB;

@@ -59,6 +59,7 @@ public:
   }
 
   AlgorithmOutput run(const Problem &problem, const AlgorithmContext &context) const override {
+    const detail::Deadline deadline(context.options.ilpTimeLimitSeconds);
     AlgorithmOutput output;
     const ScheduleKind kind = problem.training.schedule;
     if (kind == ScheduleKind::Interleaved) {
@@ -203,7 +204,6 @@ public:
       }
     }
     Cbc_setObjSense(model, 1.0);
-    Cbc_setMaximumSeconds(model, context.options.ilpTimeLimitSeconds);
 
     // Warm start from the memory-aware DP (DAG-aware when the downsets are few).
     AlgorithmOutput warm;
@@ -229,10 +229,12 @@ public:
       detail::setMipStart(model, names, values);
     }
 
+    detail::setTimeLimit(model, deadline);
     Cbc_solve(model);
     if (Cbc_isProvenInfeasible(model)) {
-      output.reason = "ilp: proven infeasible: no DAG-convex split into at most " + std::to_string(K) +
-                      " stages fits " + formatBytes(limit) + " per GPU";
+      output.reason = "ilp: proven infeasible: no DAG-convex split into at most " +
+                      std::to_string(K) + " stages fits " +
+                      formatBytes(limit, problem.platform.byteUnits) + " per GPU";
       return output;
     }
     const double *solution = detail::solutionOf(model);

@@ -71,6 +71,7 @@ public:
   }
 
   AlgorithmOutput run(const Problem &problem, const AlgorithmContext &context) const override {
+    const detail::Deadline deadline(context.options.ilpTimeLimitSeconds);
     AlgorithmOutput output;
     const ScheduleKind kind = detail::generalScheduleKind(problem);
     output.schedule = kind;
@@ -302,8 +303,7 @@ public:
     Cbc_setObjSense(model, 1.0);
     // Inside best / all: kBestNodes nodes at most (the incumbent and its gap are
     // reported); the time limit stays as a backstop.
-    const double seconds = context.options.ilpTimeLimitSeconds;
-    Cbc_setMaximumSeconds(model, seconds);
+    const double seconds = deadline.limitSeconds();
     if (!askedFor)
       Cbc_setMaximumNodes(model, kBestNodes);
     Cbc_setParameter(model, "cuts", "off"); // faster on these models (measured)
@@ -339,11 +339,14 @@ public:
         }
       }
     }
+    detail::setTimeLimit(model, deadline);
     Cbc_solve(model);
 
     if (Cbc_isProvenInfeasible(model)) {
-      output.reason = "ilp-general: proven infeasible: no general allocation on " + std::to_string(P) +
-                      " GPUs fits " + formatBytes(limit) + " per GPU under the 1F1B memory rule";
+      output.reason = "ilp-general: proven infeasible: no general allocation on " +
+                      std::to_string(P) + " GPUs fits " +
+                      formatBytes(limit, problem.platform.byteUnits) +
+                      " per GPU under the 1F1B memory rule";
       return output;
     }
     const double *solution = detail::solutionOf(model);

@@ -42,6 +42,7 @@ const char *kUsage =
     "  --max-downsets N        DAG-aware cuts when the graph has at most N downsets (20000)\n"
     "  --no-dag                plan on one topological order only\n"
     "  --time-limit S          time limit of the ilp and ilp-general MIP solvers (10)\n"
+    "  --objective KIND        period (default) | iteration: what best minimises first\n"
     "  --json FILE             write the plan JSON\n"
     "  --replay PLAN.json      simulate the plan PLAN.json describes on PROFILE and check\n"
     "                          its period, iteration time and per-stage memory and time\n"
@@ -139,6 +140,8 @@ int run(int argc, char **argv) {
       quiet = true;
     } else if (arg == "--no-dag") {
       options.dagAware = false;
+    } else if (arg == "--objective") {
+      options.objective = parseObjective(value());
     } else if (arg == "--time-limit") {
       options.ilpTimeLimitSeconds = parseDouble(arg, value());
     } else if (arg == "--max-downsets") {

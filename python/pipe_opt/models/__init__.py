@@ -13,8 +13,8 @@ from typing import Callable, Dict, List, Tuple
 
 import torch
 
-from pipe_opt.models import (bert, densenet, gpt2, inception, mlp, mobilenet, resnet, transformer,
-                             vgg)
+from pipe_opt.models import (bert, densenet, gpt2, inception, mlp, mobilenet, moe, resnet,
+                             transformer, vgg)
 
 SIZES = ("tiny", "real")
 
@@ -34,7 +34,8 @@ class Family:
     description: str
     configs: Dict[str, object]  # size -> config
     make: Callable[[object], torch.nn.Module]
-    # Published parameter count of the real configuration.
+    # Parameter count of the real configuration (the published one, where
+    # the architecture has one).
     real_parameters: int
 
 
@@ -65,6 +66,8 @@ FAMILIES: Dict[str, Family] = {
         Family("transformer", "Encoder-decoder Transformer (base, shared embeddings)",
                {"tiny": transformer.TINY, "real": transformer.REAL}, transformer.Transformer,
                63_606_784),
+        Family("moe", "Decoder with dense-softmax mixture-of-experts blocks (8 experts)",
+               {"tiny": moe.TINY, "real": moe.REAL}, moe.MoeDecoder, 73_262_128),
     )
 }
 
@@ -106,7 +109,7 @@ def build(name: str, size: str = "tiny", training: bool = True, batch: int = 2,
         tgt = torch.randint(0, config.vocab_size, (batch, config.tgt_len), generator=generator)
         return BuiltModel(name, model, (src, tgt), ["src_ids", "tgt_ids"], ["logits"])
     input_ids = torch.randint(0, config.vocab_size, (batch, config.seq_len), generator=generator)
-    if name == "gpt2":
+    if name in ("gpt2", "moe"):
         return BuiltModel(name, model, (input_ids,), ["input_ids"], ["logits"])
     attention_mask = torch.ones(batch, config.seq_len, dtype=torch.int64)
     attention_mask[-1, config.seq_len // 2:] = 0  # one padded sequence

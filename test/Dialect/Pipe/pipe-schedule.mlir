@@ -2,10 +2,11 @@
 
 // Two stages, three micro-batches, 1F1B with flush: stage 0 warms up with
 // S - s - 1 = 1 extra forward, then alternates; every F of stage 1 is preceded
-// by the receive of its activation, every B of stage 0 by its gradient.
+// by the receive of its activation, every B of stage 0 by its gradient. The
+// actions use the vocabulary of plan.json, plus the tag of each transfer.
 // CHECK-LABEL: pipe.pipeline @two
-// CHECK: pipe.stage @stage0 attributes {actions = ["forward mb=0", "send activation tag=0 to=1 mb=0", "forward mb=1", "send activation tag=0 to=1 mb=1", "recv gradient tag=0 from=1 mb=0", "backward mb=0", "forward mb=2", "send activation tag=0 to=1 mb=2", "recv gradient tag=0 from=1 mb=1", "backward mb=1", "recv gradient tag=0 from=1 mb=2", "backward mb=2", "reduce tied-parameter gradients", "optimizer step"]
-// CHECK: pipe.stage @stage1 attributes {actions = ["recv activation tag=0 from=0 mb=0", "forward mb=0", "backward mb=0", "send gradient tag=0 to=0 mb=0", "recv activation tag=0 from=0 mb=1", "forward mb=1", "backward mb=1", "send gradient tag=0 to=0 mb=1", "recv activation tag=0 from=0 mb=2", "forward mb=2", "backward mb=2", "send gradient tag=0 to=0 mb=2", "reduce tied-parameter gradients", "optimizer step"]
+// CHECK: pipe.stage @stage0 attributes {actions = ["F0@s0", "SEND_F0@s0->s1 tag=0", "F1@s0", "SEND_F1@s0->s1 tag=0", "RECV_B0@s1->s0 tag=0", "B0@s0", "F2@s0", "SEND_F2@s0->s1 tag=0", "RECV_B1@s1->s0 tag=0", "B1@s0", "RECV_B2@s1->s0 tag=0", "B2@s0", "REDUCE_TIED_GRADIENTS", "OPTIMIZER_STEP"]
+// CHECK: pipe.stage @stage1 attributes {actions = ["RECV_F0@s0->s1 tag=0", "F0@s1", "B0@s1", "SEND_B0@s1->s0 tag=0", "RECV_F1@s0->s1 tag=0", "F1@s1", "B1@s1", "SEND_B1@s1->s0 tag=0", "RECV_F2@s0->s1 tag=0", "F2@s1", "B2@s1", "SEND_B2@s1->s0 tag=0", "REDUCE_TIED_GRADIENTS", "OPTIMIZER_STEP"]
 pipe.pipeline @two attributes {num_stages = 2, microbatches = 3, schedule = "1f1b"} {
   pipe.stage @stage0 attributes {index = 0, device = 0, model_inputs = array<i64: 0>, model_outputs = array<i64>} {
   ^bb0(%x: tensor<4xf32>):
@@ -29,7 +30,7 @@ pipe.pipeline @two attributes {num_stages = 2, microbatches = 3, schedule = "1f1
 
 // GPipe: all forwards, then all backwards.
 // CHECK-LABEL: pipe.pipeline @gpipe
-// CHECK: pipe.stage @stage0 attributes {actions = ["forward mb=0", "forward mb=1", "backward mb=0", "backward mb=1", "optimizer step"]
+// CHECK: pipe.stage @stage0 attributes {actions = ["F0@s0", "F1@s0", "B0@s0", "B1@s0", "OPTIMIZER_STEP"]
 pipe.pipeline @gpipe attributes {num_stages = 1, microbatches = 2, schedule = "gpipe"} {
   pipe.stage @stage0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
     pipe.return
@@ -43,6 +44,91 @@ pipe.pipeline @gpipe attributes {num_stages = 1, microbatches = 2, schedule = "g
 // expected-error @+1 {{the schedule fails the partitioner's checker}}
 pipe.pipeline @broken attributes {num_stages = 1, microbatches = 2, schedule = "1f1b", plan = {actions = [["F0@s0", "B0@s0", "F1@s0"]]}} {
   pipe.stage @stage0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
+    pipe.return
+  }
+}
+
+// -----
+
+// A diamond: stages 1 and 2 both read stage 0 and feed stage 3, and share
+// GPU 1 (a general allocation). GPU 1 runs stage 2 before stage 1, which the
+// stages' real dependencies allow (a chain 0 -> 1 -> 2 -> 3 would not): the
+// checker works on the stage graph the sends define.
+// CHECK-LABEL: pipe.pipeline @diamond
+// CHECK: pipe.stage @stage1 attributes {actions = ["RECV_F0@s0->s1 tag=0", "F0@s1", "SEND_F0@s1->s3 tag=2", "RECV_B0@s3->s1 tag=2", "B0@s1", "SEND_B0@s1->s0 tag=0", "OPTIMIZER_STEP"]
+// CHECK: pipe.stage @stage2 attributes {actions = ["RECV_F0@s0->s2 tag=1", "F0@s2", "SEND_F0@s2->s3 tag=3", "RECV_B0@s3->s2 tag=3", "B0@s2", "SEND_B0@s2->s0 tag=1", "OPTIMIZER_STEP"]
+pipe.pipeline @diamond attributes {num_stages = 4, microbatches = 1, schedule = "1f1b", plan = {actions = [["F0@s0", "B0@s0"], ["F0@s2", "F0@s1", "B0@s1", "B0@s2"], ["F0@s3", "B0@s3"]]}} {
+  pipe.stage @stage0 attributes {index = 0, device = 0, model_inputs = array<i64: 0>, model_outputs = array<i64>} {
+  ^bb0(%x: tensor<4xf32>):
+    pipe.send %x {peer = 1, tag = 0, kind = "activation"} : tensor<4xf32>
+    pipe.send %x {peer = 2, tag = 1, kind = "activation"} : tensor<4xf32>
+    %g1 = pipe.recv {peer = 2, tag = 1, kind = "gradient"} : tensor<4xf32>
+    %g0 = pipe.recv {peer = 1, tag = 0, kind = "gradient"} : tensor<4xf32>
+    pipe.return
+  }
+  pipe.stage @stage1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
+    %a = pipe.recv {peer = 0, tag = 0, kind = "activation"} : tensor<4xf32>
+    %y = nn.relu %a : (tensor<4xf32>) -> tensor<4xf32>
+    pipe.send %y {peer = 3, tag = 2, kind = "activation"} : tensor<4xf32>
+    %gy = pipe.recv {peer = 3, tag = 2, kind = "gradient"} : tensor<4xf32>
+    %ga = pipe.grad %a : tensor<4xf32>
+    pipe.send %ga {peer = 0, tag = 0, kind = "gradient"} : tensor<4xf32>
+    pipe.return
+  }
+  pipe.stage @stage2 attributes {index = 2, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
+    %a = pipe.recv {peer = 0, tag = 1, kind = "activation"} : tensor<4xf32>
+    %y = nn.relu %a : (tensor<4xf32>) -> tensor<4xf32>
+    pipe.send %y {peer = 3, tag = 3, kind = "activation"} : tensor<4xf32>
+    %gy = pipe.recv {peer = 3, tag = 3, kind = "gradient"} : tensor<4xf32>
+    %ga = pipe.grad %a : tensor<4xf32>
+    pipe.send %ga {peer = 0, tag = 1, kind = "gradient"} : tensor<4xf32>
+    pipe.return
+  }
+  pipe.stage @stage3 attributes {index = 3, device = 2, model_inputs = array<i64>, model_outputs = array<i64: 0>} {
+    %a = pipe.recv {peer = 1, tag = 2, kind = "activation"} : tensor<4xf32>
+    %b = pipe.recv {peer = 2, tag = 3, kind = "activation"} : tensor<4xf32>
+    %y = nn.add %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %gb = pipe.grad %b : tensor<4xf32>
+    pipe.send %gb {peer = 2, tag = 3, kind = "gradient"} : tensor<4xf32>
+    %ga = pipe.grad %a : tensor<4xf32>
+    pipe.send %ga {peer = 1, tag = 2, kind = "gradient"} : tensor<4xf32>
+    pipe.return %y : tensor<4xf32>
+  }
+}
+
+// -----
+
+// The same diamond with GPU 1 running stage 1's backward before stage 2's
+// forward: stage 1's gradient comes from stage 3, which waits for stage 2.
+// expected-error @+1 {{the schedule fails the partitioner's checker: deadlock: GPU 0 blocks at B0@s0 (needs B0@s1); GPU 1 blocks at B0@s1 (needs B0@s3); GPU 2 blocks at F0@s3 (needs F0@s2);}}
+pipe.pipeline @diamond_deadlock attributes {num_stages = 4, microbatches = 1, schedule = "1f1b", plan = {actions = [["F0@s0", "B0@s0"], ["F0@s1", "B0@s1", "F0@s2", "B0@s2"], ["F0@s3", "B0@s3"]]}} {
+  pipe.stage @stage0 attributes {index = 0, device = 0, model_inputs = array<i64: 0>, model_outputs = array<i64>} {
+  ^bb0(%x: tensor<4xf32>):
+    pipe.send %x {peer = 1, tag = 0, kind = "activation"} : tensor<4xf32>
+    pipe.send %x {peer = 2, tag = 1, kind = "activation"} : tensor<4xf32>
+    %g1 = pipe.recv {peer = 2, tag = 1, kind = "gradient"} : tensor<4xf32>
+    %g0 = pipe.recv {peer = 1, tag = 0, kind = "gradient"} : tensor<4xf32>
+    pipe.return
+  }
+  pipe.stage @stage1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
+    %a = pipe.recv {peer = 0, tag = 0, kind = "activation"} : tensor<4xf32>
+    pipe.send %a {peer = 3, tag = 2, kind = "activation"} : tensor<4xf32>
+    %gy = pipe.recv {peer = 3, tag = 2, kind = "gradient"} : tensor<4xf32>
+    pipe.send %gy {peer = 0, tag = 0, kind = "gradient"} : tensor<4xf32>
+    pipe.return
+  }
+  pipe.stage @stage2 attributes {index = 2, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
+    %a = pipe.recv {peer = 0, tag = 1, kind = "activation"} : tensor<4xf32>
+    pipe.send %a {peer = 3, tag = 3, kind = "activation"} : tensor<4xf32>
+    %gy = pipe.recv {peer = 3, tag = 3, kind = "gradient"} : tensor<4xf32>
+    pipe.send %gy {peer = 0, tag = 1, kind = "gradient"} : tensor<4xf32>
+    pipe.return
+  }
+  pipe.stage @stage3 attributes {index = 3, device = 2, model_inputs = array<i64>, model_outputs = array<i64>} {
+    %a = pipe.recv {peer = 1, tag = 2, kind = "activation"} : tensor<4xf32>
+    %b = pipe.recv {peer = 2, tag = 3, kind = "activation"} : tensor<4xf32>
+    pipe.send %b {peer = 2, tag = 3, kind = "gradient"} : tensor<4xf32>
+    pipe.send %a {peer = 1, tag = 2, kind = "gradient"} : tensor<4xf32>
     pipe.return
   }
 }

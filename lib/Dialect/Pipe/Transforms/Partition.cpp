@@ -13,12 +13,16 @@
 #include "pipe/Dialect/NN/IR/NNOps.h"
 
 #include "partitioner/Error.h"
+#include "partitioner/LatticeDp.h"
 #include "partitioner/Schedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+#include <cstdio>
 
 namespace pipe::pipeline {
 #define GEN_PASS_DEF_PIPEPARTITION
@@ -36,48 +40,52 @@ func::FuncOp mainFunction(ModuleOp module) {
   return {};
 }
 
-StringRef nodeName(Operation *op) { return pipe::pipeline::nodeNameOf(op->getLoc()); }
-
 bool isShared(Operation *op) {
   return op->hasTrait<OpTrait::ConstantLike>() || isa<pipe::nn::ParamOp>(op);
 }
 
-/// Writes `pipe.stage` on every op: the stage of its layer, or for ops the
-/// chain does not list (free ops folded into no layer), the stage of their
-/// first user, else of their last producer.
-void annotateStages(func::FuncOp func, const std::map<std::string, int> &stageOf) {
+/// Writes `pipe.stage` on every op placed by the plan: the stage of the layer
+/// that holds it (parameters and constants are copied into each user stage by
+/// pipe-split-stages and get none). Nothing here reads names or locations, so
+/// the IR may be printed and parsed in any form between the passes.
+LogicalResult annotateStages(func::FuncOp func, const PartitionOutcome &outcome) {
+  const partitioner::PlanResult &plan = *outcome.report.best();
+  const partitioner::Problem &problem = outcome.problem;
+  if (outcome.opsOfLayer.size() != problem.layers.size() ||
+      plan.allocation.stageOfLayer.size() != problem.layers.size())
+    return func.emitError("the plan places ")
+           << plan.allocation.stageOfLayer.size() << " layers, the function has "
+           << outcome.opsOfLayer.size();
   Builder b(func.getContext());
-  Block &body = func.getBody().front();
-  llvm::DenseMap<Operation *, int64_t> stage;
-  for (Operation &op : body.without_terminator()) {
+  llvm::DenseMap<Operation *, int64_t> stageOf;
+  for (auto [layer, ops] : llvm::enumerate(outcome.opsOfLayer)) {
+    int64_t stage = plan.allocation.stageOfLayer[layer];
+    bool placed = false;
+    for (Operation *op : ops) {
+      if (isShared(op))
+        continue;
+      stageOf[op] = stage;
+      placed = true;
+    }
+    if (!placed)
+      return func.emitError("layer '")
+             << problem.layers[layer].name << "' of the plan has no operation to place";
+  }
+  for (Operation &op : func.getBody().front().without_terminator()) {
     if (isShared(&op))
       continue;
-    auto it = stageOf.find(nodeName(&op).str());
-    if (it != stageOf.end())
-      stage[&op] = it->second;
+    auto it = stageOf.find(&op);
+    if (it == stageOf.end())
+      return op.emitError("'") << op.getName() << "' is in no layer of the plan";
+    op.setAttr(kStageAttr, b.getI64IntegerAttr(it->second));
   }
-  // Users first, walking backwards, so chains of unlisted ops follow their users.
-  for (Operation &op : llvm::reverse(body.without_terminator())) {
-    if (isShared(&op) || stage.count(&op))
-      continue;
-    std::optional<int64_t> chosen;
-    for (Operation *user : op.getUsers())
-      if (stage.count(user))
-        chosen = chosen ? std::min(*chosen, stage[user]) : stage[user];
-    if (chosen)
-      stage[&op] = *chosen;
-  }
-  for (Operation &op : body.without_terminator()) {
-    if (isShared(&op) || stage.count(&op))
-      continue;
-    int64_t chosen = 0;
-    for (Value operand : op.getOperands())
-      if (Operation *def = operand.getDefiningOp(); def && stage.count(def))
-        chosen = std::max(chosen, stage[def]);
-    stage[&op] = chosen;
-  }
-  for (auto &[op, s] : stage)
-    op->setAttr(kStageAttr, b.getI64IntegerAttr(s));
+  return success();
+}
+
+/// Bytes as an integer attribute: a double attribute holding a large whole
+/// number prints as a hexadecimal float.
+IntegerAttr bytesAttr(Builder &b, double bytes) {
+  return b.getI64IntegerAttr(static_cast<int64_t>(std::llround(bytes)));
 }
 
 DictionaryAttr planAttribute(MLIRContext *context, const PartitionOutcome &outcome) {
@@ -87,9 +95,16 @@ DictionaryAttr planAttribute(MLIRContext *context, const PartitionOutcome &outco
   auto add = [&](StringRef name, Attribute value) { fields.push_back(b.getNamedAttr(name, value)); };
   add("algorithm", b.getStringAttr(plan.algorithm));
   add("schedule", b.getStringAttr(partitioner::toString(plan.scheduleKind)));
+  add("objective", b.getStringAttr(outcome.objective));
   add("stages", b.getI64IntegerAttr(plan.allocation.numStages()));
+  add("gpus", b.getI64IntegerAttr(outcome.problem.platform.gpus));
   add("microbatches", b.getI64IntegerAttr(outcome.problem.training.microbatches));
+  add("micro_batch_size", b.getI64IntegerAttr(outcome.microBatchSize));
   add("target", b.getStringAttr(outcome.targetName));
+  add("dtype", b.getStringAttr(outcome.dtype));
+  add("optimizer", b.getStringAttr(outcome.optimizer));
+  add("memory_limit", b.getStringAttr(outcome.memoryLimit));
+  add("link_model", b.getStringAttr(outcome.linkModel));
   add("period_ms", b.getF64FloatAttr(plan.periodMs));
   add("iteration_ms", b.getF64FloatAttr(plan.iterationMs));
   add("lower_bound_ms", b.getF64FloatAttr(plan.lowerBoundMs));
@@ -99,10 +114,12 @@ DictionaryAttr planAttribute(MLIRContext *context, const PartitionOutcome &outco
   SmallVector<Attribute> metrics;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const partitioner::GpuMetrics &gpu = plan.gpus[plan.stages[s].gpu];
-    metrics.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("time_ms", b.getF64FloatAttr(plan.stages[s].computeMs)),
-         b.getNamedAttr("memory_bytes", b.getF64FloatAttr(gpu.memoryBytes)),
-         b.getNamedAttr("memory_limit_bytes", b.getF64FloatAttr(gpu.memoryLimitBytes))}));
+    SmallVector<NamedAttribute> stage{
+        b.getNamedAttr("time_ms", b.getF64FloatAttr(plan.stages[s].computeMs)),
+        b.getNamedAttr("memory_bytes", bytesAttr(b, gpu.memoryBytes))};
+    if (gpu.memoryLimitBytes < partitioner::kInfinity)
+      stage.push_back(b.getNamedAttr("memory_limit_bytes", bytesAttr(b, gpu.memoryLimitBytes)));
+    metrics.push_back(b.getDictionaryAttr(stage));
   }
   add("stage_metrics", b.getArrayAttr(metrics));
   SmallVector<Attribute> actions;
@@ -113,9 +130,87 @@ DictionaryAttr planAttribute(MLIRContext *context, const PartitionOutcome &outco
     actions.push_back(b.getArrayAttr(gpuActions));
   }
   add("actions", b.getArrayAttr(actions));
-  add("parameters", b.getF64FloatAttr(outcome.parameters));
-  add("forward_flops", b.getF64FloatAttr(outcome.forwardFlops));
+  add("parameters", b.getI64IntegerAttr(static_cast<int64_t>(std::llround(outcome.parameters))));
+  add("forward_flops",
+      b.getI64IntegerAttr(static_cast<int64_t>(std::llround(outcome.forwardFlops))));
   return b.getDictionaryAttr(fields);
+}
+
+std::string describeLinks(const partitioner::Platform &platform) {
+  auto link = [](const partitioner::LinkSpec &spec) {
+    char text[96];
+    if (spec.bandwidthBytesPerSecond == partitioner::kInfinity)
+      std::snprintf(text, sizeof text, "unbounded + %g us", spec.latencyMs * 1e3);
+    else
+      std::snprintf(text, sizeof text, "%g GB/s + %g us", spec.bandwidthBytesPerSecond / 1e9,
+                    spec.latencyMs * 1e3);
+    return std::string(text);
+  };
+  return llvm::formatv("intra-node {0}, inter-node {1}, {2} GPUs per node",
+                       link(platform.intraNode), link(platform.interNode), platform.gpusPerNode)
+      .str();
+}
+
+/// What to try when no plan fits: concrete numbers where the model gives them.
+void adviseOnInfeasibility(const PartitionOutcome &outcome, Diagnostic &diag) {
+  const partitioner::Problem &problem = outcome.problem;
+  const double limit = problem.platform.memoryBytesPerGpu;
+  const partitioner::ByteUnits units = problem.platform.byteUnits;
+  double state = 0, saved = 0;
+  for (const partitioner::Layer &layer : problem.layers) {
+    state += problem.training.stateMultiplier * layer.parameterBytes;
+    saved += layer.savedBytes;
+  }
+  // The memory-aware DP on more GPUs: the smallest count (up to 8x) that fits.
+  int fitting = 0;
+  double fittingPeriod = 0;
+  std::string tried;
+  for (int gpus = problem.platform.gpus * 2; gpus <= problem.platform.gpus * 8 && !fitting;
+       gpus *= 2) {
+    tried += (tried.empty()                       ? ""
+              : gpus == problem.platform.gpus * 8 ? " or "
+                                                  : ", ") +
+             std::to_string(gpus);
+    partitioner::Problem larger = problem;
+    larger.platform.gpus = gpus;
+    partitioner::PlanOptions options;
+    options.algorithms = {"madpipe"};
+    try {
+      partitioner::PlanningReport report = partitioner::plan(larger, options);
+      if (const partitioner::PlanResult *best = report.best()) {
+        fitting = gpus;
+        fittingPeriod = best->periodMs;
+      }
+    } catch (const partitioner::Error &) {
+    }
+  }
+  const int64_t forState = static_cast<int64_t>(std::ceil(state / limit));
+  if (fitting)
+    diag.attachNote() << "advice: more GPUs: " << fitting << " GPUs fit (madpipe, period "
+                      << llvm::formatv("{0:f3}", fittingPeriod) << " ms)";
+  else if (forState > problem.platform.gpus * 8)
+    diag.attachNote() << "advice: more GPUs: parameters and optimizer state alone need "
+                      << partitioner::formatBytes(state, units) << ", at least " << forState
+                      << " GPUs of " << partitioner::formatBytes(limit, units);
+  else if (outcome.report.bounds.memoryInfeasible)
+    diag.attachNote() << "advice: more GPUs do not help (madpipe finds no plan on " << tried
+                      << " GPUs either): " << outcome.report.bounds.memoryReason;
+  else
+    diag.attachNote() << "advice: more GPUs: madpipe finds no plan on " << tried
+                      << " GPUs either; shrink the activations";
+  if (outcome.microBatchSize > 1)
+    diag.attachNote() << "advice: a smaller --micro-batch-size (now " << outcome.microBatchSize
+                      << "): activations saved for the backward pass are "
+                      << partitioner::formatBytes(saved, units)
+                      << " per micro-batch and scale with it";
+  if (outcome.dtype == "fp32" || outcome.dtype == "tf32")
+    diag.attachNote() << "advice: --dtype=bf16 halves the saved activations ("
+                      << partitioner::formatBytes(saved, units) << " -> "
+                      << partitioner::formatBytes(saved / 2, units)
+                      << " per micro-batch); the parameter state stays (bf16 weights and "
+                         "gradients plus an fp32 master copy)";
+  diag.attachNote() << "advice: recomputation (activation checkpointing) would trade time for "
+                       "activation memory; pipe-opt does not offer it yet";
 }
 } // namespace
 
@@ -130,21 +225,23 @@ std::map<std::string, int> pipe::pipeline::stageOfNodes(const PartitionOutcome &
   return stageOf;
 }
 
-FailureOr<PartitionOutcome> pipe::pipeline::partitionModule(ModuleOp module,
-                                                            const PartitionOptions &options) {
+FailureOr<PartitionOutcome> pipe::pipeline::buildPartitionProblem(ModuleOp module,
+                                                                  const PartitionOptions &options) {
   func::FuncOp func = mainFunction(module);
   if (!func)
     return module.emitError("pipe-partition needs a function with a body");
   if (options.stages < 1)
-    return module.emitError("the number of stages must be at least 1, got ") << options.stages;
-  if (options.microBatchSize > 0 && func.getNumArguments() > 0) {
-    auto type = dyn_cast<RankedTensorType>(func.getArgument(0).getType());
-    if (type && type.getRank() > 0 && type.getDimSize(0) != options.microBatchSize)
-      return func.emitError("the model's batch dim is ")
-             << type.getDimSize(0) << ", not micro-batch-size " << options.microBatchSize
-             << " (a symbolic batch is bound at import with --micro-batch-size; a model "
-                "exported with a fixed batch plans at that batch)";
-  }
+    return module.emitError("the number of GPUs must be at least 1, got ") << options.stages;
+  PartitionOutcome outcome;
+  if (func.getNumArguments() > 0)
+    if (auto type = dyn_cast<RankedTensorType>(func.getArgument(0).getType()))
+      if (type.getRank() > 0 && !type.isDynamicDim(0))
+        outcome.microBatchSize = type.getDimSize(0);
+  if (options.microBatchSize > 0 && outcome.microBatchSize != options.microBatchSize)
+    return func.emitError("the model's batch dim is ")
+           << outcome.microBatchSize << ", not micro-batch-size " << options.microBatchSize
+           << " (a symbolic batch is bound at import with --micro-batch-size; a model "
+              "exported with a fixed batch plans at that batch)";
   std::optional<pipe::Profile> profile;
   auto settings =
       pipe::parseCostSettings(module, options.target, options.dtype, options.profile, profile);
@@ -154,8 +251,10 @@ FailureOr<PartitionOutcome> pipe::pipeline::partitionModule(ModuleOp module,
   if (failed(policy))
     return failure();
 
-  PartitionOutcome outcome;
   outcome.targetName = settings->target.name;
+  outcome.dtype = pipe::toString(settings->dtype).str();
+  outcome.optimizer = pipe::toString(policy->optimizer).str();
+  outcome.timeLimitSeconds = options.timeLimitSeconds;
   pipe::CostAnalysis analysis(func);
   if (failed(analysis.compute(*settings)))
     return failure();
@@ -163,18 +262,48 @@ FailureOr<PartitionOutcome> pipe::pipeline::partitionModule(ModuleOp module,
   outcome.forwardFlops = analysis.getTotals().forwardFlops;
 
   try {
-    double memory = options.memory.empty() ? settings->target.memoryBytes
-                                           : partitioner::parseBytes(options.memory);
-    auto problem = pipe::buildChainProblem(analysis, *policy);
+    outcome.objective = partitioner::toString(partitioner::parseObjective(options.objective));
+    double memory = settings->target.memoryBytes;
+    partitioner::ByteUnits units = partitioner::ByteUnits::Binary; // targets are in GiB
+    if (!options.memory.empty()) {
+      memory = partitioner::parseMemorySize(options.memory);
+      units = partitioner::byteUnitsOf(options.memory);
+      outcome.memoryLimit = options.memory;
+    } else {
+      outcome.memoryLimit = partitioner::formatBytes(memory, units);
+      outcome.memoryFromTarget = true;
+    }
+    std::vector<pipe::LayerGroup> groups = pipe::groupLayers(analysis);
+    auto problem = pipe::buildChainProblem(analysis, groups, *policy);
     if (failed(problem))
       return failure();
     outcome.problem = std::move(*problem);
+    for (const pipe::LayerGroup &group : groups)
+      outcome.opsOfLayer.push_back(group.ops);
     outcome.problem.platform.gpus = options.stages;
     outcome.problem.platform.memoryBytesPerGpu = memory;
+    outcome.problem.platform.byteUnits = units;
     outcome.problem.training.microbatches = options.microbatches;
     outcome.problem.training.schedule = partitioner::parseScheduleKind(
         options.schedule.empty() ? std::string("1f1b") : options.schedule);
     outcome.problem.finalize();
+    outcome.linkModel = describeLinks(outcome.problem.platform);
+  } catch (const partitioner::Error &e) {
+    return module.emitError(e.what());
+  }
+  return outcome;
+}
+
+LogicalResult pipe::pipeline::planPartition(ModuleOp module, PartitionOutcome &outcome,
+                                            const PartitionOptions &options) {
+  func::FuncOp func = mainFunction(module);
+  if (!func)
+    return module.emitError("pipe-partition needs a function with a body");
+  auto explain = [&](InFlightDiagnostic &diag) {
+    if (options.explainFailure)
+      options.explainFailure(*diag.getUnderlyingDiagnostic());
+  };
+  try {
     partitioner::PlanOptions planOptions;
     planOptions.algorithms = {options.algorithm};
     // The simulator judges every plan, so the compiler also tries madpipe with
@@ -182,19 +311,35 @@ FailureOr<PartitionOutcome> pipe::pipeline::partitionModule(ModuleOp module,
     if (options.algorithm == "best")
       planOptions.algorithms.push_back("madpipe-span");
     planOptions.requireSchedule = !options.schedule.empty();
+    planOptions.objective = partitioner::parseObjective(options.objective);
+    planOptions.ilpTimeLimitSeconds = options.timeLimitSeconds;
+    planOptions.onResult = options.onResult;
     outcome.report = partitioner::plan(outcome.problem, planOptions);
   } catch (const partitioner::Error &e) {
-    return module.emitError(e.what());
+    auto diag = module.emitError(e.what());
+    explain(diag);
+    return diag;
   }
   const partitioner::PlanResult *best = outcome.report.best();
   if (!best) {
-    auto diag = func.emitError("no plan fits ") << options.stages << " stages";
+    auto diag = func.emitError("no plan fits ") << options.stages << " GPUs";
     for (const partitioner::PlanResult &result : outcome.report.results)
       diag.attachNote() << result.algorithm << ": " << result.reason;
+    adviseOnInfeasibility(outcome, *diag.getUnderlyingDiagnostic());
+    explain(diag);
     return diag;
   }
-  annotateStages(func, stageOfNodes(outcome));
+  if (failed(annotateStages(func, outcome)))
+    return failure();
   module->setAttr("pipe.plan", planAttribute(module.getContext(), outcome));
+  return success();
+}
+
+FailureOr<PartitionOutcome> pipe::pipeline::partitionModule(ModuleOp module,
+                                                            const PartitionOptions &options) {
+  auto outcome = buildPartitionProblem(module, options);
+  if (failed(outcome) || failed(planPartition(module, *outcome, options)))
+    return failure();
   return outcome;
 }
 
@@ -213,6 +358,8 @@ struct PipePartitionPass : pipe::pipeline::impl::PipePartitionBase<PipePartition
     options.dtype = dtype;
     options.optimizer = optimizer;
     options.profile = profile;
+    options.objective = objective;
+    options.timeLimitSeconds = timeLimit;
     if (failed(partitionModule(getOperation(), options)))
       signalPassFailure();
   }

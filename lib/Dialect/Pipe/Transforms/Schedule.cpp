@@ -13,6 +13,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <set>
+
 namespace pipe::pipeline {
 #define GEN_PASS_DEF_PIPESCHEDULE
 #include "pipe/Dialect/Pipe/Transforms/Passes.h.inc"
@@ -22,10 +24,14 @@ using namespace mlir;
 using namespace pipe::pipeline;
 
 namespace {
-/// A problem with one layer per stage: enough for the partitioner's
-/// generators and checker, which reason about stages, not layer costs.
-partitioner::Problem stageChain(int64_t stages, int64_t gpus, int64_t microbatches,
-                                partitioner::ScheduleKind kind) {
+/// A problem with one layer per stage and one tensor per pair of stages that
+/// the pipeline's activation sends connect: enough for the partitioner's
+/// generators and checker, which reason about the stage graph, not layer
+/// costs. The edges are the IR's own, so a plan is checked against the
+/// dependencies the stages really have (stages on parallel branches, as in a
+/// general allocation, do not wait for each other).
+partitioner::Problem stageGraph(PipelineOp pipeline, int64_t stages, int64_t gpus,
+                                int64_t microbatches, partitioner::ScheduleKind kind) {
   partitioner::Problem problem;
   problem.name = "stages";
   for (int64_t s = 0; s < stages; ++s) {
@@ -34,8 +40,20 @@ partitioner::Problem stageChain(int64_t stages, int64_t gpus, int64_t microbatch
     layer.nodeIds = {layer.name};
     layer.forwardMs = 1;
     layer.backwardMs = 2;
-    layer.outputBytes = 1;
     problem.layers.push_back(layer);
+  }
+  std::set<std::pair<int64_t, int64_t>> edges;
+  pipeline.walk([&](SendOp send) {
+    if (send.getKind() == "activation")
+      if (auto stage = send->getParentOfType<StageOp>())
+        edges.insert({stage.getIndex(), send.getPeer()});
+  });
+  for (auto [from, to] : edges) {
+    partitioner::Tensor tensor;
+    tensor.producer = static_cast<int>(from);
+    tensor.consumers = {static_cast<int>(to)};
+    tensor.bytes = 1;
+    problem.tensors.push_back(tensor);
   }
   problem.platform.gpus = static_cast<int>(gpus);
   problem.training.microbatches = microbatches;
@@ -113,11 +131,13 @@ Transfers collectTransfers(StageOp stage) {
   return t;
 }
 
-std::string transfer(StringRef verb, StringRef kind, int64_t tag, StringRef direction,
-                     int64_t peer, int microbatch) {
-  return (verb + " " + kind + " tag=" + std::to_string(tag) + " " + direction + "=" +
-          std::to_string(peer) + " mb=" + std::to_string(microbatch))
-      .str();
+/// The partitioner's transfer action (one vocabulary with plan.json) and the
+/// tensor it moves: "SEND_F3@s1->s2 tag=7".
+std::string transfer(bool send, bool gradient, int microbatch, int64_t from, int64_t to,
+                     int64_t tag) {
+  return partitioner::transferAction(send, gradient, microbatch, static_cast<int>(from),
+                                     static_cast<int>(to)) +
+         " tag=" + std::to_string(tag);
 }
 
 struct PipeSchedulePass : pipe::pipeline::impl::PipeScheduleBase<PipeSchedulePass> {
@@ -149,7 +169,7 @@ struct PipeSchedulePass : pipe::pipeline::impl::PipeScheduleBase<PipeSchedulePas
       allocation.stageOfLayer.push_back(static_cast<int>(s));
     partitioner::Problem problem;
     try {
-      problem = stageChain(stages, gpus, microbatches, kind);
+      problem = stageGraph(pipeline, stages, gpus, microbatches, kind);
     } catch (const partitioner::Error &e) {
       return pipeline.emitOpError(e.what());
     }
@@ -204,36 +224,35 @@ struct PipeSchedulePass : pipe::pipeline::impl::PipeScheduleBase<PipeSchedulePas
       Transfers t = collectTransfers(stage);
       SmallVector<Attribute> actions;
       auto add = [&](const std::string &s) { actions.push_back(b.getStringAttr(s)); };
+      int64_t self = stage.getIndex();
       for (const partitioner::Action &action : order.actions[gpu]) {
-        if (action.stage != stage.getIndex())
+        if (action.stage != self)
           continue;
         int mb = action.microbatch;
         switch (action.kind) {
         case partitioner::ActionKind::Forward:
           for (RecvOp r : t.activationIn)
-            add(transfer("recv", "activation", r.getTag(), "from", r.getPeer(), mb));
-          add("forward mb=" + std::to_string(mb));
+            add(transfer(false, false, mb, r.getPeer(), self, r.getTag()));
+          add(partitioner::toString(action));
           for (SendOp s : t.activationOut)
-            add(transfer("send", "activation", s.getTag(), "to", s.getPeer(), mb));
+            add(transfer(true, false, mb, self, s.getPeer(), s.getTag()));
           break;
         case partitioner::ActionKind::Backward:
         case partitioner::ActionKind::BackwardInput:
           for (RecvOp r : t.gradientIn)
-            add(transfer("recv", "gradient", r.getTag(), "from", r.getPeer(), mb));
-          add((action.kind == partitioner::ActionKind::Backward ? "backward mb="
-                                                                : "backward-input mb=") +
-              std::to_string(mb));
+            add(transfer(false, true, mb, r.getPeer(), self, r.getTag()));
+          add(partitioner::toString(action));
           for (SendOp s : t.gradientOut)
-            add(transfer("send", "gradient", s.getTag(), "to", s.getPeer(), mb));
+            add(transfer(true, true, mb, self, s.getPeer(), s.getTag()));
           break;
         case partitioner::ActionKind::BackwardWeight:
-          add("backward-weight mb=" + std::to_string(mb));
+          add(partitioner::toString(action));
           break;
         }
       }
       if (t.tiedParameters)
-        add("reduce tied-parameter gradients");
-      add("optimizer step");
+        add(partitioner::kReduceTiedGradientsAction);
+      add(partitioner::kOptimizerStepAction);
       stage.setActionsAttr(b.getArrayAttr(actions));
     }
     pipeline.setOrderAttr(typedOrder(b, order));

@@ -3,12 +3,17 @@
 
   check_plan.py DIR MODEL S [--onnx-with-plan FILE]
 
-plan.json has the documented fields; every stage fits its memory limit; the
-period is not below the lower bound; stage_of maps ONNX node names of MODEL to
-stages in range; model.parameters equals the trainable parameters of MODEL
-(float initializers that are not batch-norm running statistics); the trace,
-the SVG and one MLIR file per stage exist. With --onnx-with-plan, every node
-of stage_of carries its stage as node metadata. Prints one summary line.
+plan.json has the documented fields and schema version; plan.json and
+problem.json record the same settings (tool version, target, dtype,
+optimizer, micro-batch size, micro-batches, memory limit, link model,
+objective); the plan uses at most S GPUs, numbered in pipeline order of their
+first stage; every stage fits its memory limit; the period is not below the
+lower bound; stage_of maps ONNX node names of MODEL to stages in range;
+model.parameters equals the trainable parameters of MODEL (float initializers
+that are not batch-norm running statistics); the trace (with named tracks),
+the SVG (with a legend and a time axis) and one MLIR file per stage exist.
+With --onnx-with-plan, every node of stage_of carries its stage as node
+metadata. Prints one summary line.
 """
 import json
 import os
@@ -26,10 +31,32 @@ def fail(message):
 def main():
     out_dir, model_path, gpus = sys.argv[1], sys.argv[2], int(sys.argv[3])
     plan = json.load(open(os.path.join(out_dir, "plan.json")))
-    for key in ["algorithm", "schedule", "stages", "period_ms", "iteration_ms",
-                "lower_bound_ms", "stage_of", "stage_metrics", "model"]:
+    for key in ["schema_version", "algorithm", "schedule", "objective", "gpus", "gpus_used",
+                "stages", "period_ms", "iteration_ms", "lower_bound_ms", "stage_of",
+                "gpu_of_stage", "stage_metrics", "actions", "settings", "model"]:
         if key not in plan:
             fail(f"plan.json has no '{key}'")
+    if plan["schema_version"] != 2:
+        fail(f"schema_version {plan['schema_version']}, expected 2")
+    problem = json.load(open(os.path.join(out_dir, "problem.json")))
+    for key in ["tool_version", "target", "dtype", "optimizer", "micro_batch_size",
+                "microbatches", "gpus", "memory_limit", "link_model", "objective"]:
+        if key not in plan["settings"]:
+            fail(f"plan.json's settings have no '{key}'")
+    if problem.get("settings") != plan["settings"]:
+        fail("problem.json and plan.json record different settings")
+    if plan["settings"]["objective"] != plan["objective"]:
+        fail("the plan's objective is not the one its settings name")
+    if plan["gpus"] != gpus or plan["settings"]["gpus"] != gpus:
+        fail(f"the plan is for {plan['gpus']} GPUs, not {gpus}")
+    first_seen = []
+    for gpu in plan["gpu_of_stage"]:
+        if gpu not in first_seen:
+            first_seen.append(gpu)
+    if first_seen != list(range(len(first_seen))) or len(first_seen) != plan["gpus_used"]:
+        fail(f"GPUs are not numbered in pipeline order: gpu_of_stage {plan['gpu_of_stage']}")
+    if len(plan["actions"]) > gpus:
+        fail(f"{len(plan['actions'])} action lists for {gpus} GPUs")
     stages = plan["stages"]
     if plan["period_ms"] < plan["lower_bound_ms"] * (1 - 1e-9):
         fail(f"period {plan['period_ms']} is below the lower bound {plan['lower_bound_ms']}")
@@ -67,7 +94,17 @@ def main():
                  "pipeline.mlir"] + [f"stage{s}.mlir" for s in range(stages)]:
         if not os.path.exists(os.path.join(out_dir, name)):
             fail(f"{name} was not written")
-    json.load(open(os.path.join(out_dir, "schedule.trace.json")))
+    trace = json.load(open(os.path.join(out_dir, "schedule.trace.json")))["traceEvents"]
+    tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace
+              if e["ph"] == "M" and e["name"] == "thread_name"}
+    for event in trace:
+        if event["ph"] == "X" and (event["pid"], event["tid"]) not in tracks:
+            fail(f"trace event {event['name']} is on an unnamed track")
+    svg = open(os.path.join(out_dir, "schedule.svg")).read()
+    for text in ["F forward", "B backward", "W weight gradient", "transfer", "idle",
+                 "time (ms)"] + [f">GPU {g}<" for g in range(gpus)]:
+        if text not in svg:
+            fail(f"the SVG has no '{text}'")
     if "--onnx-with-plan" in sys.argv:
         annotated = onnx.load(sys.argv[sys.argv.index("--onnx-with-plan") + 1])
         meta = {p.key: p.value for p in annotated.metadata_props}
@@ -84,8 +121,8 @@ def main():
                     fail(f"node '{name}' carries no pipe.stage metadata")
         if placed == 0:
             fail("no node of the annotated model is in stage_of")
-    print(f"plan ok: {stages} stages on {gpus} GPUs, {len(plan['stage_of'])} nodes placed, "
-          f"{params} parameters")
+    print(f"plan ok: {stages} stages on {plan['gpus_used']} of {gpus} GPUs, "
+          f"{len(plan['stage_of'])} nodes placed, {params} parameters")
 
 
 if __name__ == "__main__":

@@ -53,7 +53,8 @@ def Pipe_PipelineOp : Pipe_Op<"pipeline", [Symbol, SymbolTable, NoTerminator,
   let hasRegionVerifier = 1;
 }
 
-def Pipe_StageOp : Pipe_Op<"stage", [Symbol, HasParent<"PipelineOp">,
+def Pipe_StageOp : Pipe_Op<"stage", [Symbol,
+                                     ParentOneOf<["PipelineOp", "::mlir::ModuleOp"]>,
                                      IsolatedFromAbove]> {
   let summary = "The forward program of one stage";
   let description = [{
@@ -61,7 +62,9 @@ def Pipe_StageOp : Pipe_Op<"stage", [Symbol, HasParent<"PipelineOp">,
     gives their positions among the model's inputs); `pipe.return` yields the
     model outputs it produces (`model_outputs`). Values from other stages
     arrive through `pipe.recv`. `actions` is the per-GPU action list that
-    `pipe-schedule` attaches.
+    `pipe-schedule` attaches. A stage sits in its `pipe.pipeline`, or alone in
+    a module (the main job's `stageK.mlir`), where the checks that need the
+    other stages (peers, send/recv pairing) do not apply.
 
     After `pipe-differentiate`, the `backward` region holds the stage's
     backward program: its block arguments are the values the forward keeps

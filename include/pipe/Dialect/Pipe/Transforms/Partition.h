@@ -12,15 +12,20 @@
 #include "partitioner/Problem.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 
+#include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace pipe::pipeline {
 
 struct PartitionOptions {
+  /// GPUs in the pipeline (a plan may run several stages on one GPU).
   int stages = 2;
-  /// Memory per GPU ("80GB", "16GiB"); empty means the target's capacity.
+  /// Memory per GPU with its unit ("80GB", "80GiB"); empty means the target's
+  /// capacity. A number without a unit is an error.
   std::string memory;
   std::string target = "h100";
   /// Must equal the module's batch dim when given (shapes are bound at import).
@@ -34,22 +39,55 @@ struct PartitionOptions {
   std::string optimizer = "adam";
   /// Measured per-node times (JSON keyed by ONNX node name), optional.
   std::string profile;
+  /// What `best` minimises: "iteration" (one training step of `microbatches`)
+  /// or "period" (the steady state).
+  std::string objective = "iteration";
+  /// Wall-clock limit of each MIP algorithm (ilp, ilp-general), in seconds.
+  double timeLimitSeconds = 10;
+  /// Called as each algorithm finishes (progress lines).
+  std::function<void(const partitioner::PlanResult &)> onResult;
+  /// Called with the error when planning fails, to attach notes (the main job
+  /// says where the problem was written and how to replay it).
+  std::function<void(mlir::Diagnostic &)> explainFailure;
 };
 
+/// What the partitioner was given and what it chose, with the assumptions the
+/// plan rests on (recorded in pipe.plan, the report, plan.json, problem.json).
 struct PartitionOutcome {
   partitioner::Problem problem;
   partitioner::PlanningReport report;
+  /// Layer l of `problem` is these ops (parameters and constants included).
+  std::vector<std::vector<mlir::Operation *>> opsOfLayer;
   /// Model totals for the plan JSON (`model.parameters`, `model.forward_flops`).
   double parameters = 0, forwardFlops = 0;
   std::string targetName;
+  /// The batch dim of the model's first input (0 when it has none).
+  int64_t microBatchSize = 0;
+  std::string dtype, optimizer, objective;
+  /// The memory limit as given ("80GB"), or the target's ("80 GiB").
+  std::string memoryLimit;
+  bool memoryFromTarget = false;
+  /// The link model: bandwidths and latencies inside and between nodes.
+  std::string linkModel;
+  double timeLimitSeconds = 10;
 };
 
 /// The stage of every ONNX node the chosen plan places (plan.json's stage_of).
 std::map<std::string, int> stageOfNodes(const PartitionOutcome &outcome);
 
-/// Partitions the single function of `module`. On success every op of it has
-/// `pipe.stage` and the module has `pipe.plan`; when no plan fits, the error
-/// names the stage, the bytes it needs and the limit.
+/// Runs the cost model on the module's function and builds the chain problem
+/// (the module is not changed). Errors are emitted on the module.
+mlir::FailureOr<PartitionOutcome> buildPartitionProblem(mlir::ModuleOp module,
+                                                        const PartitionOptions &options);
+
+/// Runs the partitioner on `outcome.problem`. On success every op of the
+/// function has `pipe.stage` (the stage of its layer, from the layer's ops,
+/// never from names) and the module has `pipe.plan`; when no plan fits, the
+/// error names the stage, the bytes it needs and the limit, and advises.
+mlir::LogicalResult planPartition(mlir::ModuleOp module, PartitionOutcome &outcome,
+                                  const PartitionOptions &options);
+
+/// buildPartitionProblem then planPartition.
 mlir::FailureOr<PartitionOutcome> partitionModule(mlir::ModuleOp module,
                                                   const PartitionOptions &options);
 

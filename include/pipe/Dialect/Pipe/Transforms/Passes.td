@@ -26,15 +26,19 @@ def PipePartition : Pass<"pipe-partition", "::mlir::ModuleOp"> {
     Builds the chain problem of the module's function through the cost model
     (per-op time on `target` at `dtype`, saved activations, parameter and
     optimizer state by `optimizer`), runs the partitioner (`algo`, default
-    `best`), and writes `pipe.stage` on every op and `pipe.plan` (algorithm,
-    schedule, period, per-stage time and memory, per-GPU action lists, model
-    totals) on the module. When no plan fits, the error names the stage, the
-    bytes it needs and the limit.
+    `best`, minimising `objective`), and writes `pipe.stage` on every op (the
+    stage of the layer holding it: the layers are the chain builder's groups
+    of ops, so nothing depends on names or locations) and `pipe.plan`
+    (algorithm, schedule, the settings it assumed, period, per-stage time and
+    memory, per-GPU action lists, model totals) on the module. When no plan
+    fits, the error names the stage, the bytes it needs and the limit, and
+    advises.
   }];
   let options = [
-    Option<"stages", "stages", "int", /*default=*/"2", "Number of pipeline stages (GPUs)">,
+    Option<"stages", "stages", "int", /*default=*/"2",
+           "GPUs in the pipeline (a plan may run several stages on one)">,
     Option<"memory", "memory", "std::string", /*default=*/"\"\"",
-           "Memory per GPU, e.g. 80GB (default: the target's)">,
+           "Memory per GPU with its unit, e.g. 80GB or 80GiB (default: the target's)">,
     Option<"target", "target", "std::string", /*default=*/"\"h100\"",
            "GPU: a built-in name or a target JSON file">,
     Option<"microBatchSize", "micro-batch-size", "int64_t", /*default=*/"0",
@@ -49,6 +53,10 @@ def PipePartition : Pass<"pipe-partition", "::mlir::ModuleOp"> {
            "Optimizer (sgd, momentum, adam)">,
     Option<"profile", "profile", "std::string", /*default=*/"\"\"",
            "Measured per-node times (JSON keyed by ONNX node name)">,
+    Option<"objective", "objective", "std::string", /*default=*/"\"iteration\"",
+           "What best minimises: iteration (time of one training step) or period">,
+    Option<"timeLimit", "time-limit", "double", /*default=*/"10",
+           "Wall-clock limit of each MIP algorithm, in seconds">,
   ];
   let dependentDialects = ["::pipe::pipeline::PipeDialect"];
 }
@@ -60,10 +68,12 @@ def PipeSchedule : Pass<"pipe-schedule", "::mlir::ModuleOp"> {
     backward work (the plan's `actions`, written by pipe-partition, or the
     partitioner's generator for the pipeline's `schedule` when there is no
     plan), checks it with the partitioner's checker (every F and B of every
-    micro-batch exactly once, no deadlock), and expands it on each stage into
-    `actions`: receive, forward, send for each micro-batch's F; receive
-    gradients, backward, send gradients for its B; then the reduction of
-    tied-weight gradients and the optimizer step.
+    micro-batch exactly once, no deadlock) on the stage graph the activation
+    sends define, and expands it on each stage into `actions`: receive,
+    forward, send for each micro-batch's F; receive gradients, backward, send
+    gradients for its B; then the reduction of tied-weight gradients and the
+    optimizer step. The actions use plan.json's vocabulary (`F3@s1`,
+    `SEND_F3@s1->s2 tag=4`, `RECV_B3@s2->s1 tag=4`, `OPTIMIZER_STEP`).
   }];
   let dependentDialects = ["::pipe::pipeline::PipeDialect"];
 }

@@ -1,0 +1,162 @@
+// The planner's choice: only a plan whose schedule passes the checker wins, the
+// objective decides between period and iteration time, GPUs are numbered in
+// pipeline order, and every algorithm's result is reported as it finishes.
+#include "partitioner/Planner.h"
+#include "partitioner/Error.h"
+#include "partitioner/LatticeDp.h"
+#include "partitioner/Output.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace partitioner {
+namespace {
+
+Problem chain(int layers, int gpus, int microbatches) {
+  Problem problem;
+  for (int l = 0; l < layers; ++l) {
+    Layer layer;
+    layer.name = "l" + std::to_string(l);
+    layer.forwardMs = 1 + l % 3;
+    layer.backwardMs = 2 * layer.forwardMs;
+    layer.outputBytes = 1e6;
+    problem.layers.push_back(layer);
+  }
+  problem.platform.gpus = gpus;
+  problem.training.microbatches = microbatches;
+  problem.finalize();
+  return problem;
+}
+
+TEST(Planner, ACandidateWhoseScheduleFailsTheCheckerIsDroppedAndTheNextWins) {
+  Problem problem = chain(8, 4, 8);
+  PlanOptions options;
+  options.algorithms = {"balanced", "uniform", "params"};
+  PlanningReport report = plan(problem, options);
+  ASSERT_NE(report.best(), nullptr);
+  const int first = report.chosen;
+  // Break the winner's schedule: the first GPU runs a backward before the
+  // forward it needs, so its list deadlocks.
+  std::vector<Action> &list = report.results[static_cast<size_t>(first)].schedule.actions[0];
+  auto backward = std::find_if(list.begin(), list.end(),
+                               [](const Action &a) { return a.kind == ActionKind::Backward; });
+  ASSERT_NE(backward, list.end());
+  std::rotate(list.begin(), backward, backward + 1);
+  chooseBest(problem, report, options);
+  ASSERT_NE(report.chosen, -1);
+  EXPECT_NE(report.chosen, first);
+  const PlanResult &dropped = report.results[static_cast<size_t>(first)];
+  EXPECT_FALSE(dropped.valid);
+  EXPECT_EQ(dropped.reason.rfind("dropped: its schedule fails the checker: deadlock", 0), 0u)
+      << dropped.reason;
+  // The new winner is the best of the others.
+  for (size_t i = 0; i < report.results.size(); ++i)
+    if (report.results[i].valid)
+      EXPECT_FALSE(betterPlan(report.results[i], *report.best())) << report.results[i].algorithm;
+  // Nothing valid left: no plan rather than an unchecked one.
+  for (PlanResult &result : report.results)
+    if (!result.schedule.actions.empty())
+      std::reverse(result.schedule.actions[0].begin(), result.schedule.actions[0].end());
+  chooseBest(problem, report, options);
+  EXPECT_EQ(report.best(), nullptr);
+}
+
+TEST(Planner, TheObjectiveChoosesBetweenPeriodAndIterationTime) {
+  PlanResult shortPeriod, shortIteration;
+  shortPeriod.periodMs = 1.0;
+  shortPeriod.iterationMs = 50;
+  shortIteration.periodMs = 1.1;
+  shortIteration.iterationMs = 40;
+  EXPECT_TRUE(betterPlan(shortPeriod, shortIteration, Objective::Period));
+  EXPECT_TRUE(betterPlan(shortIteration, shortPeriod, Objective::IterationTime));
+  // Ties on the first criterion go to the other.
+  shortIteration.periodMs = 1.0;
+  EXPECT_TRUE(betterPlan(shortIteration, shortPeriod, Objective::Period));
+  EXPECT_EQ(parseObjective("iteration"), Objective::IterationTime);
+  EXPECT_EQ(parseObjective("period"), Objective::Period);
+  EXPECT_THROW(parseObjective("speed"), Error);
+}
+
+TEST(Planner, ReportsTheBestByTheOtherObjective) {
+  Problem problem = chain(12, 4, 8);
+  for (Objective objective : {Objective::Period, Objective::IterationTime}) {
+    PlanOptions options;
+    options.objective = objective;
+    PlanningReport report = plan(problem, options);
+    ASSERT_NE(report.best(), nullptr);
+    ASSERT_GE(report.bestByOtherObjective, 0);
+    const Objective other =
+        objective == Objective::Period ? Objective::IterationTime : Objective::Period;
+    const PlanResult &alternative =
+        report.results[static_cast<size_t>(report.bestByOtherObjective)];
+    for (const PlanResult &result : report.results) {
+      if (!result.valid)
+        continue;
+      EXPECT_FALSE(betterPlan(result, *report.best(), objective)) << result.algorithm;
+      EXPECT_FALSE(betterPlan(result, alternative, other)) << result.algorithm;
+    }
+  }
+}
+
+TEST(Planner, GpusAreNumberedInPipelineOrderOfTheirFirstStage) {
+  Problem problem = chain(6, 4, 4);
+  Allocation allocation;
+  allocation.stageOfLayer = {0, 1, 2, 3, 4, 5};
+  allocation.gpuOfStage = {2, 0, 3, 2, 1, 0};
+  Allocation numbered = numberGpusInPipelineOrder(problem, allocation);
+  EXPECT_EQ(numbered.gpuOfStage, (std::vector<int>{0, 1, 2, 0, 3, 1}));
+  PlanResult result =
+      evaluateAllocation(problem, allocation, ScheduleKind::OneFOneB, computeLowerBounds(problem));
+  ASSERT_TRUE(result.valid) << result.reason;
+  EXPECT_EQ(result.allocation.gpuOfStage, numbered.gpuOfStage);
+  // GPUs of different speeds are not interchangeable: kept as they are.
+  problem.platform.speed = {1, 1, 2, 1};
+  EXPECT_EQ(numberGpusInPipelineOrder(problem, allocation).gpuOfStage, allocation.gpuOfStage);
+}
+
+TEST(Planner, ReportsEachAlgorithmAsItFinishes) {
+  Problem problem = chain(8, 2, 4);
+  PlanOptions options;
+  std::vector<std::string> seen;
+  options.onResult = [&](const PlanResult &result) { seen.push_back(result.algorithm); };
+  PlanningReport report = plan(problem, options);
+  ASSERT_EQ(seen.size(), report.results.size());
+  for (size_t i = 0; i < seen.size(); ++i)
+    EXPECT_EQ(seen[i], report.results[i].algorithm);
+}
+
+TEST(Planner, DescribesTheStagesItRunsOnTheGpus) {
+  Problem problem = chain(6, 4, 4);
+  PlanResult plan;
+  plan.allocation.stageOfLayer = {0, 1, 2, 3, 4, 5};
+  plan.allocation.gpuOfStage = {0, 1, 2, 0, 1, 2};
+  plan.scheduleKind = ScheduleKind::Interleaved;
+  EXPECT_EQ(describeStages(problem, plan),
+            "6 stages on 3 of the 4 GPUs (1 idle), 2 virtual stages per GPU (interleaved)");
+  plan.scheduleKind = ScheduleKind::OneFOneB;
+  plan.allocation.gpuOfStage = {0, 1, 2, 3, 1, 0};
+  EXPECT_EQ(describeStages(problem, plan),
+            "6 stages on 4 GPUs, up to 2 stages per GPU (general allocation)");
+}
+
+TEST(Planner, MemorySizesNeedAUnitAndKeepIt) {
+  EXPECT_DOUBLE_EQ(parseMemorySize("80GB"), 80e9);
+  EXPECT_DOUBLE_EQ(parseMemorySize("80GiB"), 80.0 * (1 << 30));
+  EXPECT_DOUBLE_EQ(parseMemorySize("1.5 MB"), 1.5e6);
+  EXPECT_THROW(parseMemorySize("80"), Error);
+  EXPECT_THROW(parseMemorySize("8e10"), Error);
+  EXPECT_EQ(byteUnitsOf("80GiB"), ByteUnits::Binary);
+  EXPECT_EQ(byteUnitsOf("512 mib"), ByteUnits::Binary);
+  EXPECT_EQ(byteUnitsOf("80GB"), ByteUnits::Decimal);
+  EXPECT_EQ(byteUnitsOf("inf"), ByteUnits::Decimal);
+  EXPECT_EQ(formatBytes(80.0 * (1 << 30), ByteUnits::Binary), "80.00 GiB");
+  EXPECT_EQ(formatBytes(80.0 * (1 << 30)), "85.90 GB");
+  EXPECT_EQ(formatBytes(3.0 * (1 << 20), ByteUnits::Binary), "3.00 MiB");
+  EXPECT_EQ(formatBytes(1536, ByteUnits::Binary), "1.50 KiB");
+}
+
+} // namespace
+} // namespace partitioner
