@@ -13,6 +13,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <set>
+
 namespace pipe::pipeline {
 #define GEN_PASS_DEF_PIPESCHEDULE
 #include "pipe/Dialect/Pipe/Transforms/Passes.h.inc"
@@ -22,10 +24,14 @@ using namespace mlir;
 using namespace pipe::pipeline;
 
 namespace {
-/// A problem with one layer per stage: enough for the partitioner's
-/// generators and checker, which reason about stages, not layer costs.
-partitioner::Problem stageChain(int64_t stages, int64_t gpus, int64_t microbatches,
-                                partitioner::ScheduleKind kind) {
+/// A problem with one layer per stage and one tensor per stage that sends
+/// activations, consumed by the stages it sends them to: enough for the
+/// partitioner's generators and checker, which reason about the stage graph,
+/// not layer costs. The edges are the pipeline's own sends: stages cut across
+/// parallel branches need not feed their successor, and a schedule the planner
+/// built for that graph may legitimately run a stage ahead of its neighbour.
+partitioner::Problem stageGraphProblem(PipelineOp pipeline, int64_t stages, int64_t gpus,
+                                       int64_t microbatches, partitioner::ScheduleKind kind) {
   partitioner::Problem problem;
   problem.name = "stages";
   for (int64_t s = 0; s < stages; ++s) {
@@ -37,6 +43,21 @@ partitioner::Problem stageChain(int64_t stages, int64_t gpus, int64_t microbatch
     layer.outputBytes = 1;
     problem.layers.push_back(layer);
   }
+  std::vector<std::set<int>> consumers(stages);
+  for (StageOp stage : pipeline.getBody().getOps<StageOp>())
+    stage.walk([&](SendOp send) {
+      if (send.getKind() == "activation" && send.getPeer() >= 0 && send.getPeer() < stages &&
+          stage.getIndex() >= 0 && stage.getIndex() < stages)
+        consumers[stage.getIndex()].insert(static_cast<int>(send.getPeer()));
+    });
+  for (int64_t s = 0; s < stages; ++s)
+    if (!consumers[s].empty())
+      problem.tensors.push_back(partitioner::Tensor{
+          static_cast<int>(s), std::vector<int>(consumers[s].begin(), consumers[s].end()), 1});
+  // With no tensor at all, finalize() would assume a chain; one tensor that
+  // nobody consumes says the stages are independent.
+  if (problem.tensors.empty())
+    problem.tensors.push_back(partitioner::Tensor{0, {}, 0});
   problem.platform.gpus = static_cast<int>(gpus);
   problem.training.microbatches = microbatches;
   problem.training.schedule = kind;
@@ -121,7 +142,7 @@ struct PipeSchedulePass : pipe::pipeline::impl::PipeScheduleBase<PipeSchedulePas
       allocation.stageOfLayer.push_back(static_cast<int>(s));
     partitioner::Problem problem;
     try {
-      problem = stageChain(stages, gpus, microbatches, kind);
+      problem = stageGraphProblem(pipeline, stages, gpus, microbatches, kind);
     } catch (const partitioner::Error &e) {
       return pipeline.emitOpError(e.what());
     }
