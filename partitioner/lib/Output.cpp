@@ -186,7 +186,7 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
   const PlanResult *best = report.best();
   if (!best) {
     document["error"] = noPlanReason(report);
-    out << document.dump(1) << "\n";
+    out << document.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
     return;
   }
   document["algorithm"] = best->algorithm;
@@ -239,7 +239,7 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
   }
   document["stage_metrics"] = metrics;
   document["actions"] = loweredActions(problem, *best);
-  out << document.dump(1) << "\n";
+  out << document.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
 }
 
 void writeTraceJson(const Problem &problem, const PlanResult &plan, std::ostream &out) {
@@ -274,7 +274,7 @@ void writeTraceJson(const Problem &problem, const PlanResult &plan, std::ostream
   json document;
   document["traceEvents"] = events;
   document["displayTimeUnit"] = "ms";
-  out << document.dump() << "\n";
+  out << document.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
 }
 
 void writeSvg(const Problem &problem, const PlanResult &plan, std::ostream &out) {
