@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the lit suite (dialects, importer, passes, tools), the
-# partitioner's gtest suite through ctest, and the Python package's tests.
+# partitioner's gtest suite through ctest, the Python package's tests, and the
+# fuzz harnesses (ASan + UBSan, FUZZ_SECONDS each, default 40; FUZZ_SECONDS=0
+# skips them), each harness counting as one test.
 # Ends with one line `N passed, M failed` and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +48,19 @@ py_ran=${py_ran:-0}
 if [ "$py_ok" = 0 ] && [ "$py_failed" = 0 ]; then py_failed=1; fi
 passed=$((passed + py_ran - py_skipped - py_failed))
 failed=$((failed + py_failed))
+
+FUZZ_SECONDS=${FUZZ_SECONDS:-40}
+if [ "$FUZZ_SECONDS" != 0 ]; then
+  echo "== fuzz"
+  FUZZ_JOBS=${FUZZ_JOBS:-$JOBS} scripts/fuzz.sh "$FUZZ_SECONDS" | tee "$report/fuzz.log"
+  fuzz_status=${PIPESTATUS[0]}
+  fuzz_ok=$(grep -c '^fuzz .*: ok' "$report/fuzz.log" || true)
+  fuzz_failed=$(grep -c '^fuzz .*: FAILED' "$report/fuzz.log" || true)
+  # A harness that does not build or run at all is a failure too.
+  if [ "$fuzz_status" != 0 ] && [ "$fuzz_failed" = 0 ]; then fuzz_failed=1; fi
+  passed=$((passed + fuzz_ok))
+  failed=$((failed + fuzz_failed))
+fi
 
 rm -rf "$report"
 echo "$passed passed, $failed failed"
