@@ -67,7 +67,7 @@ ReplayCheck replayDocument(const Problem &problem, const std::string &planJson) 
     const JsonFields extra(plan.at("allocation"), "the plan JSON: allocation",
                            {"in_flight_limit", "target_period_ms"});
     if (extra.has("in_flight_limit"))
-      for (int64_t limit : extra.integers("in_flight_limit", 1, kMaxMicrobatches))
+      for (int64_t limit : extra.integers("in_flight_limit", 0, kMaxMicrobatches))
         allocation.inFlightLimit.push_back(static_cast<int>(limit));
     allocation.targetPeriodMs = extra.number("target_period_ms", 0);
   }

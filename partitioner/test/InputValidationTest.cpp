@@ -223,6 +223,10 @@ TEST(InputValidation, MalformedPlanJsonIsAnErrorNotAMatch) {
             "the plan JSON: stage_metrics must be an array, got 3");
   EXPECT_EQ(replayError([](nlohmann::json &p) { p["schedule"] = 1; }),
             "the plan JSON: schedule must be a string, got 1");
+  // PipeDream's plans keep no stash on the last stage: a limit of 0 replays.
+  nlohmann::json pipeDream = good;
+  pipeDream["allocation"]["in_flight_limit"] = nlohmann::json::array({1, 0});
+  EXPECT_TRUE(replayPlan(problem, pipeDream.dump()).ok());
   EXPECT_EQ(errorOf([&] { replayPlan(problem, "[1, 2]"); }),
             "the plan JSON must be a JSON object, got [1,2]");
 }

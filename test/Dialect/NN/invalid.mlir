@@ -16,6 +16,14 @@ func.func @nn_c1_wrong_element_type(%x: tensor<2x3xf32>) {
 
 // -----
 
+func.func @nn_c2(%x: tensor<2199023255552xf32>) {
+  // expected-error @+1 {{[nn_c2] operand #0 of type 'tensor<2199023255552xf32>' is beyond the size limits (dims up to 2^40, 2^48 elements)}}
+  %0 = nn.relu %x : (tensor<2199023255552xf32>) -> tensor<2199023255552xf32>
+  return
+}
+
+// -----
+
 func.func @broadcast_c1(%x: tensor<2x3xf32>, %y: tensor<4xf32>) {
   // expected-error @+1 {{[broadcast_c1]}}
   %0 = nn.add %x, %y : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
@@ -509,6 +517,17 @@ func.func @range_c1() {
   %a = nn.constant dense<0> : tensor<i64>
   // expected-error @+1 {{[range_c1] delta is zero}}
   %0 = nn.range %a, %a, %a : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  return
+}
+
+// -----
+
+func.func @range_c2() {
+  %a = nn.constant dense<0.0> : tensor<f64>
+  %b = nn.constant dense<1.0e+300> : tensor<f64>
+  %c = nn.constant dense<1.0> : tensor<f64>
+  // expected-error @+1 {{[range_c2] the range has more than 1099511627776 elements (or is not finite)}}
+  %0 = nn.range %a, %b, %c : (tensor<f64>, tensor<f64>, tensor<f64>) -> tensor<*xf64>
   return
 }
 
