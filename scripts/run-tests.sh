@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: the lit suite (dialects, importer, passes, tools), the
-# partitioner's gtest suite through ctest, the Python package's tests and the
-# runtime's kernel conformance suite.
+# partitioner's gtest suite through ctest, the Python package's tests, the
+# runtime's kernel conformance suite, and the fuzz harnesses (ASan + UBSan,
+# FUZZ_SECONDS each, default 40; FUZZ_SECONDS=0 skips them), each harness
+# counting as one test.
 # Ends with one line `N passed, M failed` and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -77,6 +79,19 @@ else
   if [ "$k_ok" = 0 ] && [ "$k_failed" = 0 ]; then k_failed=1; fi
   passed=$((passed + k_ran - k_skipped - k_failed))
   failed=$((failed + k_failed))
+fi
+
+FUZZ_SECONDS=${FUZZ_SECONDS:-40}
+if [ "$FUZZ_SECONDS" != 0 ]; then
+  echo "== fuzz"
+  FUZZ_JOBS=${FUZZ_JOBS:-$JOBS} scripts/fuzz.sh "$FUZZ_SECONDS" | tee "$report/fuzz.log"
+  fuzz_status=${PIPESTATUS[0]}
+  fuzz_ok=$(grep -c '^fuzz .*: ok' "$report/fuzz.log" || true)
+  fuzz_failed=$(grep -c '^fuzz .*: FAILED' "$report/fuzz.log" || true)
+  # A harness that does not build or run at all is a failure too.
+  if [ "$fuzz_status" != 0 ] && [ "$fuzz_failed" = 0 ]; then fuzz_failed=1; fi
+  passed=$((passed + fuzz_ok))
+  failed=$((failed + fuzz_failed))
 fi
 
 rm -rf "$report"

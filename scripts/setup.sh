@@ -3,7 +3,8 @@
 # pipe-opt in build/. Safe to run again: it installs and rebuilds only what
 # changed.
 #   scripts/setup.sh            # what building and running needs
-#   scripts/setup.sh --tests    # also what the tests need (ONNX's node tests, torch)
+#   scripts/setup.sh --tests    # also what the tests need (ONNX's node tests, torch,
+#                               # clang and its sanitizer/libFuzzer runtimes)
 #   BUILD_DIR=out scripts/setup.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +20,7 @@ packages=(
   python3-onnx python3-numpy
 )
 if [ "${1:-}" = "--tests" ]; then
-  packages+=(libonnx-testdata python3-torch)
+  packages+=(libonnx-testdata python3-torch clang-22 libclang-rt-22-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

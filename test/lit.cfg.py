@@ -6,7 +6,7 @@ from lit.llvm import llvm_config
 config.name = "PIPE_OPT"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".onnxtext", ".test"]
-config.excludes = ["Inputs", "Fixtures", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.excludes = ["Inputs", "Fixtures", "fuzz", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.pipe_obj_root, "test")
 

@@ -28,6 +28,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <nlohmann/json.hpp>
@@ -36,6 +37,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fcntl.h>
+#include <set>
 #include <fstream>
 #include <sstream>
 
@@ -362,6 +364,67 @@ std::string replayCommand(const std::string &problemPath, const MainJobOptions &
 }
 } // namespace
 
+/// A model's external-data locations are relative to its folder (the importer
+/// refuses any other). When the model with the plan goes to another folder,
+/// each data file is linked (or copied) to the same location there, so the
+/// written model loads; a different file already at that place is an error.
+static LogicalResult placeExternalData(const onnx::ModelProto &model, llvm::StringRef input,
+                                       llvm::StringRef output, std::string &error) {
+  std::set<std::string> locations;
+  for (const onnx::TensorProto &tensor : model.graph().initializer())
+    if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+      for (const onnx::StringStringEntryProto &entry : tensor.external_data())
+        if (entry.key() == "location")
+          locations.insert(entry.value());
+  if (locations.empty())
+    return success();
+  auto folderOf = [](llvm::StringRef path) {
+    llvm::SmallString<256> folder(llvm::sys::path::parent_path(path));
+    if (folder.empty())
+      folder = ".";
+    return folder;
+  };
+  llvm::SmallString<256> from = folderOf(input), to = folderOf(output), realFrom, realTo;
+  if (llvm::sys::fs::real_path(from, realFrom) || llvm::sys::fs::real_path(to, realTo)) {
+    error = "cannot write '" + output.str() + "': its folder does not exist";
+    return failure();
+  }
+  if (realFrom == realTo)
+    return success();
+  for (const std::string &location : locations) {
+    llvm::SmallString<256> source(from), target(to);
+    llvm::sys::path::append(source, location);
+    llvm::sys::path::append(target, location);
+    if (llvm::sys::fs::exists(target)) {
+      if (llvm::sys::fs::equivalent(source, target))
+        continue;
+      auto a = llvm::MemoryBuffer::getFile(source, false, false);
+      auto b = llvm::MemoryBuffer::getFile(target, false, false);
+      if (a && b && (*a)->getBuffer() == (*b)->getBuffer())
+        continue;
+      error = "cannot write '" + output.str() + "': '" + target.str().str() +
+              "' exists and differs from the model's external data '" + location +
+              "'; write the model with the plan to another folder";
+      return failure();
+    }
+    std::error_code ec = llvm::sys::fs::create_directories(llvm::sys::path::parent_path(target));
+    if (!ec && llvm::sys::fs::create_hard_link(source, target)) {
+      std::string temporary = (target + ".tmp").str();
+      ec = llvm::sys::fs::copy_file(source, temporary);
+      if (!ec)
+        ec = llvm::sys::fs::rename(temporary, target);
+      if (ec)
+        llvm::sys::fs::remove(temporary);
+    }
+    if (ec) {
+      error = "cannot copy the external data '" + location + "' next to '" + output.str() +
+              "': " + ec.message();
+      return failure();
+    }
+  }
+  return success();
+}
+
 LogicalResult pipe::driver::writeOnnxWithStages(llvm::StringRef input, llvm::StringRef output,
                                                 const std::map<std::string, int> &stageOf,
                                                 llvm::StringRef planSummary, std::string &error) {
@@ -389,9 +452,21 @@ LogicalResult pipe::driver::writeOnnxWithStages(llvm::StringRef input, llvm::Str
   auto *prop = model.add_metadata_props();
   prop->set_key("pipe.plan");
   prop->set_value(planSummary.str());
-  std::ofstream out(output.str(), std::ios::binary);
-  if (!out || !model.SerializeToOstream(&out)) {
-    error = "cannot write '" + output.str() + "'";
+  if (failed(placeExternalData(model, input, output, error)))
+    return failure();
+  // Written beside the target and renamed over it: no partial model is left.
+  std::string temporary = (output + ".tmp").str();
+  {
+    std::ofstream out(temporary, std::ios::binary);
+    if (!out || !model.SerializeToOstream(&out) || !out.flush()) {
+      llvm::sys::fs::remove(temporary);
+      error = "cannot write '" + output.str() + "'";
+      return failure();
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(temporary, output)) {
+    llvm::sys::fs::remove(temporary);
+    error = "cannot write '" + output.str() + "': " + ec.message();
     return failure();
   }
   return success();
@@ -443,7 +518,10 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   }
   nlohmann::ordered_json problemJson = nlohmann::ordered_json::parse(problemText);
   problemJson["settings"] = settingsJson(*outcome, options);
-  if (failed(outputs.write(module, "problem.json", problemJson.dump(1) + "\n")))
+  if (failed(outputs.write(
+          module, "problem.json",
+          problemJson.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+              "\n")))
     return failure();
   const std::string replay = replayCommand(outputs.pathOf("problem.json"), options);
 
@@ -550,7 +628,10 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   module.print(pipelineStream);
   pipelineStream << "\n";
   pipelineStream.flush();
-  if (failed(outputs.write(module, "plan.json", plan.dump(2) + "\n")) ||
+  // Names are UTF-8 (the importer checks); a model path may not be: replace.
+  std::string planText =
+      plan.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  if (failed(outputs.write(module, "plan.json", planText)) ||
       failed(outputs.write(module, "schedule.trace.json", trace.str())) ||
       failed(outputs.write(module, "schedule.svg", svg.str())) ||
       failed(outputs.write(module, "report.txt", report)) ||

@@ -30,7 +30,7 @@ def run_plan(pipe_plan, args):
         out = handle.name
     try:
         start = time.time()
-        subprocess.run([pipe_plan] + args + ["--quiet", "--json", out], stdout=subprocess.DEVNULL,
+        subprocess.run([pipe_plan] + args + ["--quiet", "--timings", "--json", out], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, check=False)
         wall = time.time() - start
         with open(out) as f:

@@ -10,6 +10,11 @@
 
 namespace partitioner {
 
+namespace {
+/// Memory the downset enumeration may use for its bitsets.
+constexpr size_t kMaxLatticeBytes = size_t{256} << 20;
+} // namespace
+
 bool CutLattice::contains(int cut, int layer) const {
   if (isChain)
     return position[static_cast<size_t>(layer)] < cut;
@@ -71,6 +76,10 @@ CutLattice chainLattice(const Problem &problem, const std::vector<int> &order) {
 
 std::optional<CutLattice> idealLattice(const Problem &problem, size_t maxCuts) {
   const size_t count = problem.layers.size();
+  const size_t words = (count + 63) / 64;
+  // Each downset is a bitset of `words` words, held twice while enumerating (the
+  // list and the index): whatever the caller's budget, stay within kMaxLatticeBytes.
+  maxCuts = std::min(maxCuts, kMaxLatticeBytes / (2 * words * sizeof(uint64_t) + 64));
   // Every prefix of a topological order is a downset: more layers than the budget
   // means more downsets than the budget.
   if (count + 1 > maxCuts)
@@ -78,7 +87,6 @@ std::optional<CutLattice> idealLattice(const Problem &problem, size_t maxCuts) {
   // Enumeration costs O(downsets x layers): keep it to a few tens of millions of steps
   // so that graphs of thousands of nodes fall back to one order quickly.
   maxCuts = std::min(maxCuts, std::max<size_t>(count + 1, static_cast<size_t>(4e7) / std::max<size_t>(count, 1)));
-  const size_t words = (count + 63) / 64;
   auto predecessors = predecessorLists(problem);
   CutLattice lattice;
   lattice.isChain = false;

@@ -63,14 +63,22 @@ double parseNumber(const std::string &value, const std::string &where) {
   return result;
 }
 
-/// Numeric suffix of "node12" (for PipeDream's deterministic order), else -1.
-long nodeNumber(const std::string &id) {
+/// Numeric suffix of "node12" (for PipeDream's deterministic order), without
+/// leading zeros, as text: ids of any length compare exactly (no overflow).
+/// Empty when the id does not end in a digit.
+std::string nodeNumber(const std::string &id) {
   size_t i = id.size();
   while (i > 0 && std::isdigit(static_cast<unsigned char>(id[i - 1])))
     --i;
   if (i == id.size())
-    return -1;
-  return std::stol(id.substr(i));
+    return "";
+  while (i + 1 < id.size() && id[i] == '0')
+    ++i;
+  return id.substr(i);
+}
+
+bool numberLess(const std::string &a, const std::string &b) {
+  return a.size() != b.size() ? a.size() < b.size() : a < b;
 }
 
 } // namespace
@@ -93,6 +101,10 @@ Problem readGraphText(std::istream &in, const std::string &name) {
     if (line.empty() || line[0] == '#')
       continue;
     const std::string where = name + ":" + std::to_string(lineNumber);
+    // Node ids become layer names and JSON keys: they must be text.
+    if (!isValidUtf8(line))
+      throw Error(where + ": the line is not valid UTF-8: '" + printableName(line.substr(0, 80)) +
+                  "'");
     std::vector<std::string> parts = splitOn(line, " -- ");
     if (parts.size() == 2) {
       edges.emplace_back(trim(parts[0]), trim(parts[1]));
@@ -125,6 +137,10 @@ Problem readGraphText(std::istream &in, const std::string &name) {
     node.backward = get("backward_compute_time");
     node.activation = get("activation_size");
     node.parameters = get("parameter_size");
+    if (node.id.empty())
+      throw Error(where + ": a node line needs an id before ' -- '");
+    if (nodes.size() >= kMaxLayers)
+      throw Error(where + ": more than " + std::to_string(kMaxLayers) + " nodes");
     if (nodeIndex.count(node.id))
       throw Error(where + ": node " + node.id + " is defined twice (first on line " +
                   std::to_string(nodes[nodeIndex[node.id]].line) + ")");
@@ -139,10 +155,10 @@ Problem readGraphText(std::istream &in, const std::string &name) {
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
   bool numbered = std::all_of(nodes.begin(), nodes.end(),
-                              [](const NodeLine &n) { return nodeNumber(n.id) >= 0; });
+                              [](const NodeLine &n) { return !nodeNumber(n.id).empty(); });
   if (numbered)
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return nodeNumber(nodes[a].id) < nodeNumber(nodes[b].id);
+      return numberLess(nodeNumber(nodes[a].id), nodeNumber(nodes[b].id));
     });
   Problem problem;
   problem.name = name;

@@ -251,7 +251,7 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
   const PlanResult *best = report.best();
   if (!best) {
     document["error"] = noPlanReason(report);
-    out << document.dump(1) << "\n";
+    out << document.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
     return;
   }
   document["algorithm"] = best->algorithm;
@@ -313,7 +313,7 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
   }
   document["stage_metrics"] = metrics;
   document["actions"] = loweredActions(problem, *best);
-  out << document.dump(1) << "\n";
+  out << document.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
 }
 
 void writeTraceJson(const Problem &problem, const PlanResult &plan, std::ostream &out) {
@@ -370,7 +370,7 @@ void writeTraceJson(const Problem &problem, const PlanResult &plan, std::ostream
   json document;
   document["traceEvents"] = events;
   document["displayTimeUnit"] = "ms";
-  out << document.dump() << "\n";
+  out << document.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
 }
 
 namespace {

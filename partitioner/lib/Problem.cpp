@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <sstream>
+#include <unordered_map>
 
 namespace partitioner {
 
@@ -25,9 +26,65 @@ void requireFiniteNonNegative(double value, const std::string &what,
 }
 } // namespace
 
+bool isValidUtf8(const std::string &text) {
+  // RFC 3629, section 4: the well-formed byte sequences.
+  const auto *p = reinterpret_cast<const unsigned char *>(text.data());
+  const auto *end = p + text.size();
+  while (p < end) {
+    const unsigned char c = *p;
+    int length;
+    unsigned char low = 0x80, high = 0xBF; // range of the second byte
+    if (c < 0x80) {
+      ++p;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      length = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      length = 3;
+      if (c == 0xE0)
+        low = 0xA0; // no overlong forms
+      if (c == 0xED)
+        high = 0x9F; // no surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      length = 4;
+      if (c == 0xF0)
+        low = 0x90;
+      if (c == 0xF4)
+        high = 0x8F; // nothing past U+10FFFF
+    } else {
+      return false;
+    }
+    if (end - p < length || p[1] < low || p[1] > high)
+      return false;
+    for (int k = 2; k < length; ++k)
+      if (p[k] < 0x80 || p[k] > 0xBF)
+        return false;
+    p += length;
+  }
+  return true;
+}
+
+std::string printableName(const std::string &text) {
+  static const char digits[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c < 0x7F) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += "\\x";
+      out.push_back(digits[c >> 4]);
+      out.push_back(digits[c & 15]);
+    }
+  }
+  return out;
+}
+
 void Problem::finalize() {
   if (layers.empty())
     throw Error("problem '" + name + "' has no layers");
+  if (layers.size() > kMaxLayers)
+    throw Error("problem '" + name + "' has " + std::to_string(layers.size()) +
+                " layers, more than the limit of " + std::to_string(kMaxLayers));
   const int count = static_cast<int>(layers.size());
   for (int i = 0; i < count; ++i) {
     Layer &layer = layers[static_cast<size_t>(i)];
@@ -35,6 +92,14 @@ void Problem::finalize() {
       layer.name = "layer" + std::to_string(i);
     if (layer.nodeIds.empty())
       layer.nodeIds.push_back(layer.name);
+    // Names become JSON strings and stage_of keys: they must be text.
+    if (!isValidUtf8(layer.name))
+      throw Error("layer " + std::to_string(i) + ": its name '" + printableName(layer.name) +
+                  "' is not valid UTF-8");
+    for (const std::string &id : layer.nodeIds)
+      if (!isValidUtf8(id))
+        throw Error("layer " + std::to_string(i) + ": node id '" + printableName(id) +
+                    "' is not valid UTF-8");
     const std::string where = layerLabel(*this, i);
     requireFiniteNonNegative(layer.forwardMs, "forward time", where);
     requireFiniteNonNegative(layer.backwardMs, "backward time", where);
@@ -44,6 +109,15 @@ void Problem::finalize() {
     if (layer.backwardWeightMs > layer.backwardMs)
       throw Error(where + ": weight-gradient time exceeds the backward time");
   }
+  // Node ids key a plan's stage_of: each belongs to one layer.
+  std::unordered_map<std::string, int> layerOfNode;
+  for (int i = 0; i < count; ++i)
+    for (const std::string &id : layers[static_cast<size_t>(i)].nodeIds) {
+      auto [it, inserted] = layerOfNode.emplace(id, i);
+      if (!inserted && it->second != i)
+        throw Error("node id '" + id + "' belongs to " + layerLabel(*this, it->second) +
+                    " and " + layerLabel(*this, i));
+    }
   if (tensors.empty()) {
     for (int i = 0; i + 1 < count; ++i)
       tensors.push_back(Tensor{i, {i + 1}, layers[static_cast<size_t>(i)].outputBytes});
@@ -67,13 +141,13 @@ void Problem::finalize() {
                     " is consumed by its own producer (self loop)");
     }
   }
-  if (platform.gpus < 1)
-    throw Error("platform: the number of GPUs must be at least 1, got " +
-                std::to_string(platform.gpus));
+  if (platform.gpus < 1 || platform.gpus > kMaxGpus)
+    throw Error("platform: the number of GPUs must be in 1.." + std::to_string(kMaxGpus) +
+                ", got " + std::to_string(platform.gpus));
   if (!(platform.memoryBytesPerGpu > 0))
     throw Error("platform: memory per GPU must be positive");
-  if (platform.gpusPerNode < 1)
-    throw Error("platform: GPUs per node must be at least 1");
+  if (platform.gpusPerNode < 1 || platform.gpusPerNode > kMaxGpus)
+    throw Error("platform: GPUs per node must be in 1.." + std::to_string(kMaxGpus));
   for (const LinkSpec *link : {&platform.intraNode, &platform.interNode}) {
     if (!(link->bandwidthBytesPerSecond > 0))
       throw Error("platform: link bandwidth must be positive");
@@ -87,13 +161,21 @@ void Problem::finalize() {
       if (!(s > 0) || !std::isfinite(s))
         throw Error("platform: GPU speed factors must be positive and finite");
   }
-  if (training.microbatches < 1)
-    throw Error("training: micro-batches per iteration must be at least 1, got " +
+  if (training.microbatches < 1 || training.microbatches > kMaxMicrobatches)
+    throw Error("training: micro-batches per iteration must be in 1.." +
+                std::to_string(kMaxMicrobatches) + ", got " +
                 std::to_string(training.microbatches));
+  if (static_cast<long long>(platform.gpus) * training.microbatches > kMaxScheduledActions)
+    throw Error("training: " + std::to_string(platform.gpus) + " GPUs x " +
+                std::to_string(training.microbatches) +
+                " micro-batches is more than the limit of " +
+                std::to_string(kMaxScheduledActions) + " scheduled (GPU, micro-batch) pairs");
   if (!(training.stateMultiplier >= 1) || !std::isfinite(training.stateMultiplier))
     throw Error("training: the state multiplier must be at least 1 (weights alone)");
-  if (training.interleaveChunks < 1)
-    throw Error("training: interleave chunks must be at least 1");
+  if (training.interleaveChunks < 1 || training.interleaveChunks > kMaxInterleaveChunks)
+    throw Error("training: interleave chunks must be in 1.." +
+                std::to_string(kMaxInterleaveChunks) + ", got " +
+                std::to_string(training.interleaveChunks));
 }
 
 bool Problem::isChain() const {

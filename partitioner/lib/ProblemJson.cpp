@@ -2,7 +2,11 @@
 #include "partitioner/ProblemJson.h"
 #include "partitioner/Error.h"
 
+#include "JsonFields.h"
+
 #include <nlohmann/json.hpp>
+
+#include <iterator>
 
 namespace partitioner {
 
@@ -10,42 +14,14 @@ using nlohmann::json;
 
 namespace {
 
-double number(const json &object, const char *key, double fallback, const std::string &where) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null())
+LinkSpec readLink(const JsonFields &parent, const char *key, LinkSpec fallback) {
+  if (!parent.has(key))
     return fallback;
-  if (it->is_number())
-    return it->get<double>();
-  if (it->is_string())
-    return parseBytes(it->get<std::string>());
-  throw Error(where + ": '" + key + "' must be a number");
-}
-
-double bytesField(const json &object, const char *key, double fallback, const std::string &where) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null())
-    return fallback;
-  if (it->is_number())
-    return it->get<double>();
-  if (it->is_string())
-    return parseBytes(it->get<std::string>());
-  throw Error(where + ": '" + key + "' must be a number of bytes or a string like \"16GB\"");
-}
-
-LinkSpec readLink(const json &object, LinkSpec fallback, const std::string &where) {
-  if (!object.is_object())
-    throw Error(where + " must be an object");
+  JsonFields object(parent.at(key), parent.field(key), {"bandwidth_bytes_per_s", "latency_ms"});
   LinkSpec link = fallback;
-  auto it = object.find("bandwidth_bytes_per_s");
-  if (it != object.end()) {
-    if (it->is_string())
-      link.bandwidthBytesPerSecond = parseBandwidth(it->get<std::string>());
-    else if (it->is_number())
-      link.bandwidthBytesPerSecond = it->get<double>();
-    else
-      throw Error(where + ": bandwidth_bytes_per_s must be a number or a string");
-  }
-  link.latencyMs = number(object, "latency_ms", link.latencyMs, where);
+  link.bandwidthBytesPerSecond =
+      object.bytes("bandwidth_bytes_per_s", link.bandwidthBytesPerSecond, parseBandwidth);
+  link.latencyMs = object.number("latency_ms", link.latencyMs);
   return link;
 }
 
@@ -59,91 +35,101 @@ json writeLink(const LinkSpec &link) {
   return out;
 }
 
+Problem readDocument(const json &document, const std::string &name) {
+  const JsonFields root =
+      JsonFields::document(document, name, {"name", "layers", "tensors", "platform", "training"});
+  Problem problem;
+  problem.name = root.string("name", name);
+  if (!root.has("layers"))
+    throw Error(name + ": 'layers' (an array) is required");
+  const json &layers = root.array("layers");
+  if (layers.size() > kMaxLayers)
+    throw Error(name + ": " + std::to_string(layers.size()) + " layers, more than the limit of " +
+                std::to_string(kMaxLayers));
+  const int64_t lastLayer = static_cast<int64_t>(layers.size()) - 1;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    JsonFields item(layers[i], name + ": layers[" + std::to_string(i) + "]",
+                    {"name", "node_ids", "forward_ms", "backward_ms", "backward_weight_ms",
+                     "parameter_bytes", "saved_bytes", "output_bytes"});
+    Layer layer;
+    layer.name = item.string("name", "layer" + std::to_string(i));
+    if (item.has("node_ids"))
+      layer.nodeIds = item.strings("node_ids");
+    layer.forwardMs = item.number("forward_ms", 0);
+    layer.backwardMs = item.number("backward_ms", 0);
+    layer.backwardWeightMs = item.number("backward_weight_ms", -1);
+    if (item.has("backward_weight_ms") && layer.backwardWeightMs < 0)
+      throw Error(item.field("backward_weight_ms") + " must be non-negative");
+    layer.parameterBytes = item.bytes("parameter_bytes", 0, parseBytes);
+    layer.savedBytes = item.bytes("saved_bytes", 0, parseBytes);
+    layer.outputBytes = item.bytes("output_bytes", 0, parseBytes);
+    problem.layers.push_back(layer);
+  }
+  if (root.has("tensors")) {
+    const json &tensors = root.array("tensors");
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      JsonFields item(tensors[i], name + ": tensors[" + std::to_string(i) + "]",
+                      {"producer", "consumers", "bytes"});
+      if (!item.has("producer") || !item.has("consumers"))
+        throw Error(item.location() + " needs 'producer' and 'consumers'");
+      Tensor tensor;
+      tensor.producer = static_cast<int>(item.integer("producer", 0, 0, lastLayer));
+      for (int64_t consumer : item.integers("consumers", 0, lastLayer))
+        tensor.consumers.push_back(static_cast<int>(consumer));
+      tensor.bytes = item.bytes("bytes", 0, parseBytes);
+      problem.tensors.push_back(tensor);
+    }
+  }
+  if (root.has("platform")) {
+    JsonFields p(root.at("platform"), name + ": platform",
+                 {"gpus", "memory_bytes_per_gpu", "gpus_per_node", "intra_node", "inter_node",
+                  "speed"});
+    Platform &platform = problem.platform;
+    platform.gpus = static_cast<int>(p.integer("gpus", platform.gpus, 1, kMaxGpus));
+    platform.memoryBytesPerGpu =
+        p.bytes("memory_bytes_per_gpu", platform.memoryBytesPerGpu, parseBytes);
+    platform.gpusPerNode =
+        static_cast<int>(p.integer("gpus_per_node", platform.gpusPerNode, 1, kMaxGpus));
+    platform.intraNode = readLink(p, "intra_node", platform.intraNode);
+    platform.interNode = readLink(p, "inter_node", platform.interNode);
+    if (p.has("speed"))
+      platform.speed = p.numbers("speed");
+  }
+  if (root.has("training")) {
+    JsonFields t(root.at("training"), name + ": training",
+                 {"microbatches", "state_multiplier", "schedule", "weight_policy",
+                  "communication_buffers", "interleave_chunks"});
+    TrainingSettings &training = problem.training;
+    training.microbatches =
+        static_cast<int>(t.integer("microbatches", training.microbatches, 1, kMaxMicrobatches));
+    training.stateMultiplier = t.number("state_multiplier", training.stateMultiplier);
+    if (t.has("schedule"))
+      training.schedule = parseScheduleKind(t.string("schedule", ""));
+    if (t.has("weight_policy"))
+      training.weights = parseWeightPolicy(t.string("weight_policy", ""));
+    training.communicationBuffers =
+        t.boolean("communication_buffers", training.communicationBuffers);
+    training.interleaveChunks = static_cast<int>(
+        t.integer("interleave_chunks", training.interleaveChunks, 1, kMaxInterleaveChunks));
+  }
+  return problem;
+}
+
 } // namespace
 
 Problem readProblemJson(std::istream &in, const std::string &name) {
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   json document;
   try {
-    in >> document;
+    document = json::parse(text); // strict: trailing bytes are an error
   } catch (const json::exception &error) {
     throw Error(name + ": not valid JSON: " + error.what());
   }
-  if (!document.is_object())
-    throw Error(name + ": the problem must be a JSON object");
   Problem problem;
-  problem.name = document.value("name", name);
   try {
-    auto layers = document.find("layers");
-    if (layers == document.end() || !layers->is_array())
-      throw Error(name + ": 'layers' (an array) is required");
-    for (size_t i = 0; i < layers->size(); ++i) {
-      const json &item = (*layers)[i];
-      const std::string where = name + ": layers[" + std::to_string(i) + "]";
-      if (!item.is_object())
-        throw Error(where + " must be an object");
-      Layer layer;
-      layer.name = item.value("name", "layer" + std::to_string(i));
-      if (item.contains("node_ids"))
-        layer.nodeIds = item.at("node_ids").get<std::vector<std::string>>();
-      layer.forwardMs = number(item, "forward_ms", 0, where);
-      layer.backwardMs = number(item, "backward_ms", 0, where);
-      layer.backwardWeightMs = number(item, "backward_weight_ms", -1, where);
-      layer.parameterBytes = bytesField(item, "parameter_bytes", 0, where);
-      layer.savedBytes = bytesField(item, "saved_bytes", 0, where);
-      layer.outputBytes = bytesField(item, "output_bytes", 0, where);
-      problem.layers.push_back(layer);
-    }
-    if (document.contains("tensors")) {
-      const json &tensors = document.at("tensors");
-      if (!tensors.is_array())
-        throw Error(name + ": 'tensors' must be an array");
-      for (size_t i = 0; i < tensors.size(); ++i) {
-        const json &item = tensors[i];
-        const std::string where = name + ": tensors[" + std::to_string(i) + "]";
-        Tensor tensor;
-        if (!item.contains("producer") || !item.contains("consumers"))
-          throw Error(where + " needs 'producer' and 'consumers'");
-        tensor.producer = item.at("producer").get<int>();
-        tensor.consumers = item.at("consumers").get<std::vector<int>>();
-        tensor.bytes = bytesField(item, "bytes", 0, where);
-        problem.tensors.push_back(tensor);
-      }
-    }
-    if (document.contains("platform")) {
-      const json &p = document.at("platform");
-      const std::string where = name + ": platform";
-      if (!p.is_object())
-        throw Error(where + " must be an object");
-      problem.platform.gpus = p.value("gpus", problem.platform.gpus);
-      problem.platform.memoryBytesPerGpu =
-          bytesField(p, "memory_bytes_per_gpu", problem.platform.memoryBytesPerGpu, where);
-      problem.platform.gpusPerNode = p.value("gpus_per_node", problem.platform.gpusPerNode);
-      if (p.contains("intra_node"))
-        problem.platform.intraNode = readLink(p.at("intra_node"), problem.platform.intraNode,
-                                              where + ".intra_node");
-      if (p.contains("inter_node"))
-        problem.platform.interNode = readLink(p.at("inter_node"), problem.platform.interNode,
-                                              where + ".inter_node");
-      if (p.contains("speed"))
-        problem.platform.speed = p.at("speed").get<std::vector<double>>();
-    }
-    if (document.contains("training")) {
-      const json &t = document.at("training");
-      const std::string where = name + ": training";
-      if (!t.is_object())
-        throw Error(where + " must be an object");
-      problem.training.microbatches = t.value("microbatches", problem.training.microbatches);
-      problem.training.stateMultiplier =
-          number(t, "state_multiplier", problem.training.stateMultiplier, where);
-      if (t.contains("schedule"))
-        problem.training.schedule = parseScheduleKind(t.at("schedule").get<std::string>());
-      if (t.contains("weight_policy"))
-        problem.training.weights = parseWeightPolicy(t.at("weight_policy").get<std::string>());
-      problem.training.communicationBuffers =
-          t.value("communication_buffers", problem.training.communicationBuffers);
-      problem.training.interleaveChunks = t.value("interleave_chunks", problem.training.interleaveChunks);
-    }
+    problem = readDocument(document, name);
   } catch (const json::exception &error) {
+    // JsonFields checks every type first; this is a last line of defence.
     throw Error(name + ": " + error.what());
   }
   problem.finalize();
@@ -194,7 +180,7 @@ void writeProblemJson(const Problem &problem, std::ostream &out) {
   training["communication_buffers"] = problem.training.communicationBuffers;
   training["interleave_chunks"] = problem.training.interleaveChunks;
   document["training"] = training;
-  out << document.dump(1) << "\n";
+  out << document.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
 }
 
 } // namespace partitioner

@@ -5,6 +5,8 @@
 #include "partitioner/Bounds.h"
 #include "partitioner/Error.h"
 
+#include "JsonFields.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -16,29 +18,42 @@ namespace {
 bool same(double a, double b) {
   return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)) + 1e-12;
 }
-} // namespace
 
-ReplayCheck replayPlan(const Problem &problem, const std::string &planJson) {
-  nlohmann::json plan;
+ReplayCheck replayDocument(const Problem &problem, const std::string &planJson) {
+  nlohmann::json document;
   try {
-    plan = nlohmann::json::parse(planJson);
+    document = nlohmann::json::parse(planJson);
   } catch (const nlohmann::json::exception &e) {
     throw Error(std::string("the plan is not JSON: ") + e.what());
   }
-  if (plan.contains("error"))
-    throw Error("the plan JSON holds no plan: " + plan["error"].get<std::string>());
+  const JsonFields plan = JsonFields::document(document, "the plan JSON");
+  if (plan.has("error"))
+    throw Error("the plan JSON holds no plan: " + plan.string("error", ""));
   for (const char *key : {"schedule", "stage_of", "gpu_of_stage", "period_ms", "iteration_ms",
                           "stage_metrics"})
-    if (!plan.contains(key))
+    if (!plan.has(key))
       throw Error(std::string("the plan JSON has no '") + key + "'");
+  const int64_t maxStage = static_cast<int64_t>(problem.layers.size()) - 1;
+  const std::vector<int64_t> gpuOfStage =
+      plan.integers("gpu_of_stage", 0, problem.platform.gpus - 1);
+  if (gpuOfStage.empty())
+    throw Error("the plan JSON has no stages (gpu_of_stage is empty)");
+  if (static_cast<int64_t>(gpuOfStage.size()) > maxStage + 1)
+    throw Error("the plan JSON has " + std::to_string(gpuOfStage.size()) + " stages for " +
+                std::to_string(problem.layers.size()) + " layers");
+  if (plan.has("stages") &&
+      plan.integer("stages", 0, 1, maxStage + 1) != static_cast<int64_t>(gpuOfStage.size()))
+    throw Error("the plan JSON's 'stages' differs from the length of gpu_of_stage");
+  const JsonFields stageOf(plan.at("stage_of"), "the plan JSON: stage_of");
   Allocation allocation;
-  const auto &stageOf = plan["stage_of"];
   for (const Layer &layer : problem.layers) {
     int stage = -1;
     for (const std::string &node : layer.nodeIds) {
-      if (!stageOf.contains(node))
+      if (!stageOf.has(node))
         throw Error("the plan does not place node '" + node + "' (layer " + layer.name + ")");
-      int s = stageOf[node].get<int>();
+      int s = static_cast<int>(JsonFields::integerValue(
+          stageOf.at(node), stageOf.field(node), 0,
+          static_cast<int64_t>(gpuOfStage.size()) - 1));
       if (stage >= 0 && s != stage)
         throw Error("layer " + layer.name + " has nodes on stages " + std::to_string(stage) +
                     " and " + std::to_string(s));
@@ -46,16 +61,27 @@ ReplayCheck replayPlan(const Problem &problem, const std::string &planJson) {
     }
     allocation.stageOfLayer.push_back(stage);
   }
-  allocation.gpuOfStage = plan["gpu_of_stage"].get<std::vector<int>>();
-  if (plan.contains("allocation")) {
-    const auto &extra = plan["allocation"];
-    if (extra.contains("in_flight_limit"))
-      allocation.inFlightLimit = extra["in_flight_limit"].get<std::vector<int>>();
-    if (extra.contains("target_period_ms"))
-      allocation.targetPeriodMs = extra["target_period_ms"].get<double>();
+  for (int64_t gpu : gpuOfStage)
+    allocation.gpuOfStage.push_back(static_cast<int>(gpu));
+  if (plan.has("allocation")) {
+    const JsonFields extra(plan.at("allocation"), "the plan JSON: allocation",
+                           {"in_flight_limit", "target_period_ms"});
+    if (extra.has("in_flight_limit"))
+      for (int64_t limit : extra.integers("in_flight_limit", 0, kMaxMicrobatches))
+        allocation.inFlightLimit.push_back(static_cast<int>(limit));
+    allocation.targetPeriodMs = extra.number("target_period_ms", 0);
   }
   validateAllocation(problem, allocation);
-  ScheduleKind kind = parseScheduleKind(plan["schedule"].get<std::string>());
+  const double reportedPeriod = plan.number("period_ms", 0);
+  const double reportedIteration = plan.number("iteration_ms", 0);
+  const nlohmann::json &metrics = plan.array("stage_metrics");
+  std::vector<double> reportedMemory, reportedTime;
+  for (size_t s = 0; s < metrics.size(); ++s) {
+    const JsonFields item(metrics[s], "the plan JSON: stage_metrics[" + std::to_string(s) + "]");
+    reportedMemory.push_back(item.number("memory_bytes", 0));
+    reportedTime.push_back(item.number("time_ms", 0));
+  }
+  ScheduleKind kind = parseScheduleKind(plan.string("schedule", ""));
   ReplayCheck check;
   check.replayed = evaluateAllocation(problem, allocation, kind, computeLowerBounds(problem));
   const PlanResult &r = check.replayed;
@@ -67,24 +93,31 @@ ReplayCheck replayPlan(const Problem &problem, const std::string &planJson) {
       check.mismatches.push_back(line.str());
     }
   };
-  compare("period_ms", r.periodMs, plan["period_ms"].get<double>());
-  compare("iteration_ms", r.iterationMs, plan["iteration_ms"].get<double>());
-  const auto &metrics = plan["stage_metrics"];
-  if (metrics.size() != r.stages.size()) {
-    check.mismatches.push_back("the plan reports " + std::to_string(metrics.size()) +
+  compare("period_ms", r.periodMs, reportedPeriod);
+  compare("iteration_ms", r.iterationMs, reportedIteration);
+  if (reportedMemory.size() != r.stages.size()) {
+    check.mismatches.push_back("the plan reports " + std::to_string(reportedMemory.size()) +
                                " stages, the replay has " + std::to_string(r.stages.size()));
     return check;
   }
   for (size_t s = 0; s < r.stages.size(); ++s) {
     const GpuMetrics &gpu = r.gpus[static_cast<size_t>(r.stages[s].gpu)];
-    compare("stage " + std::to_string(s) + " memory_bytes", gpu.memoryBytes,
-            metrics[s]["memory_bytes"].get<double>());
-    compare("stage " + std::to_string(s) + " time_ms", r.stages[s].computeMs,
-            metrics[s]["time_ms"].get<double>());
+    compare("stage " + std::to_string(s) + " memory_bytes", gpu.memoryBytes, reportedMemory[s]);
+    compare("stage " + std::to_string(s) + " time_ms", r.stages[s].computeMs, reportedTime[s]);
   }
   if (!r.valid)
     check.mismatches.push_back("the replayed plan is not valid: " + r.reason);
   return check;
+}
+} // namespace
+
+ReplayCheck replayPlan(const Problem &problem, const std::string &planJson) {
+  try {
+    return replayDocument(problem, planJson);
+  } catch (const nlohmann::json::exception &e) {
+    // JsonFields checks every type first; this is a last line of defence.
+    throw Error(std::string("the plan JSON: ") + e.what());
+  }
 }
 
 } // namespace partitioner

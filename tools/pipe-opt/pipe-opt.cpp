@@ -14,6 +14,8 @@
 #include "pipe/Driver/MainJob.h"
 #include "pipe/Import/Onnx/OnnxImporter.h"
 
+#include "partitioner/Problem.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -206,15 +208,28 @@ static LogicalResult parseDimBindings(pipe::onnx_import::ImportOptions &options)
   for (const std::string &binding : dimBindings) {
     auto [name, value] = llvm::StringRef(binding).split('=');
     int64_t size;
-    if (name.empty() || value.getAsInteger(10, size) || size < 0) {
-      llvm::errs() << "pipe-opt: error: --dim expects NAME=VALUE with VALUE >= 0, got '"
+    if (name.empty() || value.getAsInteger(10, size) || size < 1) {
+      llvm::errs() << "pipe-opt: error: --dim expects NAME=VALUE with VALUE >= 1, got '"
                    << binding << "'\n";
       return failure();
     }
     options.dims[name] = size;
   }
-  if (microBatchSize < 0) {
-    llvm::errs() << "pipe-opt: error: --micro-batch-size must be positive\n";
+  // 0 is the option's "not given"; given explicitly it would plan empty tensors.
+  if (microBatchSize < 0 || (microBatchSize.getNumOccurrences() && microBatchSize < 1)) {
+    llvm::errs() << "pipe-opt: error: --micro-batch-size must be at least 1, got "
+                 << microBatchSize << "\n";
+    return failure();
+  }
+  if (pipelineStages > 0 &&
+      (jobMicrobatches < 1 || jobMicrobatches > partitioner::kMaxMicrobatches)) {
+    llvm::errs() << "pipe-opt: error: --microbatches must be in 1.."
+                 << partitioner::kMaxMicrobatches << ", got " << jobMicrobatches << "\n";
+    return failure();
+  }
+  if (pipelineStages > partitioner::kMaxGpus) {
+    llvm::errs() << "pipe-opt: error: --pipeline-stages must be at most "
+                 << partitioner::kMaxGpus << ", got " << pipelineStages << "\n";
     return failure();
   }
   // No default: a symbolic batch dim without --micro-batch-size is an import

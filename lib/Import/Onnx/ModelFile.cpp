@@ -208,9 +208,15 @@ std::unique_ptr<ModelFile> pipe::onnx_import::readModelFile(llvm::StringRef path
     error = "cannot open: " + buffer.getError().message();
     return nullptr;
   }
+  return readModelBuffer(std::move(*buffer), path.ends_with(".onnxtext"), error);
+}
+
+std::unique_ptr<ModelFile>
+pipe::onnx_import::readModelBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer, bool textual,
+                                   std::string &error) {
   auto file = std::make_unique<ModelFile>();
-  file->buffer = std::move(*buffer);
-  if (path.ends_with(".onnxtext"))
+  file->buffer = std::move(buffer);
+  if (textual)
     return readText(std::move(file), error);
   if (file->buffer->getBufferSize() == 0) {
     error = "the file is empty";

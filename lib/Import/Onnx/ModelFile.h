@@ -39,6 +39,9 @@ struct ModelFile {
 
 /// Reads `path`; on failure returns null and sets `error` to one line.
 std::unique_ptr<ModelFile> readModelFile(llvm::StringRef path, std::string &error);
+/// Reads a model already in memory (binary, or textual when `textual`).
+std::unique_ptr<ModelFile> readModelBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                                           bool textual, std::string &error);
 
 } // namespace pipe::onnx_import
 

@@ -35,6 +35,62 @@ Type pipe::onnx_import::convertDataType(int32_t dataType, MLIRContext *context) 
   }
 }
 
+const char *pipe::onnx_import::tensorDataField(const onnx::TensorProto &tensor) {
+  if (tensor.float_data_size()) return "float_data";
+  if (tensor.int32_data_size()) return "int32_data";
+  if (tensor.string_data_size()) return "string_data";
+  if (tensor.int64_data_size()) return "int64_data";
+  if (tensor.double_data_size()) return "double_data";
+  if (tensor.uint64_data_size()) return "uint64_data";
+  return nullptr;
+}
+
+LogicalResult pipe::onnx_import::checkTypedData(const onnx::TensorProto &tensor, int64_t count,
+                                                Location loc) {
+  using T = onnx::TensorProto;
+  struct Field {
+    const char *name;
+    int size;
+    bool holds; // whether the field may hold the tensor's data type
+  };
+  const int32_t dt = tensor.data_type();
+  // Which field carries which data type: onnx/onnx.proto, TensorProto.
+  const Field fields[] = {
+      {"float_data", tensor.float_data_size(), dt == T::FLOAT},
+      {"int32_data", tensor.int32_data_size(),
+       dt == T::INT32 || dt == T::INT16 || dt == T::INT8 || dt == T::UINT16 ||
+           dt == T::UINT8 || dt == T::BOOL || dt == T::FLOAT16 || dt == T::BFLOAT16 ||
+           (dt >= 17 && dt <= 20)}, // the FLOAT8 types
+      {"string_data", tensor.string_data_size(), dt == T::STRING},
+      {"int64_data", tensor.int64_data_size(), dt == T::INT64},
+      {"double_data", tensor.double_data_size(), dt == T::DOUBLE},
+      {"uint64_data", tensor.uint64_data_size(), dt == T::UINT32 || dt == T::UINT64},
+  };
+  const Field *used = nullptr;
+  for (const Field &field : fields) {
+    if (field.size == 0)
+      continue;
+    if (used)
+      return emitError(loc) << "tensor '" << tensor.name() << "' holds values in both "
+                            << used->name << " and " << field.name;
+    used = &field;
+  }
+  if (!used) {
+    if (count == 0)
+      return success();
+    return emitError(loc) << "tensor '" << tensor.name() << "' holds no data (its shape needs "
+                          << count << " values)";
+  }
+  if (!used->holds)
+    return emitError(loc) << "tensor '" << tensor.name() << "' of data type " << dt
+                          << " stores its values in " << used->name
+                          << ", which holds other types";
+  if (used->size != count)
+    return emitError(loc) << "tensor '" << tensor.name() << "' holds " << used->size
+                          << " values in " << used->name << ", its shape needs " << count;
+  return success();
+}
+
 FailureOr<DenseElementsAttr>
 pipe::onnx_import::convertTensor(const onnx::TensorProto &tensor, const char *rawBytes,
                                  int64_t rawLength, Location loc) {
@@ -49,6 +105,10 @@ pipe::onnx_import::convertTensor(const onnx::TensorProto &tensor, const char *ra
     if (d < 0 || __builtin_mul_overflow(count, d, &count) || count > (int64_t(1) << 40))
       return emitError(loc) << "tensor '" << tensor.name() << "' has an invalid shape";
   auto type = RankedTensorType::get(shape, element);
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "' keeps its data externally, which is only supported "
+                             "for initializers";
   if (!rawBytes && tensor.has_raw_data()) {
     rawBytes = tensor.raw_data().data();
     rawLength = static_cast<int64_t>(tensor.raw_data().size());
@@ -59,27 +119,11 @@ pipe::onnx_import::convertTensor(const onnx::TensorProto &tensor, const char *ra
     return emitError(loc) << "tensor '" << tensor.name() << "' holds " << have
                           << " values, its shape needs " << count;
   };
-  // Each typed field holds specific data types (onnx.proto, TensorProto).
-  using T = onnx::TensorProto;
-  int32_t dt = tensor.data_type();
-  auto fieldError = [&](const char *field) {
-    return emitError(loc) << "tensor '" << tensor.name() << "' of data type " << dt
-                          << " stores its values in " << field << ", which holds other types";
-  };
-  if (!rawBytes) {
-    if (tensor.float_data_size() && dt != T::FLOAT)
-      return fieldError("float_data");
-    if (tensor.double_data_size() && dt != T::DOUBLE)
-      return fieldError("double_data");
-    if (tensor.int64_data_size() && dt != T::INT64)
-      return fieldError("int64_data");
-    if (tensor.uint64_data_size() && dt != T::UINT32 && dt != T::UINT64)
-      return fieldError("uint64_data");
-    if (tensor.int32_data_size() &&
-        (dt == T::FLOAT || dt == T::DOUBLE || dt == T::INT64 || dt == T::UINT32 ||
-         dt == T::UINT64))
-      return fieldError("int32_data");
-  }
+  if (!rawBytes && failed(checkTypedData(tensor, count, loc)))
+    return failure();
+  if (rawBytes && tensorDataField(tensor))
+    return emitError(loc) << "tensor '" << tensor.name() << "' holds its values both in "
+                          << "raw_data and in " << tensorDataField(tensor);
   SmallVector<APInt> ints;
   if (rawBytes) {
     if (rawLength != count * static_cast<int64_t>(bytes))
@@ -115,13 +159,10 @@ pipe::onnx_import::convertTensor(const onnx::TensorProto &tensor, const char *ra
     if (tensor.int32_data_size() != count)
       return sizeError(tensor.int32_data_size());
     for (int32_t v : tensor.int32_data())
-      ints.push_back(APInt(bits, static_cast<uint64_t>(static_cast<int64_t>(v)), false, true));
-  } else if (count != 0) {
-    if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
-      return emitError(loc) << "tensor '" << tensor.name()
-                            << "' keeps its data externally, which is only supported "
-                               "for initializers";
-    return sizeError(0);
+      ints.push_back(element.isInteger(1)
+                         ? APInt(1, v != 0)
+                         : APInt(bits, static_cast<uint64_t>(static_cast<int64_t>(v)), false,
+                                 true));
   }
   if (auto floatType = dyn_cast<FloatType>(element)) {
     SmallVector<APFloat> floats;
@@ -152,13 +193,91 @@ LogicalResult NodeImporter::expectInputs(unsigned min, unsigned max) {
   return success();
 }
 
-LogicalResult NodeImporter::expectAttributes(std::initializer_list<llvm::StringRef> known) {
-  for (const onnx::AttributeProto &attr : node.attribute()) {
-    if (llvm::is_contained(known, llvm::StringRef(attr.name())))
-      continue;
-    return error() << "unsupported attribute '" << attr.name() << "' on " << node.op_type()
-                   << " (opset " << opset << ")";
+namespace {
+using AttributeType = onnx::AttributeProto::AttributeType;
+
+const char *typeName(AttributeType type) {
+  switch (type) {
+  case onnx::AttributeProto::FLOAT: return "a float";
+  case onnx::AttributeProto::INT: return "an int";
+  case onnx::AttributeProto::STRING: return "a string";
+  case onnx::AttributeProto::TENSOR: return "a tensor";
+  case onnx::AttributeProto::GRAPH: return "a graph";
+  case onnx::AttributeProto::SPARSE_TENSOR: return "a sparse tensor";
+  case onnx::AttributeProto::TYPE_PROTO: return "a type";
+  case onnx::AttributeProto::FLOATS: return "a list of floats";
+  case onnx::AttributeProto::INTS: return "a list of ints";
+  case onnx::AttributeProto::STRINGS: return "a list of strings";
+  case onnx::AttributeProto::TENSORS: return "a list of tensors";
+  case onnx::AttributeProto::GRAPHS: return "a list of graphs";
+  case onnx::AttributeProto::SPARSE_TENSORS: return "a list of sparse tensors";
+  case onnx::AttributeProto::TYPE_PROTOS: return "a list of types";
+  default: return "of an unknown type";
   }
+}
+
+AttributeType typeOf(AttrKind kind) {
+  switch (kind) {
+  case AttrKind::Int: return onnx::AttributeProto::INT;
+  case AttrKind::Float: return onnx::AttributeProto::FLOAT;
+  case AttrKind::String: return onnx::AttributeProto::STRING;
+  case AttrKind::Ints: return onnx::AttributeProto::INTS;
+  case AttrKind::Floats: return onnx::AttributeProto::FLOATS;
+  case AttrKind::Tensor: return onnx::AttributeProto::TENSOR;
+  }
+  return onnx::AttributeProto::UNDEFINED;
+}
+} // namespace
+
+std::string pipe::onnx_import::checkAttributeKind(const onnx::AttributeProto &attr,
+                                                  AttrKind expected) {
+  // The value fields that hold something (onnx/onnx.proto, AttributeProto).
+  SmallVector<AttributeType, 2> filled;
+  if (attr.has_f()) filled.push_back(onnx::AttributeProto::FLOAT);
+  if (attr.has_i()) filled.push_back(onnx::AttributeProto::INT);
+  if (attr.has_s()) filled.push_back(onnx::AttributeProto::STRING);
+  if (attr.has_t()) filled.push_back(onnx::AttributeProto::TENSOR);
+  if (attr.has_g()) filled.push_back(onnx::AttributeProto::GRAPH);
+  if (attr.has_sparse_tensor()) filled.push_back(onnx::AttributeProto::SPARSE_TENSOR);
+  if (attr.has_tp()) filled.push_back(onnx::AttributeProto::TYPE_PROTO);
+  if (attr.floats_size()) filled.push_back(onnx::AttributeProto::FLOATS);
+  if (attr.ints_size()) filled.push_back(onnx::AttributeProto::INTS);
+  if (attr.strings_size()) filled.push_back(onnx::AttributeProto::STRINGS);
+  if (attr.tensors_size()) filled.push_back(onnx::AttributeProto::TENSORS);
+  if (attr.graphs_size()) filled.push_back(onnx::AttributeProto::GRAPHS);
+  if (attr.sparse_tensors_size()) filled.push_back(onnx::AttributeProto::SPARSE_TENSORS);
+  if (attr.type_protos_size()) filled.push_back(onnx::AttributeProto::TYPE_PROTOS);
+  if (filled.size() > 1)
+    return std::string("holds both ") + typeName(filled[0]) + " and " + typeName(filled[1]);
+  AttributeType type = attr.type();
+  if (type == onnx::AttributeProto::UNDEFINED) {
+    if (filled.empty())
+      return "has no type and no value";
+    type = filled.front();
+  } else if (!filled.empty() && filled.front() != type) {
+    return std::string("is declared ") + typeName(type) + " but holds " +
+           typeName(filled.front());
+  }
+  if (type != typeOf(expected))
+    return std::string("is ") + typeName(type) + ", not " + typeName(typeOf(expected));
+  return "";
+}
+
+LogicalResult NodeImporter::expectAttributes(llvm::ArrayRef<AttrSpec> known) {
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    const AttrSpec *spec =
+        llvm::find_if(known, [&](const AttrSpec &s) { return attr.name() == s.name; });
+    if (spec == known.end())
+      return error() << "unsupported attribute '" << attr.name() << "' on " << node.op_type()
+                     << " (opset " << opset << ")";
+    std::string problem = checkAttributeKind(attr, spec->kind);
+    if (!problem.empty())
+      return error() << "attribute '" << attr.name() << "' of " << node.op_type() << " "
+                     << problem;
+  }
+  for (const AttrSpec &spec : known)
+    if (spec.required && !attribute(spec.name))
+      return error() << node.op_type() << " needs the attribute '" << spec.name << "'";
   return success();
 }
 

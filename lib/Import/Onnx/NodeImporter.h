@@ -22,11 +22,37 @@ namespace pipe::onnx_import {
 /// The MLIR element type of an ONNX TensorProto data type, or null.
 mlir::Type convertDataType(int32_t dataType, mlir::MLIRContext *context);
 
+/// The typed value field of `tensor` that holds values (float_data, ...), or null.
+const char *tensorDataField(const onnx::TensorProto &tensor);
+
+/// Checks a tensor whose values are in a typed field: one field at most, suited
+/// to the data type, holding exactly `count` values (ONNX's checker rules).
+mlir::LogicalResult checkTypedData(const onnx::TensorProto &tensor, int64_t count,
+                                   mlir::Location loc);
+
 /// An ONNX tensor (typed fields or raw little-endian bytes) as an attribute;
 /// `rawBytes` overrides the proto's raw_data when given.
 mlir::FailureOr<mlir::DenseElementsAttr>
 convertTensor(const onnx::TensorProto &tensor, const char *rawBytes, int64_t rawLength,
               mlir::Location loc);
+
+/// The ONNX attribute types handlers read (AttributeProto.AttributeType).
+enum class AttrKind { Int, Float, String, Ints, Floats, Tensor };
+
+/// An attribute an op takes: its name, its type per the op's schema, and
+/// whether the node must give it.
+struct AttrSpec {
+  const char *name;
+  AttrKind kind;
+  bool required = false;
+};
+
+/// Checks an attribute's type as ONNX's checker does: at most one value field,
+/// the declared type agreeing with it (models before IR version 2 declare none;
+/// the one field filled says it), and that type being `expected`. Returns an
+/// empty string when it is fine, else the reason, e.g. "is a string, not a
+/// float".
+std::string checkAttributeKind(const onnx::AttributeProto &attr, AttrKind expected);
 
 class NodeImporter {
 public:
@@ -50,8 +76,10 @@ public:
 
   /// Errors unless min <= inputs <= max and inputs [0, min) are present.
   mlir::LogicalResult expectInputs(unsigned min, unsigned max);
-  /// Errors on any attribute not in `known`.
-  mlir::LogicalResult expectAttributes(std::initializer_list<llvm::StringRef> known);
+  /// Errors on any attribute not in `known`, on one of another type than its
+  /// spec says, and on a required one the node does not give. The typed getters
+  /// below may only read attributes checked this way.
+  mlir::LogicalResult expectAttributes(llvm::ArrayRef<AttrSpec> known);
 
   const onnx::AttributeProto *attribute(llvm::StringRef name) const;
   int64_t getInt(llvm::StringRef name, int64_t dflt) const;

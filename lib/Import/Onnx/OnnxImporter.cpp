@@ -11,12 +11,14 @@
 #include "ModelFile.h"
 #include "NodeImporter.h"
 #include "pipe/Dialect/NN/IR/NNOps.h"
+#include "pipe/Dialect/NN/IR/NNShapeUtils.h"
 #include "pipe/Dialect/NN/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 
 using namespace mlir;
@@ -44,8 +46,17 @@ private:
   LogicalResult findOpset();
   FailureOr<Type> inputType(const onnx::ValueInfoProto &input);
   LogicalResult importInitializer(const InitializerData &data);
+  /// The path of an initializer's external data file, checked to lie inside the
+  /// model's folder.
+  FailureOr<std::string> externalDataFile(llvm::StringRef tensorName,
+                                          llvm::StringRef location, Location loc);
   LogicalResult importNode(const onnx::NodeProto &node, size_t index);
   LogicalResult define(llvm::StringRef name, Value value, Location loc);
+  /// Names are UTF-8 and node names unique.
+  LogicalResult checkNames(const onnx::GraphProto &graph);
+  /// A graph output's declared element type and static dims match what the
+  /// model computes.
+  LogicalResult checkDeclaredOutput(const onnx::ValueInfoProto &output, Type computed);
 
   ModelFile &file;
   MLIRContext *context;
@@ -60,9 +71,19 @@ private:
 };
 
 LogicalResult GraphImporter::findOpset() {
-  for (const onnx::OperatorSetIdProto &id : file.model.opset_import())
-    if (id.domain().empty() || id.domain() == "ai.onnx")
+  // One entry per domain ("" and "ai.onnx" are the same), as ONNX's checker requires.
+  llvm::StringMap<int64_t> versions;
+  for (const onnx::OperatorSetIdProto &id : file.model.opset_import()) {
+    std::string domain = id.domain() == "ai.onnx" ? "" : id.domain();
+    auto [it, inserted] = versions.try_emplace(domain, id.version());
+    if (!inserted)
+      return emitError(fileLoc) << "opset_import lists the domain '"
+                                << (domain.empty() ? "ai.onnx" : llvm::json::fixUTF8(domain))
+                                << "' twice (versions " << it->second << " and "
+                                << id.version() << ")";
+    if (domain.empty())
       opset = id.version();
+  }
   if (opset == 0 && file.model.opset_import_size() == 0 && file.model.ir_version() < 3)
     opset = 1; // IR version 1-2 models carry no opset_import: opset 1.
   if (opset <= 0)
@@ -88,16 +109,25 @@ FailureOr<Type> GraphImporter::inputType(const onnx::ValueInfoProto &input) {
   SmallVector<int64_t> shape;
   for (int i = 0; i < tensorType.shape().dim_size(); ++i) {
     const auto &dim = tensorType.shape().dim(i);
-    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+    if (dim.has_dim_value() && dim.dim_value() == 0)
+      return emitError(loc) << "input '" << input.name() << "' dim " << i
+                            << " is 0: a tensor without elements cannot be trained on";
+    if (dim.has_dim_value() && dim.dim_value() > 0) {
       shape.push_back(dim.dim_value());
       continue;
     }
     std::string symbol = dim.has_dim_param() ? dim.dim_param() : "";
     auto bound = options.dims.find(symbol);
-    if (!symbol.empty() && bound != options.dims.end()) {
-      shape.push_back(bound->second);
-    } else if (i == 0 && options.microBatchSize) {
-      shape.push_back(*options.microBatchSize);
+    std::optional<int64_t> size;
+    if (!symbol.empty() && bound != options.dims.end())
+      size = bound->second;
+    else if (i == 0 && options.microBatchSize)
+      size = *options.microBatchSize;
+    if (size) {
+      if (*size < 1)
+        return emitError(loc) << "input '" << input.name() << "' dim " << i
+                              << " is bound to " << *size << "; sizes must be at least 1";
+      shape.push_back(*size);
     } else {
       auto diag = emitError(loc) << "input '" << input.name() << "' dim " << i;
       if (!symbol.empty())
@@ -108,6 +138,10 @@ FailureOr<Type> GraphImporter::inputType(const onnx::ValueInfoProto &input) {
       return failure();
     }
   }
+  if (!nn::isWithinSizeLimits(shape))
+    return emitError(loc) << "input '" << input.name()
+                          << "' is larger than the size limits (dims up to 2^40, 2^48 "
+                             "elements)";
   return Type(RankedTensorType::get(shape, element));
 }
 
@@ -130,8 +164,18 @@ LogicalResult GraphImporter::importInitializer(const InitializerData &data) {
     if (d < 0 || __builtin_mul_overflow(elements, d, &elements))
       return emitError(loc) << "initializer '" << tensor.name()
                             << "' has an invalid shape (a negative dim or too many elements)";
+  if (!nn::isWithinSizeLimits(shape))
+    return emitError(loc) << "initializer '" << tensor.name()
+                          << "' is larger than the size limits (dims up to 2^40, 2^48 "
+                             "elements)";
   auto type = RankedTensorType::get(shape, element);
   bool external = tensor.data_location() == onnx::TensorProto::EXTERNAL;
+  if (!external && tensor.external_data_size() > 0)
+    return emitError(loc) << "initializer '" << tensor.name()
+                          << "' lists external_data but its data_location is not EXTERNAL";
+  if (external && (data.rawBytes || tensorDataField(tensor)))
+    return emitError(loc) << "initializer '" << tensor.name()
+                          << "' is stored externally and also holds data in the model";
   if (isa<IntegerType>(element) && !external &&
       type.getNumElements() <= kMaxIntegerConstantElements) {
     auto value = convertTensor(tensor, data.rawBytes, data.rawLength, loc);
@@ -160,27 +204,36 @@ LogicalResult GraphImporter::importInitializer(const InitializerData &data) {
       int64_t value;
       if (llvm::StringRef(entry.value()).getAsInteger(10, value) || value < 0)
         return emitError(loc) << "initializer '" << tensor.name() << "' has an invalid "
-                              << entry.key() << " '" << entry.value() << "'";
+                              << entry.key() << " '" << llvm::json::fixUTF8(entry.value())
+                              << "'";
       (entry.key() == "offset" ? offset : length) = value;
     }
-    if (dataPath.empty())
-      return emitError(loc) << "initializer '" << tensor.name()
-                            << "' is external but names no data file";
-    llvm::SmallString<256> full(llvm::sys::path::parent_path(path));
-    llvm::sys::path::append(full, dataPath);
+    auto full = externalDataFile(tensor.name(), dataPath, loc);
+    if (failed(full))
+      return failure();
     uint64_t fileSize = 0;
-    if (llvm::sys::fs::file_size(full, fileSize))
+    if (llvm::sys::fs::file_size(*full, fileSize))
       return emitError(loc) << "initializer '" << tensor.name() << "': external data file '"
-                            << full << "' cannot be read";
+                            << *full << "' cannot be read";
     int64_t end;
     if (__builtin_add_overflow(offset, length, &end) || static_cast<uint64_t>(end) > fileSize)
       return emitError(loc) << "initializer '" << tensor.name() << "' needs bytes [" << offset
-                            << ", " << offset + length << ") of '" << full
+                            << ", " << offset + length << ") of '" << *full
                             << "', which has " << fileSize;
-  } else if (data.rawOffset >= 0) {
-    source = "file";
-    offset = data.rawOffset;
+  } else if (data.rawBytes) {
+    if (data.rawOffset >= 0) {
+      source = "file";
+      offset = data.rawOffset;
+    }
     length = data.rawLength;
+    if (tensorDataField(tensor))
+      return emitError(loc) << "initializer '" << tensor.name() << "' holds its values both in "
+                            << "raw_data and in " << tensorDataField(tensor);
+  } else {
+    // Values in a typed field (float_data, ...): the field must suit the data
+    // type and hold exactly one value per element, as ONNX's checker requires.
+    if (failed(checkTypedData(tensor, elements, loc)))
+      return failure();
   }
   if (length >= 0 && length != byteSize)
     return emitError(loc) << "initializer '" << tensor.name() << "' has " << length
@@ -192,6 +245,51 @@ LogicalResult GraphImporter::importInitializer(const InitializerData &data) {
                                    builder.getI64IntegerAttr(length),
                                    builder.getBoolAttr(!isa<IntegerType>(element)));
   return define(tensor.name(), param, loc);
+}
+
+FailureOr<std::string> GraphImporter::externalDataFile(llvm::StringRef tensorName,
+                                                       llvm::StringRef location, Location loc) {
+  // ONNX's rules for external data (onnx/checker.cc, resolve_external_data_location):
+  // a relative path without "..", naming a regular file inside the model's folder.
+  // Symbolic links are resolved before the containment check, so none leads out.
+  auto refuse = [&](const llvm::Twine &why) {
+    return emitError(loc) << "initializer '" << tensorName << "': external data location '"
+                          << llvm::json::fixUTF8(location) << "' " << why;
+  };
+  if (location.empty())
+    return emitError(loc) << "initializer '" << tensorName
+                          << "' is external but names no data file";
+  if (location.contains('\0'))
+    return refuse("contains a NUL byte");
+  if (!llvm::json::isUTF8(location))
+    return refuse("is not valid UTF-8");
+  if (llvm::sys::path::is_absolute(location, llvm::sys::path::Style::posix))
+    return refuse("is absolute; it must be relative to the model's folder");
+  for (auto it = llvm::sys::path::begin(location, llvm::sys::path::Style::posix),
+            end = llvm::sys::path::end(location);
+       it != end; ++it)
+    if (*it == "..")
+      return refuse("contains '..'; it must stay inside the model's folder");
+  llvm::SmallString<256> folder(llvm::sys::path::parent_path(path));
+  if (folder.empty())
+    folder = ".";
+  llvm::SmallString<256> full(folder);
+  llvm::sys::path::append(full, location);
+  llvm::SmallString<256> realFolder, realFile;
+  if (llvm::sys::fs::real_path(folder, realFolder))
+    return emitError(loc) << "initializer '" << tensorName << "': the model's folder '"
+                          << folder << "' cannot be resolved";
+  if (llvm::sys::fs::real_path(full, realFile))
+    return emitError(loc) << "initializer '" << tensorName << "': external data file '" << full
+                          << "' cannot be read";
+  llvm::StringRef inside(realFile);
+  if (realFile == realFolder)
+    return refuse("names the model's folder, not a file");
+  if (!inside.consume_front(realFolder) || !inside.starts_with("/"))
+    return refuse("resolves outside the model's folder (through a symbolic link)");
+  if (!llvm::sys::fs::is_regular_file(realFile))
+    return refuse("is not a regular file");
+  return full.str().str();
 }
 
 LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t index) {
@@ -228,6 +326,11 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
                             << " is not defined before the node";
     inputs.push_back(it->second);
   }
+  llvm::StringSet<> attributeNames;
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (!attributeNames.insert(attr.name()).second)
+      return emitError(loc) << "attribute '" << llvm::json::fixUTF8(attr.name()) << "' of "
+                            << node.op_type() << " is given twice";
   NodeImporter importer(node, version, opset, loc, builder, std::move(inputs));
   auto results = support->handler(importer);
   if (failed(results))
@@ -254,11 +357,20 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   if (graph.sparse_initializer_size())
     return emitError(fileLoc) << "sparse initializers are not supported", nullptr;
 
+  if (failed(checkNames(graph)))
+    return nullptr;
+  if (graph.output_size() == 0)
+    return emitError(fileLoc) << "the graph has no outputs: nothing would be computed",
+           nullptr;
+
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   builder.setInsertionPointToEnd(module->getBody());
   llvm::StringMap<const InitializerData *> initializers;
   for (const InitializerData &data : file.initializers)
-    initializers[data.tensor.name()] = &data;
+    if (!initializers.try_emplace(data.tensor.name(), &data).second)
+      return emitError(nameLoc(data.tensor.name()))
+                 << "initializer '" << data.tensor.name() << "' is defined twice",
+             nullptr;
 
   SmallVector<Type> argTypes;
   SmallVector<const onnx::ValueInfoProto *> args;
@@ -303,7 +415,12 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
 
   SmallVector<Value> results;
   SmallVector<Attribute> resultNames;
+  llvm::StringSet<> outputNames;
   for (const onnx::ValueInfoProto &output : graph.output()) {
+    if (!outputNames.insert(output.name()).second)
+      return emitError(nameLoc(output.name()))
+                 << "graph output '" << output.name() << "' is listed twice",
+             nullptr;
     auto it = values.find(output.name());
     if (it == values.end())
       return emitError(nameLoc(output.name()))
@@ -328,7 +445,93 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     return nullptr;
   if (failed(verify(*module)))
     return nullptr;
+  if (options.inferShapes)
+    for (auto [output, type] : llvm::zip(graph.output(), func.getResultTypes()))
+      if (failed(checkDeclaredOutput(output, type)))
+        return nullptr;
   return module;
+}
+
+LogicalResult GraphImporter::checkNames(const onnx::GraphProto &graph) {
+  // Names become IR attributes, plan keys and JSON strings: ONNX requires
+  // them to be UTF-8, and a byte that is not would surface far from here.
+  auto check = [&](const std::string &name, const char *what) -> LogicalResult {
+    size_t offset = 0;
+    if (llvm::json::isUTF8(name, &offset))
+      return success();
+    return emitError(nameLoc(llvm::json::fixUTF8(name)))
+           << what << " '" << llvm::json::fixUTF8(name) << "' is not valid UTF-8 (byte "
+           << offset << ")";
+  };
+  for (const onnx::ValueInfoProto &input : graph.input())
+    if (failed(check(input.name(), "graph input")))
+      return failure();
+  for (const onnx::ValueInfoProto &output : graph.output())
+    if (failed(check(output.name(), "graph output")))
+      return failure();
+  for (const InitializerData &data : file.initializers)
+    if (failed(check(data.tensor.name(), "initializer")))
+      return failure();
+  // Node names identify nodes in plans (stage_of) and in the written model.
+  llvm::StringMap<size_t> nodeIndex;
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    if (failed(check(node.name(), "node name")) || failed(check(node.op_type(), "op type")) ||
+        failed(check(node.domain(), "op domain")))
+      return failure();
+    for (const std::string &value : node.input())
+      if (failed(check(value, "node input")))
+        return failure();
+    for (const std::string &value : node.output())
+      if (failed(check(value, "node output")))
+        return failure();
+    std::string name = nodeDisplayName(node.name(), node.op_type(), index);
+    auto [it, inserted] = nodeIndex.try_emplace(name, index);
+    if (!inserted)
+      return emitError(nameLoc(name)) << "nodes #" << it->second << " and #" << index
+                                      << " are both named '" << name
+                                      << "'; plans identify nodes by name";
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::checkDeclaredOutput(const onnx::ValueInfoProto &output,
+                                                 Type computed) {
+  if (!output.has_type() || !output.type().has_tensor_type())
+    return success();
+  const auto &declared = output.type().tensor_type();
+  auto type = dyn_cast<RankedTensorType>(computed);
+  auto mismatch = [&](const llvm::Twine &what) {
+    return emitError(nameLoc(output.name()))
+           << "graph output '" << output.name() << "' is declared with " << what
+           << ", but the model computes " << computed;
+  };
+  if (declared.elem_type() != onnx::TensorProto::UNDEFINED) {
+    Type element = convertDataType(declared.elem_type(), context);
+    if (!element)
+      return mismatch("the unsupported element type " + llvm::Twine(declared.elem_type()));
+    if (element != cast<ShapedType>(computed).getElementType()) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      os << "element type " << element;
+      return mismatch(os.str());
+    }
+  }
+  if (!declared.has_shape() || !type)
+    return success();
+  const auto &shape = declared.shape();
+  if (shape.dim_size() != type.getRank())
+    return mismatch("rank " + llvm::Twine(shape.dim_size()));
+  for (int i = 0; i < shape.dim_size(); ++i) {
+    const auto &dim = shape.dim(i);
+    int64_t expected = -1;
+    if (dim.has_dim_value())
+      expected = dim.dim_value();
+    else if (dim.has_dim_param() && options.dims.count(dim.dim_param()))
+      expected = options.dims.lookup(dim.dim_param());
+    if (expected >= 0 && !type.isDynamicDim(i) && type.getDimSize(i) != expected)
+      return mismatch("dim " + llvm::Twine(i) + " = " + llvm::Twine(expected));
+  }
+  return success();
 }
 } // namespace
 
@@ -343,16 +546,34 @@ bool pipe::onnx_import::isOnnxFile(llvm::StringRef path) {
   return path.ends_with(".onnx") || path.ends_with(".onnxtext");
 }
 
-OwningOpRef<ModuleOp> pipe::onnx_import::importOnnxFile(llvm::StringRef path,
-                                                        MLIRContext *context,
-                                                        const ImportOptions &options) {
-  context->loadDialect<nn::NNDialect, func::FuncDialect>();
-  std::string error;
-  auto file = readModelFile(path, error);
+static OwningOpRef<ModuleOp> importModel(std::unique_ptr<ModelFile> file, std::string &error,
+                                         llvm::StringRef path, MLIRContext *context,
+                                         const ImportOptions &options) {
   if (!file) {
     emitError(FileLineColLoc::get(context, path, 0, 0)) << error;
     return nullptr;
   }
   GraphImporter importer(*file, context, options, path);
   return importer.run();
+}
+
+OwningOpRef<ModuleOp> pipe::onnx_import::importOnnxFile(llvm::StringRef path,
+                                                        MLIRContext *context,
+                                                        const ImportOptions &options) {
+  context->loadDialect<nn::NNDialect, func::FuncDialect>();
+  std::string error;
+  auto file = readModelFile(path, error);
+  return importModel(std::move(file), error, path, context, options);
+}
+
+OwningOpRef<ModuleOp> pipe::onnx_import::importOnnxBuffer(llvm::StringRef bytes,
+                                                          llvm::StringRef path,
+                                                          MLIRContext *context,
+                                                          const ImportOptions &options) {
+  context->loadDialect<nn::NNDialect, func::FuncDialect>();
+  std::string error;
+  auto file = readModelBuffer(llvm::MemoryBuffer::getMemBuffer(bytes, path,
+                                                               /*RequiresNullTerminator=*/false),
+                              path.ends_with(".onnxtext"), error);
+  return importModel(std::move(file), error, path, context, options);
 }

@@ -18,35 +18,23 @@ using llvm::SmallVector;
 namespace {
 using Values = FailureOr<SmallVector<Value>>;
 
-enum class Kind { Int, Float, String, Ints };
-struct AttrSpec {
-  const char *name;
-  Kind kind;
-  bool required = false;
-};
+using Kind = AttrKind;
 
-/// Copies the listed attributes; errors on any other.
+/// Checks the attributes against `specs`, then copies them onto the nn op.
 LogicalResult copyAttributes(NodeImporter &n, llvm::ArrayRef<AttrSpec> specs,
-                             SmallVectorImpl<NamedAttribute> &attrs,
-                             std::initializer_list<llvm::StringRef> ignored = {}) {
-  for (const onnx::AttributeProto &attr : n.node.attribute()) {
-    llvm::StringRef name = attr.name();
-    if (llvm::is_contained(ignored, name))
-      continue;
-    const AttrSpec *spec = llvm::find_if(specs, [&](const AttrSpec &s) { return name == s.name; });
-    if (spec == specs.end())
-      return n.error() << "unsupported attribute '" << name << "' on " << n.node.op_type()
-                       << " (opset " << n.opset << ")";
-    switch (spec->kind) {
-    case Kind::Int: n.copyInt(attrs, name); break;
-    case Kind::Float: n.copyFloat(attrs, name); break;
-    case Kind::String: n.copyString(attrs, name); break;
-    case Kind::Ints: n.copyInts(attrs, name); break;
+                             SmallVectorImpl<NamedAttribute> &attrs) {
+  if (failed(n.expectAttributes(specs)))
+    return failure();
+  for (const AttrSpec &spec : specs) {
+    switch (spec.kind) {
+    case Kind::Int: n.copyInt(attrs, spec.name); break;
+    case Kind::Float: n.copyFloat(attrs, spec.name); break;
+    case Kind::String: n.copyString(attrs, spec.name); break;
+    case Kind::Ints: n.copyInts(attrs, spec.name); break;
+    case Kind::Floats:
+    case Kind::Tensor: break; // no plain op takes these
     }
   }
-  for (const AttrSpec &spec : specs)
-    if (spec.required && !n.attribute(spec.name))
-      return n.error() << n.node.op_type() << " needs the attribute '" << spec.name << "'";
   return success();
 }
 
@@ -86,6 +74,9 @@ NodeHandler variadic(const char *opName) {
   return [=](NodeImporter &n) -> Values {
     if (failed(n.expectInputs(1, 1u << 16)) || failed(n.expectAttributes({})))
       return failure();
+    for (unsigned i = 1; i < n.numInputs(); ++i)
+      if (!n.input(i))
+        return n.error() << n.node.op_type() << " input #" << i << " is empty";
     Value acc = n.input(0);
     for (unsigned i = 1; i < n.numInputs(); ++i) {
       auto r = n.create(opName, {acc, n.input(i)}, {}, 1);
@@ -111,7 +102,9 @@ Value axesOperand(NodeImporter &n, unsigned inputIndex, int attributeUntil) {
 NodeHandler reduce(const char *opName, int axesInputSince) {
   return [=](NodeImporter &n) -> Values {
     if (failed(n.expectInputs(1, 2)) ||
-        failed(n.expectAttributes({"axes", "keepdims", "noop_with_empty_axes"})))
+        failed(n.expectAttributes({{"axes", Kind::Ints},
+                                         {"keepdims", Kind::Int},
+                                         {"noop_with_empty_axes", Kind::Int}})))
       return failure();
     SmallVector<NamedAttribute> attrs;
     n.copyInt(attrs, "keepdims");
@@ -125,7 +118,7 @@ NodeHandler reduce(const char *opName, int axesInputSince) {
 
 NodeHandler squeeze(const char *opName, bool axesRequired) {
   return [=](NodeImporter &n) -> Values {
-    if (failed(n.expectInputs(1, 2)) || failed(n.expectAttributes({"axes"})))
+    if (failed(n.expectInputs(1, 2)) || failed(n.expectAttributes({{"axes", Kind::Ints}})))
       return failure();
     SmallVector<Value> operands{n.input(0)};
     if (Value axes = axesOperand(n, 1, 13))
@@ -138,7 +131,7 @@ NodeHandler squeeze(const char *opName, bool axesRequired) {
 
 NodeHandler softmax(const char *opName) {
   return [=](NodeImporter &n) -> Values {
-    if (failed(n.expectInputs(1, 1)) || failed(n.expectAttributes({"axis"})))
+    if (failed(n.expectInputs(1, 1)) || failed(n.expectAttributes({{"axis", Kind::Int}})))
       return failure();
     int64_t axis = n.getInt("axis", n.version < 13 ? 1 : -1);
     if (n.version < 13) {
@@ -161,7 +154,9 @@ NodeHandler softmax(const char *opName) {
 
 Values importBatchNorm(NodeImporter &n) {
   if (failed(n.expectInputs(5, 5)) ||
-      failed(n.expectAttributes({"epsilon", "momentum", "training_mode"})))
+      failed(n.expectAttributes({{"epsilon", Kind::Float},
+                                  {"momentum", Kind::Float},
+                                  {"training_mode", Kind::Int}})))
     return failure();
   // Before opset 14 a training-mode node may also list saved_mean and
   // saved_var; the importer rejects them only where a node consumes them.
@@ -181,7 +176,8 @@ Values importBatchNorm(NodeImporter &n) {
 }
 
 Values importDropout(NodeImporter &n) {
-  if (failed(n.expectInputs(1, 3)) || failed(n.expectAttributes({"ratio", "seed", "is_test"})))
+  if (failed(n.expectInputs(1, 3)) || failed(n.expectAttributes(
+                     {{"ratio", Kind::Float}, {"seed", Kind::Int}, {"is_test", Kind::Int}})))
     return failure();
   Type element = cast<ShapedType>(n.input(0).getType()).getElementType();
   Value ratio = n.input(1), training = n.input(2);
@@ -201,7 +197,8 @@ Values importDropout(NodeImporter &n) {
 }
 
 Values importClip(NodeImporter &n) {
-  if (failed(n.expectInputs(1, 3)) || failed(n.expectAttributes({"min", "max"})))
+  if (failed(n.expectInputs(1, 3)) ||
+      failed(n.expectAttributes({{"min", Kind::Float}, {"max", Kind::Float}})))
     return failure();
   Type element = cast<ShapedType>(n.input(0).getType()).getElementType();
   // Absent bounds are the element type's own extremes.
@@ -231,8 +228,11 @@ Values importClip(NodeImporter &n) {
 }
 
 Values importSplit(NodeImporter &n) {
-  if (failed(n.expectInputs(1, 2)) || failed(n.expectAttributes({"axis", "split", "num_outputs"})))
+  if (failed(n.expectInputs(1, 2)) || failed(n.expectAttributes(
+                     {{"axis", Kind::Int}, {"split", Kind::Ints}, {"num_outputs", Kind::Int}})))
     return failure();
+  if (n.node.output_size() == 0)
+    return n.error() << "Split needs at least one output";
   SmallVector<Value> operands{n.input(0)};
   if (n.version < 13) {
     if (auto sizes = n.getInts("split"))
@@ -282,7 +282,8 @@ Values importSlice(NodeImporter &n) {
 }
 
 Values importPad(NodeImporter &n) {
-  if (failed(n.expectInputs(1, 4)) || failed(n.expectAttributes({"mode", "pads", "value"})))
+  if (failed(n.expectInputs(1, 4)) || failed(n.expectAttributes(
+                     {{"mode", Kind::String}, {"pads", Kind::Ints}, {"value", Kind::Float}})))
     return failure();
   Type element = cast<ShapedType>(n.input(0).getType()).getElementType();
   Value pads = n.input(1), value = n.input(2), axes = n.input(3);
@@ -312,11 +313,10 @@ Values importPad(NodeImporter &n) {
 }
 
 Values importCast(NodeImporter &n) {
-  if (failed(n.expectInputs(1, 1)) || failed(n.expectAttributes({"to", "saturate"})))
+  if (failed(n.expectInputs(1, 1)) ||
+      failed(n.expectAttributes({{"to", Kind::Int, true}, {"saturate", Kind::Int}})))
     return failure();
   const auto *to = n.attribute("to");
-  if (!to)
-    return n.error() << "Cast needs 'to'";
   Type type = convertDataType(static_cast<int32_t>(to->i()), n.builder.getContext());
   if (!type)
     return n.error() << "Cast to unsupported data type " << to->i();
@@ -331,6 +331,11 @@ Values importConstant(NodeImporter &n) {
     return n.error() << "Constant needs exactly one value attribute";
   const onnx::AttributeProto &attr = n.node.attribute(0);
   auto &b = n.builder;
+  static const AttrSpec forms[] = {{"value", Kind::Tensor},      {"value_float", Kind::Float},
+                                   {"value_floats", Kind::Floats}, {"value_int", Kind::Int},
+                                   {"value_ints", Kind::Ints}};
+  if (failed(n.expectAttributes(forms)))
+    return failure();
   DenseElementsAttr value;
   if (attr.name() == "value") {
     auto converted = convertTensor(attr.t(), nullptr, -1, n.loc);
@@ -352,15 +357,12 @@ Values importConstant(NodeImporter &n) {
     value = DenseElementsAttr::get(
         RankedTensorType::get({static_cast<int64_t>(values.size())}, b.getI64Type()),
         llvm::ArrayRef<int64_t>(values));
-  } else {
-    return n.error() << "unsupported attribute '" << attr.name() << "' on Constant (opset "
-                     << n.opset << ")";
   }
   return n.create("nn.constant", {}, {b.getNamedAttr("value", value)}, 1);
 }
 
 Values importConstantOfShape(NodeImporter &n) {
-  if (failed(n.expectInputs(1, 1)) || failed(n.expectAttributes({"value"})))
+  if (failed(n.expectInputs(1, 1)) || failed(n.expectAttributes({{"value", Kind::Tensor}})))
     return failure();
   DenseElementsAttr value;
   if (const auto *attr = n.attribute("value")) {

@@ -11,6 +11,16 @@ namespace partitioner {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
+/// Limits checked by Problem::finalize() and the readers, so that no input makes
+/// planning need unbounded memory or time (docs/reliability.md). Schedules and the
+/// simulator hold every action of an iteration: O(GPUs x micro-batches) of them.
+constexpr int kMaxGpus = 4096;
+constexpr int kMaxMicrobatches = 16384;
+/// GPUs x micro-batches: the actions of one simulated iteration.
+constexpr long long kMaxScheduledActions = 1LL << 18;
+constexpr size_t kMaxLayers = 1000000;
+constexpr int kMaxInterleaveChunks = 64;
+
 /// One layer of the model (a node of the graph, or a group of nodes).
 struct Layer {
   std::string name;
@@ -132,6 +142,11 @@ std::string toString(ScheduleKind kind);
 ScheduleKind parseScheduleKind(const std::string &text);
 std::string toString(WeightPolicy policy);
 WeightPolicy parseWeightPolicy(const std::string &text);
+/// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or
+/// code points past U+10FFFF): names end up as JSON strings and keys.
+bool isValidUtf8(const std::string &text);
+/// `text` for a message: bytes that are not printable ASCII as \xNN.
+std::string printableName(const std::string &text);
 /// "16GB" / "16 GiB" / "512MB" / "1e9" / "inf" -> bytes (GB = 1e9, GiB = 2^30).
 double parseBytes(const std::string &text);
 /// A memory size that must say its unit: like parseBytes, but "80" alone throws

@@ -1,5 +1,6 @@
 // pipe-plan: plan pipelined model-parallel training from a problem JSON or a
 // PipeDream/DAPPLE graph.txt profile. Prints the table; writes plan/trace/SVG files.
+#include "partitioner/Algorithm.h"
 #include "partitioner/Error.h"
 #include "partitioner/GraphText.h"
 #include "partitioner/Output.h"
@@ -7,13 +8,20 @@
 #include "partitioner/Planner.h"
 #include "partitioner/ProblemJson.h"
 
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace partitioner;
 
@@ -43,14 +51,23 @@ const char *kUsage =
     "  --no-dag                plan on one topological order only\n"
     "  --time-limit S          time limit of the ilp and ilp-general MIP solvers (10)\n"
     "  --objective KIND        period (default) | iteration: what best minimises first\n"
-    "  --json FILE             write the plan JSON\n"
+    "  --json FILE             write the plan JSON (the same bytes for the same input)\n"
     "  --replay PLAN.json      simulate the plan PLAN.json describes on PROFILE and check\n"
     "                          its period, iteration time and per-stage memory and time\n"
     "  --trace FILE            write a Chrome/Perfetto trace of the chosen plan\n"
     "  --svg FILE              write an SVG Gantt chart of the chosen plan\n"
     "  --write-problem FILE    write the problem JSON (e.g. converted from graph.txt)\n"
     "  --list-algorithms       list algorithms and exit\n"
-    "  --quiet                 do not print the table\n";
+    "  --timings               add each algorithm's planning time to the table and JSON\n"
+    "  --quiet                 do not print the table\n"
+    "Exit status: 0 with a plan, 1 when the input has no valid plan or cannot be read,\n"
+    "2 on a usage error (unknown option, bad option value).\n";
+
+/// A mistake in the command line (exit status 2), as opposed to bad input (1).
+class UsageError : public Error {
+public:
+  using Error::Error;
+};
 
 std::vector<std::string> splitComma(const std::string &text) {
   std::vector<std::string> parts;
@@ -62,20 +79,30 @@ std::vector<std::string> splitComma(const std::string &text) {
   return parts;
 }
 
-int parseInt(const std::string &option, const std::string &value) {
+long long parseInteger(const std::string &option, const std::string &value, long long min,
+                       long long max) {
   size_t used = 0;
-  int result = 0;
+  long long result = 0;
   try {
-    result = std::stoi(value, &used);
+    result = std::stoll(value, &used);
   } catch (const std::exception &) {
     used = 0;
   }
   if (used != value.size() || value.empty())
-    throw Error(option + " expects an integer, got '" + value + "'");
+    throw UsageError(option + " expects an integer, got '" + value + "'");
+  if (result < min || result > max)
+    throw UsageError(option + " must be in " + std::to_string(min) + ".." + std::to_string(max) +
+                     ", got " + value);
   return result;
 }
 
-double parseDouble(const std::string &option, const std::string &value) {
+int parseInt(const std::string &option, const std::string &value, int min, int max) {
+  return static_cast<int>(parseInteger(option, value, min, max));
+}
+
+/// A finite number in [min, max].
+double parseDouble(const std::string &option, const std::string &value, double min,
+                   double max) {
   size_t used = 0;
   double result = 0;
   try {
@@ -83,19 +110,56 @@ double parseDouble(const std::string &option, const std::string &value) {
   } catch (const std::exception &) {
     used = 0;
   }
-  if (used != value.size() || value.empty())
-    throw Error(option + " expects a number, got '" + value + "'");
+  if (used != value.size() || value.empty() || !std::isfinite(result))
+    throw UsageError(option + " expects a finite number, got '" + value + "'");
+  if (result < min || result > max) {
+    std::ostringstream range;
+    range << option << " must be in " << min << ".." << max << ", got " << value;
+    throw UsageError(range.str());
+  }
   return result;
 }
 
+/// A size or bandwidth option value; its errors are usage errors.
+double parseScaledOption(const std::string &option, const std::string &value, bool bandwidth) {
+  try {
+    return bandwidth ? parseBandwidth(value) : parseBytes(value);
+  } catch (const Error &error) {
+    throw UsageError(option + ": " + error.what());
+  }
+}
+
+/// Writes a file atomically: a temporary file next to it, renamed over it only
+/// once every byte is written, so a failed run leaves no partial file behind
+/// (and the previous file, if any, untouched).
 void writeFile(const std::string &path, const std::string &what,
                const std::function<void(std::ostream &)> &write) {
-  std::ofstream out(path);
-  if (!out)
-    throw Error("cannot write " + what + " to '" + path + "'");
-  write(out);
-  if (!out)
-    throw Error("error while writing " + what + " to '" + path + "'");
+  std::ostringstream text;
+  write(text);
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out)
+      throw Error("cannot write " + what + " to '" + path + "': " + std::strerror(errno));
+    out << text.str();
+    out.flush();
+    if (!out) {
+      std::remove(temporary.c_str());
+      throw Error("error while writing " + what + " to '" + path + "' (disk full?)");
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(temporary.c_str());
+    throw Error("cannot write " + what + " to '" + path + "': " + reason);
+  }
+}
+
+/// Standard output must take every byte (a full disk or a closed pipe is an error).
+void checkStandardOutput() {
+  std::cout.flush();
+  if (!std::cout)
+    throw Error("cannot write to standard output");
 }
 
 int run(int argc, char **argv) {
@@ -106,13 +170,13 @@ int run(int argc, char **argv) {
   }
   std::string profile, jsonPath, tracePath, svgPath, problemPath, replayPath;
   PlanOptions options;
-  bool quiet = false;
+  bool quiet = false, timings = false;
   std::vector<std::pair<std::string, std::string>> overrides;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &arg = args[i];
     auto value = [&]() -> std::string {
       if (i + 1 >= args.size())
-        throw Error(arg + " needs a value");
+        throw UsageError(arg + " needs a value");
       return args[++i];
     };
     if (arg == "--help" || arg == "-h") {
@@ -126,6 +190,11 @@ int run(int argc, char **argv) {
       return 0;
     } else if (arg == "--algo" || arg == "--algorithm") {
       options.algorithms = splitComma(value());
+      if (options.algorithms.empty())
+        throw UsageError("--algo expects a comma list of algorithms");
+      for (const std::string &name : options.algorithms)
+        if (name != "best" && name != "all" && !findAlgorithm(name))
+          throw UsageError("unknown algorithm '" + name + "' (see --list-algorithms)");
     } else if (arg == "--replay") {
       replayPath = value();
     } else if (arg == "--json") {
@@ -138,14 +207,16 @@ int run(int argc, char **argv) {
       problemPath = value();
     } else if (arg == "--quiet") {
       quiet = true;
+    } else if (arg == "--timings") {
+      timings = true;
     } else if (arg == "--no-dag") {
       options.dagAware = false;
     } else if (arg == "--objective") {
       options.objective = parseObjective(value());
     } else if (arg == "--time-limit") {
-      options.ilpTimeLimitSeconds = parseDouble(arg, value());
+      options.ilpTimeLimitSeconds = parseDouble(arg, value(), 0.001, 86400);
     } else if (arg == "--max-downsets") {
-      options.maxDownsets = static_cast<size_t>(parseInt(arg, value()));
+      options.maxDownsets = static_cast<size_t>(parseInteger(arg, value(), 0, 1000000000));
     } else if (arg == "--no-comm-buffers" || arg == "--reference-model") {
       overrides.emplace_back(arg, "");
     } else if (arg == "--stages" || arg == "--gpus" || arg == "--microbatches" ||
@@ -155,52 +226,83 @@ int run(int argc, char **argv) {
                arg == "--gpus-per-node" || arg == "--speed" || arg == "--chunks") {
       overrides.emplace_back(arg, value());
     } else if (!arg.empty() && arg[0] == '-') {
-      throw Error("unknown option '" + arg + "' (see --help)");
+      throw UsageError("unknown option '" + arg + "' (see --help)");
     } else if (profile.empty()) {
       profile = arg;
     } else {
-      throw Error("unexpected argument '" + arg + "': only one PROFILE is accepted");
+      throw UsageError("unexpected argument '" + arg + "': only one PROFILE is accepted");
     }
   }
   if (profile.empty())
-    throw Error("no PROFILE given (see --help)");
-  Problem problem = readProblemFile(profile);
+    throw UsageError("no PROFILE given (see --help)");
+  // Every option value is checked before the profile is read: usage errors first.
+  std::vector<std::function<void(Problem &)>> apply;
   for (const auto &[option, text] : overrides) {
-    if (option == "--stages" || option == "--gpus")
-      problem.platform.gpus = parseInt(option, text);
-    else if (option == "--microbatches")
-      problem.training.microbatches = parseInt(option, text);
-    else if (option == "--memory")
-      problem.platform.memoryBytesPerGpu = parseBytes(text);
-    else if (option == "--schedule")
-      problem.training.schedule = parseScheduleKind(text);
-    else if (option == "--weights")
-      problem.training.weights = parseWeightPolicy(text);
-    else if (option == "--state-multiplier")
-      problem.training.stateMultiplier = parseDouble(option, text);
-    else if (option == "--bandwidth")
-      problem.platform.intraNode.bandwidthBytesPerSecond = parseBandwidth(text);
-    else if (option == "--inter-bandwidth")
-      problem.platform.interNode.bandwidthBytesPerSecond = parseBandwidth(text);
-    else if (option == "--latency-ms")
-      problem.platform.intraNode.latencyMs = problem.platform.interNode.latencyMs =
-          parseDouble(option, text);
-    else if (option == "--gpus-per-node")
-      problem.platform.gpusPerNode = parseInt(option, text);
-    else if (option == "--chunks")
-      problem.training.interleaveChunks = parseInt(option, text);
-    else if (option == "--speed") {
-      problem.platform.speed.clear();
+    if (option == "--stages" || option == "--gpus") {
+      int gpus = parseInt(option, text, 1, kMaxGpus);
+      apply.push_back([=](Problem &p) { p.platform.gpus = gpus; });
+    } else if (option == "--microbatches") {
+      int microbatches = parseInt(option, text, 1, kMaxMicrobatches);
+      apply.push_back([=](Problem &p) { p.training.microbatches = microbatches; });
+    } else if (option == "--memory") {
+      double bytes = parseScaledOption(option, text, false);
+      apply.push_back([=](Problem &p) { p.platform.memoryBytesPerGpu = bytes; });
+    } else if (option == "--schedule") {
+      ScheduleKind kind;
+      try {
+        kind = parseScheduleKind(text);
+      } catch (const Error &error) {
+        throw UsageError(error.what());
+      }
+      apply.push_back([=](Problem &p) { p.training.schedule = kind; });
+    } else if (option == "--weights") {
+      WeightPolicy policy;
+      try {
+        policy = parseWeightPolicy(text);
+      } catch (const Error &error) {
+        throw UsageError(error.what());
+      }
+      apply.push_back([=](Problem &p) { p.training.weights = policy; });
+    } else if (option == "--state-multiplier") {
+      double multiplier = parseDouble(option, text, 1, 1e6);
+      apply.push_back([=](Problem &p) { p.training.stateMultiplier = multiplier; });
+    } else if (option == "--bandwidth") {
+      double bandwidth = parseScaledOption(option, text, true);
+      apply.push_back([=](Problem &p) { p.platform.intraNode.bandwidthBytesPerSecond = bandwidth; });
+    } else if (option == "--inter-bandwidth") {
+      double bandwidth = parseScaledOption(option, text, true);
+      apply.push_back([=](Problem &p) { p.platform.interNode.bandwidthBytesPerSecond = bandwidth; });
+    } else if (option == "--latency-ms") {
+      double latency = parseDouble(option, text, 0, 1e6);
+      apply.push_back([=](Problem &p) {
+        p.platform.intraNode.latencyMs = p.platform.interNode.latencyMs = latency;
+      });
+    } else if (option == "--gpus-per-node") {
+      int perNode = parseInt(option, text, 1, kMaxGpus);
+      apply.push_back([=](Problem &p) { p.platform.gpusPerNode = perNode; });
+    } else if (option == "--chunks") {
+      int chunks = parseInt(option, text, 1, kMaxInterleaveChunks);
+      apply.push_back([=](Problem &p) { p.training.interleaveChunks = chunks; });
+    } else if (option == "--speed") {
+      std::vector<double> speed;
       for (const std::string &item : splitComma(text))
-        problem.platform.speed.push_back(parseDouble(option, item));
+        speed.push_back(parseDouble(option, item, 1e-6, 1e6));
+      if (speed.empty())
+        throw UsageError("--speed expects a comma list of numbers, got '" + text + "'");
+      apply.push_back([=](Problem &p) { p.platform.speed = speed; });
     } else if (option == "--no-comm-buffers") {
-      problem.training.communicationBuffers = false;
+      apply.push_back([](Problem &p) { p.training.communicationBuffers = false; });
     } else if (option == "--reference-model") {
-      problem.training.communicationBuffers = false;
-      problem.platform.intraNode = LinkSpec{kInfinity, 0};
-      problem.platform.interNode = LinkSpec{kInfinity, 0};
+      apply.push_back([](Problem &p) {
+        p.training.communicationBuffers = false;
+        p.platform.intraNode = LinkSpec{kInfinity, 0};
+        p.platform.interNode = LinkSpec{kInfinity, 0};
+      });
     }
   }
+  Problem problem = readProblemFile(profile);
+  for (const auto &change : apply)
+    change(problem);
   problem.finalize();
   if (!problemPath.empty())
     writeFile(problemPath, "the problem", [&](std::ostream &out) { writeProblemJson(problem, out); });
@@ -217,13 +319,17 @@ int run(int argc, char **argv) {
     for (const std::string &line : check.mismatches)
       std::cout << "mismatch: " << line << "\n";
     std::cout << (check.ok() ? "replay matches the plan\n" : "replay differs from the plan\n");
+    checkStandardOutput();
     return check.ok() ? 0 : 1;
   }
   PlanningReport report = plan(problem, options);
-  if (!quiet)
-    writeTable(problem, report, std::cout);
+  if (!quiet) {
+    writeTable(problem, report, std::cout, timings);
+    checkStandardOutput();
+  }
   if (!jsonPath.empty())
-    writeFile(jsonPath, "the plan", [&](std::ostream &out) { writePlanJson(problem, report, out); });
+    writeFile(jsonPath, "the plan",
+              [&](std::ostream &out) { writePlanJson(problem, report, out, timings); });
   const PlanResult *best = report.best();
   if (best) {
     if (!tracePath.empty())
@@ -241,8 +347,14 @@ int run(int argc, char **argv) {
 int main(int argc, char **argv) {
   try {
     return run(argc, argv);
+  } catch (const UsageError &error) {
+    std::cerr << "pipe-plan: error: " << error.what() << "\n";
+    return 2;
   } catch (const Error &error) {
     std::cerr << "pipe-plan: error: " << error.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc &) {
+    std::cerr << "pipe-plan: error: out of memory while planning\n";
     return 1;
   } catch (const std::exception &error) {
     std::cerr << "pipe-plan: internal error: " << error.what() << "\n";

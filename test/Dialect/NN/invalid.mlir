@@ -16,9 +16,25 @@ func.func @nn_c1_wrong_element_type(%x: tensor<2x3xf32>) {
 
 // -----
 
+func.func @nn_c2(%x: tensor<2199023255552xf32>) {
+  // expected-error @+1 {{[nn_c2] operand #0 of type 'tensor<2199023255552xf32>' is beyond the size limits (dims up to 2^40, 2^48 elements)}}
+  %0 = nn.relu %x : (tensor<2199023255552xf32>) -> tensor<2199023255552xf32>
+  return
+}
+
+// -----
+
 func.func @broadcast_c1(%x: tensor<2x3xf32>, %y: tensor<4xf32>) {
   // expected-error @+1 {{[broadcast_c1]}}
   %0 = nn.add %x, %y : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_c2(%x: tensor<4xf32>, %y: tensor<4xf16>) {
+  // expected-error @+1 {{[broadcast_c2] operands must have the same element type, got 'f32' and 'f16'}}
+  %0 = nn.add %x, %y : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
   return
 }
 
@@ -59,6 +75,14 @@ func.func @param_c4() {
 func.func @clip_c1(%x: tensor<4xf32>, %b: tensor<2xf32>) {
   // expected-error @+1 {{[clip_c1] min and max must be scalars}}
   %0 = nn.clip %x, %b, %b : (tensor<4xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @clip_c2(%x: tensor<4xf32>, %b: tensor<f16>) {
+  // expected-error @+1 {{[clip_c2] input, min and max must have the same element type, got 'f32' and 'f16'}}
+  %0 = nn.clip %x, %b, %b : (tensor<4xf32>, tensor<f16>, tensor<f16>) -> tensor<4xf32>
   return
 }
 
@@ -136,6 +160,14 @@ func.func @gemm_c3(%x: tensor<2x3xf32>, %y: tensor<3x5xf32>, %c: tensor<1x2x5xf3
 
 // -----
 
+func.func @gemm_c4(%x: tensor<2x3xf32>, %y: tensor<3x5xbf16>) {
+  // expected-error @+1 {{[gemm_c4] A, B and C must have the same element type, got 'f32' and 'bf16'}}
+  %0 = nn.gemm %x, %y : (tensor<2x3xf32>, tensor<3x5xbf16>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
 func.func @conv_c1(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3xf32>) {
   // expected-error @+1 {{[conv_c1] input and weight must have the same rank >= 3}}
   %0 = nn.conv %x, %w : (tensor<2x3x8x8xf32>, tensor<4x3x3xf32>) -> tensor<*xf32>
@@ -176,9 +208,41 @@ func.func @conv_c5(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<
 
 // -----
 
+func.func @conv_c6(%x: tensor<2x3x8x8xf16>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{[conv_c6] input, weight and bias must have the same element type, got 'f16' and 'f32'}}
+  %0 = nn.conv %x, %w : (tensor<2x3x8x8xf16>, tensor<4x3x3x3xf32>) -> tensor<2x4x6x6xf16>
+  return
+}
+
+// -----
+
+func.func @conv_c6_integer(%x: tensor<2x3x8x8xi32>, %w: tensor<4x3x3x3xi32>) {
+  // expected-error @+1 {{[conv_c6] input must have a floating-point element type, got 'i32'}}
+  %0 = nn.conv %x, %w : (tensor<2x3x8x8xi32>, tensor<4x3x3x3xi32>) -> tensor<2x4x6x6xi32>
+  return
+}
+
+// -----
+
 func.func @window_c1(%x: tensor<2x3x8x8xf32>) {
   // expected-error @+1 {{[window_c1] strides has 1 entries, expected 2}}
   %0 = nn.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2>} : (tensor<2x3x8x8xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @window_c1_negative_pads(%x: tensor<2x3x8x8xf32>) {
+  // expected-error @+1 {{[window_c1] pads must be non-negative, got -1000}}
+  %0 = nn.max_pool %x {kernel_shape = array<i64: 2, 2>, pads = array<i64: -1000, 1, 1, 1>} : (tensor<2x3x8x8xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @window_c1_empty_output(%x: tensor<2x3x8x8xf32>) {
+  // expected-error @+1 {{[window_c1] the window does not fit spatial dim 0 of size 8 (with its padding)}}
+  %0 = nn.average_pool %x {kernel_shape = array<i64: 9, 2>} : (tensor<2x3x8x8xf32>) -> tensor<*xf32>
   return
 }
 
@@ -232,6 +296,14 @@ func.func @batch_norm_c3(%x: tensor<2x3x4x4xf32>, %c: tensor<3xf32>, %d: tensor<
 
 // -----
 
+func.func @batch_norm_c4(%x: tensor<2x3x4x4xf32>, %c: tensor<3xf32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{[batch_norm_c4] input, scale, bias, mean and var must have floating-point element types, got 'i64'}}
+  %0 = nn.batch_norm %x, %c, %c, %i, %c : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xi64>, tensor<3xf32>) -> tensor<2x3x4x4xf32>
+  return
+}
+
+// -----
+
 func.func @layer_norm_c1(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
   // expected-error @+1 {{[layer_norm_c1] has 1 or 3 results, not 2}}
   %0:2 = nn.layer_norm %x, %g : (tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x1xf32>)
@@ -251,6 +323,14 @@ func.func @layer_norm_c2(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
 func.func @layer_norm_c3(%x: tensor<2x8xf32>, %g: tensor<7xf32>) {
   // expected-error @+1 {{[layer_norm_c3] scale does not broadcast to the normalised dims}}
   %0 = nn.layer_norm %x, %g : (tensor<2x8xf32>, tensor<7xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c4(%x: tensor<2x8xf32>, %g: tensor<8xf16>) {
+  // expected-error @+1 {{[layer_norm_c4] input, scale and bias must have the same element type, got 'f32' and 'f16'}}
+  %0 = nn.layer_norm %x, %g : (tensor<2x8xf32>, tensor<8xf16>) -> tensor<2x8xf32>
   return
 }
 
@@ -339,8 +419,16 @@ func.func @gather_c1(%x: tensor<2x8xf32>, %i: tensor<3xi64>) {
 // -----
 
 func.func @gather_c2(%x: tensor<2x8xf32>, %i: tensor<3xf32>) {
-  // expected-error @+1 {{[gather_c2] indices must be integers}}
+  // expected-error @+1 {{[gather_c2] indices must be 32- or 64-bit integers, got 'f32'}}
   %0 = nn.gather %x, %i : (tensor<2x8xf32>, tensor<3xf32>) -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+func.func @gather_c2_bool(%x: tensor<2x8xf32>, %i: tensor<3xi1>) {
+  // expected-error @+1 {{[gather_c2] indices must be 32- or 64-bit integers, got 'i1'}}
+  %0 = nn.gather %x, %i : (tensor<2x8xf32>, tensor<3xi1>) -> tensor<3x8xf32>
   return
 }
 
@@ -429,6 +517,17 @@ func.func @range_c1() {
   %a = nn.constant dense<0> : tensor<i64>
   // expected-error @+1 {{[range_c1] delta is zero}}
   %0 = nn.range %a, %a, %a : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  return
+}
+
+// -----
+
+func.func @range_c2() {
+  %a = nn.constant dense<0.0> : tensor<f64>
+  %b = nn.constant dense<1.0e+300> : tensor<f64>
+  %c = nn.constant dense<1.0> : tensor<f64>
+  // expected-error @+1 {{[range_c2] the range has more than 1099511627776 elements (or is not finite)}}
+  %0 = nn.range %a, %b, %c : (tensor<f64>, tensor<f64>, tensor<f64>) -> tensor<*xf64>
   return
 }
 

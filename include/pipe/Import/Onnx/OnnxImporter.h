@@ -42,6 +42,12 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(llvm::StringRef path,
                                                  mlir::MLIRContext *context,
                                                  const ImportOptions &options);
 
+/// Imports a model held in memory; `path` names it in messages, selects the
+/// format (.onnxtext or binary) and is the folder external data is read from.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxBuffer(llvm::StringRef bytes, llvm::StringRef path,
+                                                   mlir::MLIRContext *context,
+                                                   const ImportOptions &options);
+
 } // namespace pipe::onnx_import
 
 #endif // PIPE_IMPORT_ONNX_ONNXIMPORTER_H

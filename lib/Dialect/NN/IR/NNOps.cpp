@@ -47,8 +47,22 @@ void ConstantOp::print(OpAsmPrinter &printer) {
 // The shared verifier
 //===----------------------------------------------------------------------===//
 
+LogicalResult pipe::nn::verifySizeLimits(Operation *op, TypeRange types, StringRef what) {
+  for (auto [index, type] : llvm::enumerate(types)) {
+    auto ranked = dyn_cast<RankedTensorType>(type);
+    if (ranked && !isWithinSizeLimits(ranked.getShape()))
+      return op->emitOpError("[nn_c2] ")
+             << what << " #" << index << " of type " << type
+             << " is beyond the size limits (dims up to 2^40, 2^48 elements)";
+  }
+  return success();
+}
+
 LogicalResult pipe::nn::verifyInferredTypes(Operation *op) {
   auto shaped = cast<ShapeInferenceOpInterface>(op);
+  if (failed(verifySizeLimits(op, op->getOperandTypes(), "operand")) ||
+      failed(verifySizeLimits(op, op->getResultTypes(), "result")))
+    return failure();
   SmallVector<Type> inferred;
   if (failed(shaped.inferResultTypes(inferred)))
     return failure();
@@ -99,6 +113,25 @@ LogicalResult ParamOp::verify() {
   return success();
 }
 
+static Type elementTypeOf(Value v) { return cast<ShapedType>(v.getType()).getElementType(); }
+
+/// Operands that ONNX's type constraints tie to one type variable (T) must have
+/// the same element type.
+static LogicalResult verifySameElementType(Operation *op, ValueRange values, StringRef id,
+                                           StringRef what) {
+  Type first;
+  for (Value v : values) {
+    if (!v)
+      continue;
+    if (!first)
+      first = elementTypeOf(v);
+    else if (elementTypeOf(v) != first)
+      return op->emitOpError("[") << id << "] " << what << " must have the same element type, "
+                                  << "got " << first << " and " << elementTypeOf(v);
+  }
+  return success();
+}
+
 static bool isScalarLike(Value v) {
   auto type = getRankedType(v);
   return !type || (type.hasStaticShape() && type.getNumElements() == 1);
@@ -107,7 +140,8 @@ static bool isScalarLike(Value v) {
 LogicalResult ClipOp::verify() {
   if (!isScalarLike(getMin()) || !isScalarLike(getMax()))
     return emitOpError("[clip_c1] min and max must be scalars");
-  return success();
+  return verifySameElementType(*this, {getInput(), getMin(), getMax()}, "clip_c2",
+                               "input, min and max");
 }
 
 static LogicalResult verifyBroadcastOperands(Operation *op) {
@@ -124,8 +158,17 @@ static LogicalResult verifyBroadcastOperands(Operation *op) {
   return success();
 }
 
+/// A broadcasting binary op: operands of one element type (Pow alone lets the
+/// exponent have its own, T1), with broadcast-compatible shapes.
+static LogicalResult verifyBroadcastOp(Operation *op) {
+  if (!isa<PowOp>(op) &&
+      failed(verifySameElementType(op, op->getOperands(), "broadcast_c2", "operands")))
+    return failure();
+  return verifyBroadcastOperands(op);
+}
+
 #define NN_VERIFY_BROADCAST(OP)                                                \
-  LogicalResult OP::verify() { return verifyBroadcastOperands(getOperation()); }
+  LogicalResult OP::verify() { return verifyBroadcastOp(getOperation()); }
 NN_VERIFY_BROADCAST(AddOp)
 NN_VERIFY_BROADCAST(SubOp)
 NN_VERIFY_BROADCAST(MulOp)
@@ -161,6 +204,8 @@ LogicalResult MatMulOp::verify() {
 }
 
 LogicalResult GemmOp::verify() {
+  if (failed(verifySameElementType(*this, {getA(), getB(), getC()}, "gemm_c4", "A, B and C")))
+    return failure();
   auto c = getC() ? getRankedType(getC()) : RankedTensorType();
   if (c && c.getRank() > 2)
     return emitOpError("[gemm_c3] C must have rank <= 2");
@@ -171,6 +216,12 @@ LogicalResult ConvOp::verify() {
   auto input = getRankedType(getInput()), weight = getRankedType(getWeight());
   if (getGroup() < 1)
     return emitOpError("[conv_c2] group must be >= 1");
+  if (!isa<FloatType>(elementTypeOf(getInput())))
+    return emitOpError("[conv_c6] input must have a floating-point element type, got ")
+           << elementTypeOf(getInput());
+  if (failed(verifySameElementType(*this, {getInput(), getWeight(), getBias()}, "conv_c6",
+                                   "input, weight and bias")))
+    return failure();
   if (!input || !weight)
     return success();
   int64_t channels = input.getDimSize(1), perGroup = weight.getDimSize(1);
@@ -224,6 +275,11 @@ LogicalResult BatchNormOp::verify() {
     return success();
   if (input.getRank() < 2)
     return emitOpError("[batch_norm_c2] input must have rank >= 2");
+  for (Value v : {getInput(), getScale(), getBias(), getMean(), getVar()})
+    if (!isa<FloatType>(elementTypeOf(v)))
+      return emitOpError("[batch_norm_c4] input, scale, bias, mean and var must have "
+                         "floating-point element types, got ")
+             << elementTypeOf(v);
   int64_t channels = input.getDimSize(1);
   for (Value v : {getScale(), getBias(), getMean(), getVar()}) {
     auto type = getRankedType(v);
@@ -239,6 +295,9 @@ LogicalResult BatchNormOp::verify() {
 LogicalResult LayerNormOp::verify() {
   if (getStatistics().size() != 0 && getStatistics().size() != 2)
     return emitOpError("[layer_norm_c1] has 1 or 3 results, not ") << getNumResults();
+  if (failed(verifySameElementType(*this, {getInput(), getScale(), getBias()}, "layer_norm_c4",
+                                   "input, scale and bias")))
+    return failure();
   auto input = getRankedType(getInput());
   if (!input)
     return success();
@@ -297,8 +356,10 @@ LogicalResult SplitOp::verify() {
 }
 
 LogicalResult GatherOp::verify() {
-  if (!isa<IntegerType>(cast<ShapedType>(getIndices().getType()).getElementType()))
-    return emitOpError("[gather_c2] indices must be integers");
+  // ONNX's Tind: int32 or int64 (a bool is not an index).
+  Type indices = elementTypeOf(getIndices());
+  if (!indices.isInteger(32) && !indices.isInteger(64))
+    return emitOpError("[gather_c2] indices must be 32- or 64-bit integers, got ") << indices;
   return success();
 }
 

@@ -79,9 +79,18 @@ LogicalResult inferWindow(Operation *op, RankedTensorType input, int64_t outChan
   if (!geometry)
     return op->emitOpError("[window_c1] ") << error;
   shape.assign({input.getDimSize(0), outChannels});
-  for (unsigned i = 0; i < spatial.size(); ++i)
-    shape.push_back(ShapedType::isDynamic(spatial[i]) ? kDynamic
-                                                      : geometry->outputSize(i, spatial[i]));
+  for (unsigned i = 0; i < spatial.size(); ++i) {
+    if (ShapedType::isDynamic(spatial[i])) {
+      shape.push_back(kDynamic);
+      continue;
+    }
+    int64_t size = geometry->outputSize(i, spatial[i]);
+    // A window larger than the padded input leaves nothing to compute.
+    if (size < 1)
+      return op->emitOpError("[window_c1] the window does not fit spatial dim ")
+             << i << " of size " << spatial[i] << " (with its padding)";
+    shape.push_back(size);
+  }
   return success();
 }
 } // namespace
@@ -91,7 +100,10 @@ LogicalResult pipe::nn::refineResultTypes(Operation *op) {
   if (!shaped)
     return success();
   SmallVector<Type> types;
-  if (failed(shaped.inferResultTypes(types)))
+  // Every rule may assume bounded operand shapes; it must keep its results so.
+  if (failed(verifySizeLimits(op, op->getOperandTypes(), "operand")) ||
+      failed(shaped.inferResultTypes(types)) ||
+      failed(verifySizeLimits(op, types, "result")))
     return failure();
   if (types.size() != op->getNumResults())
     return op->emitOpError("shape inference produced ")
@@ -139,8 +151,11 @@ LogicalResult RangeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   if (start && limit && delta) {
     if (*delta == 0)
       return emitOpError("[range_c1] delta is zero");
-    int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((*limit - *start) / *delta)));
-    types.push_back(rankedOf({n}, element));
+    double count = std::ceil((*limit - *start) / *delta);
+    if (!(count <= static_cast<double>(kMaxDimSize)))
+      return emitOpError("[range_c2] the range has more than ")
+             << kMaxDimSize << " elements (or is not finite)";
+    types.push_back(rankedOf({std::max<int64_t>(0, static_cast<int64_t>(count))}, element));
   } else {
     types.push_back(rankedOf({kDynamic}, element));
   }
@@ -502,23 +517,29 @@ LogicalResult ReshapeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
     if (!input || !input.hasStaticShape()) {
       shape[inferred] = kDynamic;
     } else {
-      int64_t known = 1;
-      for (size_t i = 0; i < shape.size(); ++i)
-        if (static_cast<int64_t>(i) != inferred)
-          known *= ShapedType::isDynamic(shape[i]) ? 1 : shape[i];
-      if (known == 0 || input.getNumElements() % known != 0)
+      std::optional<int64_t> known = 1;
+      for (size_t i = 0; known && i < shape.size(); ++i)
+        if (static_cast<int64_t>(i) != inferred && !ShapedType::isDynamic(shape[i]))
+          known = boundedMul(*known, shape[i]);
+      if (!known)
+        return emitOpError("[reshape_c1] cannot reshape ")
+               << input.getNumElements() << " elements into a shape of more than "
+               << kMaxElements;
+      if (*known == 0 || input.getNumElements() % *known != 0)
         return emitOpError("[reshape_c1] cannot reshape ")
                << input.getNumElements() << " elements into a shape with -1";
-      shape[inferred] = input.getNumElements() / known;
+      shape[inferred] = input.getNumElements() / *known;
     }
   }
   if (input && input.hasStaticShape() && llvm::none_of(shape, ShapedType::isDynamic)) {
-    int64_t count = 1;
+    std::optional<int64_t> count = 1;
     for (int64_t d : shape)
-      count *= d;
-    if (count != input.getNumElements())
+      if (count)
+        count = boundedMul(*count, d);
+    if (!count || *count != input.getNumElements())
       return emitOpError("[reshape_c1] cannot reshape ")
-             << input.getNumElements() << " elements into " << count;
+             << input.getNumElements() << " elements into "
+             << (count ? std::to_string(*count) : "more than " + std::to_string(kMaxElements));
   }
   types.push_back(rankedOf(shape, element));
   return success();
@@ -706,12 +727,18 @@ LogicalResult SplitOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   if (sizes->size() != count)
     return emitOpError("[split_c2] has ") << sizes->size() << " sizes for " << count
                                           << " results";
+  for (int64_t s : *sizes)
+    if (s < 0 && !ShapedType::isDynamic(s))
+      return emitOpError("[split_c2] sizes must be non-negative, got ") << s;
   if (!ShapedType::isDynamic(dim) && llvm::none_of(*sizes, ShapedType::isDynamic)) {
-    int64_t total = 0;
+    std::optional<int64_t> total = 0;
     for (int64_t s : *sizes)
-      total += s;
-    if (total != dim)
-      return emitOpError("[split_c2] sizes sum to ") << total << ", dim is " << dim;
+      if (total)
+        total = boundedAdd(*total, s);
+    if (!total || *total != dim)
+      return emitOpError("[split_c2] sizes sum to ")
+             << (total ? std::to_string(*total) : "more than " + std::to_string(kMaxElements))
+             << ", dim is " << dim;
   }
   for (int64_t s : *sizes) {
     SmallVector<int64_t> shape(type.getShape());
@@ -801,8 +828,12 @@ LogicalResult TileOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   for (size_t i = 0; i < shape.size(); ++i) {
     if ((*repeats)[i] < 0)
       return emitOpError("[tile_c2] repeats has a negative entry ") << (*repeats)[i];
-    if (!ShapedType::isDynamic(shape[i]))
-      shape[i] *= (*repeats)[i];
+    if (ShapedType::isDynamic(shape[i]))
+      continue;
+    auto tiled = boundedMul(shape[i], (*repeats)[i]);
+    if (!tiled)
+      return emitOpError("[tile_c2] repeats make dim ") << i << " larger than " << kMaxElements;
+    shape[i] = *tiled;
   }
   types.push_back(rankedOf(shape, element));
   return success();
@@ -828,8 +859,15 @@ LogicalResult PadOp::inferResultTypes(SmallVectorImpl<Type> &types) {
     auto axis = normalizeAxis((*axes)[i], type.getRank());
     if (!axis)
       return emitOpError("[pad_c3] axis ") << (*axes)[i] << " is out of range";
-    if (!ShapedType::isDynamic(shape[*axis]))
-      shape[*axis] += (*pads)[i] + (*pads)[i + axes->size()];
+    if (!ShapedType::isDynamic(shape[*axis])) {
+      auto padded = boundedAdd(shape[*axis], (*pads)[i]);
+      if (padded)
+        padded = boundedAdd(*padded, (*pads)[i + axes->size()]);
+      if (!padded)
+        return emitOpError("[pad_c4] pads make dim ") << *axis << " larger than "
+                                                       << kMaxElements;
+      shape[*axis] = *padded;
+    }
     if (!ShapedType::isDynamic(shape[*axis]) && shape[*axis] < 0)
       return emitOpError("[pad_c4] pads make dim ") << *axis << " negative";
   }

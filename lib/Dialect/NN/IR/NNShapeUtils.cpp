@@ -73,6 +73,35 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+bool isWithinSizeLimits(llvm::ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (ShapedType::isDynamic(d) || d == 0)
+      continue;
+    if (d < 0 || d > kMaxDimSize)
+      return false;
+    auto product = boundedMul(count, d);
+    if (!product)
+      return false;
+    count = *product;
+  }
+  return true;
+}
+
+std::optional<int64_t> boundedAdd(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r) || r > kMaxElements || r < -kMaxElements)
+    return std::nullopt;
+  return r;
+}
+
+std::optional<int64_t> boundedMul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r) || r > kMaxElements || r < -kMaxElements)
+    return std::nullopt;
+  return r;
+}
+
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int64_t WindowGeometry::outputSize(unsigned i, int64_t in) const {
@@ -130,6 +159,19 @@ computeWindowGeometry(llvm::ArrayRef<int64_t> spatialIn,
       return std::nullopt;
     }
   }
+  for (int64_t pad : allPads) {
+    if (pad < 0) {
+      error = "pads must be non-negative, got " + std::to_string(pad);
+      return std::nullopt;
+    }
+  }
+  for (const auto *values : {&g.kernel, &g.strides, &g.dilations, &allPads})
+    for (int64_t v : *values)
+      if (v > kMaxWindowParameter) {
+        error = "kernel, strides, dilations and pads must be at most " +
+                std::to_string(kMaxWindowParameter) + ", got " + std::to_string(v);
+        return std::nullopt;
+      }
   g.padsBegin.assign(allPads.begin(), allPads.begin() + n);
   g.padsEnd.assign(allPads.begin() + n, allPads.end());
   if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {

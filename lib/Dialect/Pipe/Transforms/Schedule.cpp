@@ -46,7 +46,9 @@ partitioner::Problem stageGraph(PipelineOp pipeline, int64_t stages, int64_t gpu
   pipeline.walk([&](SendOp send) {
     if (send.getKind() == "activation")
       if (auto stage = send->getParentOfType<StageOp>())
-        edges.insert({stage.getIndex(), send.getPeer()});
+        if (send.getPeer() >= 0 && send.getPeer() < stages && stage.getIndex() >= 0 &&
+            stage.getIndex() < stages)
+          edges.insert({stage.getIndex(), send.getPeer()});
   });
   for (auto [from, to] : edges) {
     partitioner::Tensor tensor;
@@ -55,6 +57,10 @@ partitioner::Problem stageGraph(PipelineOp pipeline, int64_t stages, int64_t gpu
     tensor.bytes = 1;
     problem.tensors.push_back(tensor);
   }
+  // With no tensor at all, finalize() would assume a chain; one tensor that
+  // nobody consumes says the stages are independent.
+  if (problem.tensors.empty())
+    problem.tensors.push_back(partitioner::Tensor{0, {}, 0});
   problem.platform.gpus = static_cast<int>(gpus);
   problem.training.microbatches = microbatches;
   problem.training.schedule = kind;

@@ -19,6 +19,10 @@ namespace pipe::nn {
 /// the declared ones agree (same element type; same rank and static dims
 /// where both are ranked).
 mlir::LogicalResult verifyInferredTypes(mlir::Operation *op);
+/// nn_c2: the static shapes of `types` (an op's operands or results) are within
+/// the size limits of NNShapeUtils.h.
+mlir::LogicalResult verifySizeLimits(mlir::Operation *op, mlir::TypeRange types,
+                                     llvm::StringRef what);
 } // namespace pipe::nn
 
 #include "pipe/Dialect/NN/IR/NNInterfaces.h.inc"

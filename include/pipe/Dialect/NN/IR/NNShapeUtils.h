@@ -15,6 +15,22 @@
 
 namespace pipe::nn {
 
+/// Bounds on static shapes (docs/nn-dialect.md, nn_c2): far beyond any real
+/// tensor, small enough that no shape rule's arithmetic overflows int64_t (a
+/// dim plus pads, a dilation times a kernel size, a product of dims).
+constexpr int64_t kMaxDimSize = int64_t(1) << 40;
+constexpr int64_t kMaxElements = int64_t(1) << 48;
+/// Bound on window attributes (kernel_shape, strides, dilations, pads).
+constexpr int64_t kMaxWindowParameter = int64_t(1) << 31;
+
+/// True when every static dim is at most kMaxDimSize and their product, zero
+/// dims counted as 1, is at most kMaxElements.
+bool isWithinSizeLimits(llvm::ArrayRef<int64_t> shape);
+
+/// a + b and a * b, or nullopt when the result leaves [-kMaxElements, kMaxElements].
+std::optional<int64_t> boundedAdd(int64_t a, int64_t b);
+std::optional<int64_t> boundedMul(int64_t a, int64_t b);
+
 /// The ranked tensor type of `v`, or null when it is unranked.
 mlir::RankedTensorType getRankedType(mlir::Value v);
 
