@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
 #include <algorithm>
 #include <sstream>
 
@@ -97,22 +98,40 @@ FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &anal
     problem.name = name.str();
   double stateMultiplier =
       policy.bytesPerParameter() / policy.weightBytesPerParameter();
+  // An ONNX node lowered to several ops (or the compiler-added loss, several
+  // ops named pipe.loss) may span layers; it is listed by the layer it names,
+  // else by the first.
+  llvm::StringSet<> listedNodes, layerNames;
+  for (const LayerGroup &group : groups)
+    layerNames.insert(analysis.lookup(group.anchor)->name);
+  std::vector<std::vector<Operation *>> layerOps;
+  for (const LayerGroup &group : groups)
+    layerOps.push_back(group.ops);
+  const std::vector<double> savedBytes = computeLayerSavedBytes(analysis, layerOps);
   for (const LayerGroup &group : groups) {
     partitioner::Layer layer;
     layer.name = analysis.lookup(group.anchor)->name;
     double backwardWeight = 0;
     for (Operation *op : group.ops) {
       const OpRecord *r = analysis.lookup(op);
-      if (!isa<nn::ParamOp>(op) && !pipeline::nodeNameOf(op->getLoc()).empty())
+      bool named = !isa<nn::ParamOp>(op) && !pipeline::nodeNameOf(op->getLoc()).empty();
+      if (named && (r->name == layer.name || !layerNames.contains(r->name)) &&
+          listedNodes.insert(r->name).second)
         layer.nodeIds.push_back(r->name);
       layer.forwardMs += r->forwardSeconds * 1e3;
       layer.backwardMs += r->backwardSeconds * 1e3;
       backwardWeight += r->backwardWeightSeconds * 1e3;
     }
+    // Node ids are unique across layers; a layer whose nodes another layer
+    // lists (several layers of compiler-added ops) gets an id of its own.
+    if (layer.nodeIds.empty())
+      layer.nodeIds.push_back(listedNodes.insert(layer.name).second
+                                  ? layer.name
+                                  : layer.name + "#" + std::to_string(problem.layers.size()));
     layer.backwardWeightMs = std::min(backwardWeight, layer.backwardMs);
     ParameterMemory params = computeParameterMemory(group.ops, policy);
     layer.parameterBytes = params.weightBytes + params.bufferBytes / stateMultiplier;
-    layer.savedBytes = computeStageMemory(analysis, group.ops, policy).savedBytes;
+    layer.savedBytes = savedBytes[problem.layers.size()];
     problem.layers.push_back(std::move(layer));
   }
 

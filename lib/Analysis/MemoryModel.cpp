@@ -164,6 +164,37 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
   return m;
 }
 
+std::vector<double>
+pipe::computeLayerSavedBytes(const CostAnalysis &analysis,
+                             llvm::ArrayRef<std::vector<Operation *>> layers) {
+  llvm::DenseSet<Operation *> inFunction;
+  for (const std::vector<Operation *> &layer : layers)
+    inFunction.insert(layer.begin(), layer.end());
+  // Views share their operand's storage (as in computeStageMemory).
+  auto rootOf = [&](Value v) {
+    while (Operation *def = v.getDefiningOp()) {
+      if (!inFunction.contains(def) || !isView(analysis, def) || def->getNumOperands() == 0)
+        break;
+      v = def->getOperand(0);
+    }
+    return v;
+  };
+  std::vector<double> bytes(layers.size(), 0.0);
+  llvm::DenseSet<Value> counted;
+  for (auto [i, layer] : llvm::enumerate(layers))
+    for (Operation *op : layer) {
+      const OpRecord *r = analysis.lookup(op);
+      if (!r)
+        continue;
+      bytes[i] += r->saved.extraBytes;
+      for (Value v : r->saved.values)
+        if (!analysis.isStatic(v))
+          if (Value root = rootOf(v); counted.insert(root).second)
+            bytes[i] += analysis.bytes(root);
+    }
+  return bytes;
+}
+
 StageMemory pipe::computeFunctionMemory(const CostAnalysis &analysis,
                                         const TrainingPolicy &policy) {
   std::vector<Operation *> ops;

@@ -250,13 +250,22 @@ public:
   }
 
 private:
+  /// What the main job writes, and what pipe-run adds to it (the compiled
+  /// rank programs, their build logs, the measurements).
   static bool isOutputName(llvm::StringRef name) {
-    if (name == "plan.json" || name == "problem.json" || name == "report.txt" ||
-        name == "schedule.trace.json" || name == "schedule.svg" || name == "pipeline.mlir")
+    if (llvm::is_contained({"plan.json", "problem.json", "report.txt", "schedule.trace.json",
+                            "schedule.svg", "pipeline.mlir", "program.json",
+                            "measured.trace.json", "measured.json"},
+                           name))
       return true;
-    unsigned index;
-    return name.consume_front("stage") && name.consume_back(".mlir") &&
-           !name.getAsInteger(10, index);
+    auto numbered = [&](llvm::StringRef prefix, llvm::StringRef suffix) {
+      llvm::StringRef rest = name;
+      unsigned index;
+      return rest.consume_front(prefix) && rest.consume_back(suffix) &&
+             !rest.getAsInteger(10, index);
+    };
+    return numbered("stage", ".mlir") || numbered("rank", ".cpp") || numbered("rank", ".so") ||
+           numbered("rank", ".build.log");
   }
 
   std::string path;
@@ -565,6 +574,12 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   pm.addPass(pipeline::createPipeSplitStages());
   pm.addPass(pipeline::createPipeSchedule());
+  if (failed(pm.run(module))) {
+    (void)outputs.commit(module);
+    module.emitRemark() << "the problem is in " << outputs.pathOf("problem.json")
+                        << "; replay the planning with: " << replay;
+    return failure();
+  }
   if (training.codegen) {
     pipeline::PipeDifferentiateOptions differentiate;
     differentiate.loss = training.loss;
@@ -575,13 +590,10 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
     differentiate.beta2 = training.beta2;
     differentiate.eps = training.eps;
     differentiate.weightDecay = training.weightDecay;
-    pm.addPass(pipeline::createPipeDifferentiate(differentiate));
-  }
-  if (failed(pm.run(module))) {
-    (void)outputs.commit(module);
-    module.emitRemark() << "the problem is in " << outputs.pathOf("problem.json")
-                        << "; replay the planning with: " << replay;
-    return failure();
+    PassManager differentiatePm(module.getContext(), ModuleOp::getOperationName());
+    differentiatePm.addPass(pipeline::createPipeDifferentiate(differentiate));
+    if (failed(differentiatePm.run(module)))
+      return failure();
   }
   progress.step(training.codegen
                     ? "split into stages with send/recv on every cut; schedule attached; "
@@ -663,6 +675,8 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
     return failure();
   progress.step("wrote " + outputs.getPath() +
                 "/ (plan.json, problem.json, report.txt, "
-                "schedule.trace.json, schedule.svg, pipeline.mlir, stage*.mlir)");
+                "schedule.trace.json, schedule.svg, pipeline.mlir, stage*.mlir" +
+                (programFiles.empty() ? ")" : ", rank*.cpp, program.json); train it with: "
+                                              "pipe-run " + outputs.getPath()));
   return success();
 }

@@ -146,7 +146,7 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
                      // Where the numbers above come from, beside other estimates.
                      {"sources",
                       {{"saved", "the plan's simulated peak of in-flight saved activations"},
-                       {"comm", "the plan: one send and one receive buffer per cut tensor"},
+                       {"comm", "the plan: an activation and a gradient buffer per cut tensor, on each side"},
                        {"workspace", "the program's transient peak (allocations replayed, "
                                      "kernel scratch excluded)"}}},
                      {"memory_model_transient", modelTransient},

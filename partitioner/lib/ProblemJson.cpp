@@ -36,8 +36,10 @@ json writeLink(const LinkSpec &link) {
 }
 
 Problem readDocument(const json &document, const std::string &name) {
-  const JsonFields root =
-      JsonFields::document(document, name, {"name", "layers", "tensors", "platform", "training"});
+  // `settings` is what pipe-opt's main job planned under (dtype, target, ...):
+  // a record for the reader, not an input.
+  const JsonFields root = JsonFields::document(
+      document, name, {"name", "layers", "tensors", "platform", "training", "settings"});
   Problem problem;
   problem.name = root.string("name", name);
   if (!root.has("layers"))

@@ -399,7 +399,8 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
         (weightVersions(problem.training, result.stageInFlight[static_cast<size_t>(s)]) - 1) *
         params;
     if (problem.training.communicationBuffers)
-      memory.bufferBytes += graph.inBytes[static_cast<size_t>(s)] + graph.outBytes[static_cast<size_t>(s)];
+      memory.bufferBytes += kBuffersPerCutTensor * (graph.inBytes[static_cast<size_t>(s)] +
+                                                    graph.outBytes[static_cast<size_t>(s)]);
   }
   double busy = 0;
   int used = 0;

@@ -58,8 +58,8 @@ double StageModel::staticBytes(int from, int to, int versions) const {
       lattice_.params[static_cast<size_t>(to)] - lattice_.params[static_cast<size_t>(from)];
   double bytes = problem_.training.stateMultiplier * params + (versions - 1) * params;
   if (problem_.training.communicationBuffers)
-    bytes += lattice_.cutBytes[static_cast<size_t>(from)] +
-             lattice_.cutBytes[static_cast<size_t>(to)];
+    bytes += kBuffersPerCutTensor * (lattice_.cutBytes[static_cast<size_t>(from)] +
+                                     lattice_.cutBytes[static_cast<size_t>(to)]);
   return bytes;
 }
 

@@ -78,9 +78,10 @@ std::vector<BruteStage> priceStages(const Problem &problem, const std::vector<st
     if (s < k - 1)
       comm += problem.platform.linkBetween(gpu, gpu + 1).transferMs(cutAfter[static_cast<size_t>(s)]);
     stage.period = std::max(work, comm);
+    // Two buffers per cut tensor on each side: the activation and its gradient.
     const double buffers = problem.training.communicationBuffers
-                               ? (s > 0 ? cutBefore[static_cast<size_t>(s)] : 0.0) +
-                                     (s < k - 1 ? cutAfter[static_cast<size_t>(s)] : 0.0)
+                               ? 2 * ((s > 0 ? cutBefore[static_cast<size_t>(s)] : 0.0) +
+                                      (s < k - 1 ? cutAfter[static_cast<size_t>(s)] : 0.0))
                                : 0.0;
     int copies = 0;
     if (rule == Rule::OneFOneB)
@@ -325,10 +326,11 @@ double bruteSpan(const Problem &problem, const std::vector<std::vector<int>> &st
     }
     double buffers = 0;
     if (problem.training.communicationBuffers) {
+      // Two buffers per cut tensor on each side: the activation and its gradient.
       if (s > 0)
-        buffers += cutAfter[static_cast<size_t>(s - 1)];
+        buffers += 2 * cutAfter[static_cast<size_t>(s - 1)];
       if (s < k - 1)
-        buffers += cutAfter[static_cast<size_t>(s)];
+        buffers += 2 * cutAfter[static_cast<size_t>(s)];
     }
     if (problem.training.stateMultiplier * params + buffers + copies * saved >
         problem.platform.memoryBytesPerGpu * (1 + 1e-12)) {

@@ -67,8 +67,8 @@ ModelValue modelValue(const Problem &problem, const std::vector<int> &order, con
       occupancy = std::max(occupancy, platform.interNode.occupancyMs(bytes));
     for (int g : {before, after}) {
       ports[static_cast<size_t>(g)] += occupancy;
-      if (problem.training.communicationBuffers)
-        memory[static_cast<size_t>(g)] += bytes;
+      if (problem.training.communicationBuffers) // the activation and its gradient
+        memory[static_cast<size_t>(g)] += 2 * bytes;
     }
   }
   ModelValue value;

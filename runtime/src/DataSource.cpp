@@ -12,9 +12,13 @@
 #include "Rank.h"
 #include "Tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <stdexcept>
+#include <vector>
 
 namespace piperun {
 
@@ -34,26 +38,54 @@ int64_t streamId(DataRole role, int32_t index) {
   return -1 - (base << 24) - index;
 }
 
+/// Synthetic floats copy runs of kRun values from a table of 2^16 standard
+/// normals drawn once per seed (Box-Muller), each run from an offset drawn
+/// from the stream: about 1 ns per element where Box-Muller per element took
+/// 30-40 ns, which made data generation a third of a small CNN's forward.
+constexpr uint64_t kNormalTableSize = uint64_t(1) << 16;
+constexpr int64_t kRun = 1024;
+
+const std::vector<float> &normalTable(uint64_t seed) {
+  static std::mutex mutex;
+  static std::map<uint64_t, std::vector<float>> tables; // never erased
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, added] = tables.try_emplace(seed);
+  if (added) {
+    const uint64_t key = randomBits(randomBits(seed, 0), ~uint64_t(0));
+    const double twoPi = 6.283185307179586;
+    it->second.resize(kNormalTableSize);
+    for (uint64_t i = 0; i < kNormalTableSize; ++i) {
+      double u1 = uniform01(randomBits(key, 2 * i));
+      double u2 = uniform01(randomBits(key, 2 * i + 1));
+      it->second[i] = static_cast<float>(std::sqrt(-2 * std::log(1 - u1)) * std::cos(twoPi * u2));
+    }
+  }
+  return it->second;
+}
+
 } // namespace
 
 void fillSynthetic(pipe_rank *r, DataRole role, int32_t index, int32_t microbatch, int64_t range,
                    pipe_tensor *t) {
   const uint64_t key = streamKey(runSeed(r), currentStep(r), microbatch, streamId(role, index));
   const int64_t n = t->numel;
-  const double twoPi = 6.283185307179586;
   switch (t->dtype) {
   case PIPE_F32:
-  case PIPE_F64:
-    for (int64_t i = 0; i < n; ++i) {
-      double u1 = uniform01(randomBits(key, 2 * static_cast<uint64_t>(i)));
-      double u2 = uniform01(randomBits(key, 2 * static_cast<uint64_t>(i) + 1));
-      double z = std::sqrt(-2 * std::log(1 - u1)) * std::cos(twoPi * u2);
-      if (t->dtype == PIPE_F32)
-        static_cast<float *>(t->data)[i] = static_cast<float>(z);
-      else
-        static_cast<double *>(t->data)[i] = z;
+  case PIPE_F64: {
+    const std::vector<float> &table = normalTable(runSeed(r));
+    for (int64_t start = 0; start < n; start += kRun) {
+      const uint64_t offset = randomBits(key, static_cast<uint64_t>(start / kRun));
+      const int64_t end = std::min(n, start + kRun);
+      for (int64_t i = start; i < end; ++i) {
+        float z = table[(offset + static_cast<uint64_t>(i - start)) & (kNormalTableSize - 1)];
+        if (t->dtype == PIPE_F32)
+          static_cast<float *>(t->data)[i] = z;
+        else
+          static_cast<double *>(t->data)[i] = z;
+      }
     }
     break;
+  }
   case PIPE_I64:
   case PIPE_I32: {
     // range 0 means unbounded: [0, 2^31).

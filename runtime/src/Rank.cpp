@@ -26,9 +26,30 @@ std::string nodeName(const pipe_rank *r, int32_t node) {
   return it != r->nodeNames.end() ? it->second : "#" + std::to_string(node);
 }
 
+namespace {
+
+/// Adds `ms` to the step's entry of a per-step series.
+void addToStep(std::vector<double> &series, int64_t step, double ms) {
+  if (series.size() <= static_cast<size_t>(step))
+    series.resize(static_cast<size_t>(step) + 1, 0.0);
+  series[static_cast<size_t>(step)] += ms;
+}
+
+} // namespace
+
 void closeNode(pipe_rank *r) {
-  if (r->currentNode >= 0)
-    r->nodeTimes[r->currentNode].ms += nowMs(r) - r->nodeStartMs - r->nodeWaitMs;
+  if (r->currentNode >= 0) {
+    NodeTime &time = r->nodeTimes[r->currentNode];
+    const double ms = nowMs(r) - r->nodeStartMs - r->nodeWaitMs;
+    time.ms += ms;
+    // Node intervals never span an action boundary: action begin and end close them.
+    if (r->inAction && r->action.kind == PIPE_ACTION_FORWARD)
+      addToStep(time.forwardMs, r->action.step, ms);
+    else if (r->inAction && (r->action.kind == PIPE_ACTION_BACKWARD ||
+                             r->action.kind == PIPE_ACTION_BACKWARD_INPUT ||
+                             r->action.kind == PIPE_ACTION_BACKWARD_WEIGHT))
+      addToStep(time.backwardMs, r->action.step, ms);
+  }
   r->nodeWaitMs = 0; // a wait outside any node belongs to none
   r->currentNode = -1;
 }
@@ -124,6 +145,7 @@ RankReport reportOf(pipe_rank *r) {
     NodeTime entry = time;
     entry.node = node;
     entry.name = nodeName(r, node);
+    entry.declared = r->nodeNames.count(node) > 0;
     report.nodes.push_back(entry);
   }
   return report;

@@ -53,8 +53,12 @@ struct ActionRecord {
 struct NodeTime {
   int32_t node = 0;
   std::string name;
-  double ms = 0;
+  double ms = 0; ///< all of it, whatever the action (or none)
   int64_t calls = 0;
+  bool declared = false; ///< named by pipe_declare_node (else name is "#id")
+  /// Per step index: the part spent in forward actions, and in backward
+  /// actions (B, Bi, W). Shorter than the run when the node's last steps had none.
+  std::vector<double> forwardMs, backwardMs;
 };
 
 /// What a rank measured: peaks per category (pipe_mem order), steps, actions.

@@ -2,10 +2,12 @@
 //
 // Runs the pipe-run executable on copies of programs/relay (a hand-written
 // two-rank program without kernels): losses and trained weights equal a hand
-// computation with threads and with MPI, the report and trace are written, and
+// computation with threads and with MPI, the report, trace, measured.json and
+// --write-profile's profile are written and agree with the printed report, and
 // each fault (a rank that throws or fails, a peer that never sends, bad
-// --data, missing files, a program that does not compile) ends in one line
-// "pipe-run: error: ..." and exit 1 within seconds.
+// --data, missing files, a program that does not compile, an output file in a
+// missing directory) ends in one line "pipe-run: error: ..." and exit 1 within
+// seconds.
 //
 //===----------------------------------------------------------------------===//
 #include "TestSupport.h"
@@ -15,10 +17,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "Report.h"
+
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <regex>
+#include <set>
 
 using namespace piperun;
 using namespace piperun::test;
@@ -227,6 +234,186 @@ TEST(PipeRun, SyntheticDataIsTheSameOnBothTransports) {
   EXPECT_NE(lossesOf(other.out), lossesOf(threads.out));
 }
 
+// --- measured.json and --write-profile. -------------------------------------
+
+using nlohmann::json;
+
+/// Per rank, the printed memory table: category -> {measured, predicted} as printed.
+std::map<int, std::map<std::string, std::pair<std::string, std::string>>>
+printedMemory(const std::string &out) {
+  std::map<int, std::map<std::string, std::pair<std::string, std::string>>> table;
+  std::regex header(R"(^  rank (\d+) +measured +predicted +ratio$)");
+  std::regex row(R"(^    (\w+) +(\d+(?:\.\d+)? [KMGT]?i?B) +(\d+(?:\.\d+)? [KMGT]?i?B|-) +\S+$)");
+  int rank = -1;
+  for (const std::string &line : linesOf(out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, header))
+      rank = std::stoi(m[1]);
+    else if (rank >= 0 && std::regex_match(line, m, row))
+      table[rank][m[1]] = {m[2], m[3]};
+    else
+      rank = -1;
+  }
+  return table;
+}
+
+/// Per rank, the printed "slowest nodes": name -> ms per step as printed.
+std::map<int, std::map<std::string, std::string>> printedNodes(const std::string &out) {
+  std::map<int, std::map<std::string, std::string>> nodes;
+  std::regex line(R"(rank (\d+), per step: waiting for peers [0-9.]+ ms; slowest nodes: ([^\n]*))");
+  std::regex node(R"((\w+) ([0-9.]+) ms)");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator();
+       ++it) {
+    std::string list = (*it)[2];
+    for (auto n = std::sregex_iterator(list.begin(), list.end(), node);
+         n != std::sregex_iterator(); ++n)
+      nodes[std::stoi((*it)[1])][(*n)[1]] = (*n)[2];
+  }
+  return nodes;
+}
+
+std::string fixed3(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", value);
+  return text;
+}
+
+std::set<std::string> opsOf(const json &profile) {
+  std::set<std::string> names;
+  for (const auto &[name, times] : profile.at("ops").items())
+    names.insert(name);
+  return names;
+}
+
+const std::set<std::string> kRelayNodes = {"mul", "dot", "label"}; // bad_reshape never runs
+
+TEST(PipeRun, WritesAProfileOfTheDeclaredNodesPerMicroBatch) {
+  std::string dir = copyProgram("relay");
+  CommandResult result = pipeRun({dir, "--steps", "3", "--transport", "threads",
+                                  "--write-profile", dir + "/profile.json"});
+  ASSERT_EQ(result.exitCode, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("profile: " + dir + "/profile.json (3 nodes)"), std::string::npos)
+      << result.out;
+  json profile = json::parse(readFile(dir + "/profile.json"));
+  const json &meta = profile.at("meta");
+  EXPECT_EQ(meta.at("source"), "pipe-run");
+  EXPECT_EQ(meta.at("ranks"), 2);
+  EXPECT_EQ(meta.at("microbatches"), 4);
+  EXPECT_EQ(meta.at("steps"), 3);
+  EXPECT_EQ(meta.at("steps_measured"), 2) << "the first step is left out";
+  EXPECT_EQ(meta.at("statistic"), "median");
+  EXPECT_EQ(meta.at("transport"), "threads");
+  EXPECT_GE(meta.at("threads_per_rank").get<int>(), 1);
+  EXPECT_EQ(opsOf(profile), kRelayNodes);
+  for (const auto &[name, times] : profile.at("ops").items()) {
+    EXPECT_GE(times.at("forward_ms").get<double>(), 0) << name;
+    EXPECT_GE(times.at("backward_ms").get<double>(), 0) << name;
+  }
+  EXPECT_GT(profile["ops"]["label"]["forward_ms"].get<double>(), 0);
+  EXPECT_EQ(profile["ops"]["label"]["backward_ms"].get<double>(), 0) << "a forward-only node";
+  EXPECT_GT(profile["ops"]["dot"]["backward_ms"].get<double>(), 0);
+}
+
+TEST(PipeRun, ProfileOfOneStepAddsUpToThePrintedNodeTimes) {
+  std::string dir = copyProgram("relay");
+  CommandResult result = pipeRun({dir, "--steps", "1", "--write-profile", dir + "/profile.json"});
+  ASSERT_EQ(result.exitCode, 0) << result.out << result.err;
+  json profile = json::parse(readFile(dir + "/profile.json"));
+  EXPECT_EQ(profile["meta"]["steps_measured"], 1) << "one step: that step";
+  // One step, 4 micro-batches: (forward + backward) x 4 is the node's time in
+  // the step, which the report prints per step to 3 decimals.
+  std::map<int, std::map<std::string, std::string>> printed = printedNodes(result.out);
+  std::map<std::string, std::string> all;
+  for (const auto &[rank, nodes] : printed)
+    all.insert(nodes.begin(), nodes.end());
+  ASSERT_EQ(all.size(), 3u) << result.out;
+  for (const auto &[name, text] : all) {
+    const json &times = profile.at("ops").at(name);
+    double perStep = (times.at("forward_ms").get<double>() + times.at("backward_ms").get<double>()) * 4;
+    EXPECT_NEAR(perStep, std::stod(text), 0.0005 + 1e-9) << name << " printed " << text;
+  }
+}
+
+TEST(PipeRun, MeasuredJsonHoldsThePrintedReport) {
+  std::string dir = copyProgram("relay");
+  CommandResult result = pipeRun({dir, "--steps", "3", "--transport", "threads"});
+  ASSERT_EQ(result.exitCode, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("summary: " + dir + "/measured.json"), std::string::npos);
+  json summary = json::parse(readFile(dir + "/measured.json"));
+  EXPECT_EQ(summary.at("schema_version"), 1);
+  EXPECT_EQ(summary.at("transport"), "threads");
+  EXPECT_EQ(summary.at("steps"), 3);
+
+  // Memory: every printed cell, exactly as printed.
+  auto table = printedMemory(result.out);
+  ASSERT_EQ(table.size(), 2u) << result.out;
+  ASSERT_EQ(summary.at("ranks").size(), 2u);
+  for (const json &rank : summary.at("ranks")) {
+    const auto &printed = table.at(rank.at("rank").get<int>());
+    EXPECT_EQ(printed.size(), 8u) << "7 categories and the total";
+    EXPECT_EQ(rank.at("memory").size(), printed.size());
+    for (const auto &[category, cells] : printed) {
+      const json &row = rank.at("memory").at(category);
+      EXPECT_EQ(formatBytes(row.at("measured_bytes").get<double>()), cells.first) << category;
+      EXPECT_EQ(row.at("predicted_bytes").is_null() ? "-"
+                                                    : formatBytes(row["predicted_bytes"].get<double>()),
+                cells.second)
+          << category;
+    }
+    std::regex wait("rank " + std::to_string(rank.at("rank").get<int>()) +
+                    R"(, per step: waiting for peers ([0-9.]+) ms)");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(result.out, m, wait)) << result.out;
+    EXPECT_EQ(fixed3(rank.at("wait_ms_per_step").get<double>()), m[1]);
+  }
+  EXPECT_EQ(summary["ranks"][0]["memory"]["saved"]["measured_bytes"], 48);
+  EXPECT_EQ(summary["ranks"][0]["memory"]["constants"]["predicted_bytes"], nullptr);
+
+  // Period and iteration: the printed figures.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(result.out, m,
+                                std::regex(R"(period: measured ([0-9.]+) ms [^\n]*, predicted )"
+                                           R"(([0-9.]+) ms)")))
+      << result.out;
+  EXPECT_EQ(fixed3(summary["period_ms"]["measured"].get<double>()), m[1]);
+  EXPECT_EQ(fixed3(summary["period_ms"]["predicted"].get<double>()), m[2]);
+  EXPECT_EQ(summary["period_ms"]["predicted"], 0.05);
+  ASSERT_TRUE(std::regex_search(result.out, m,
+                                std::regex(R"(iteration: measured ([0-9.]+) ms [^\n]*, predicted )"
+                                           R"(([0-9.]+) ms)")))
+      << result.out;
+  EXPECT_EQ(fixed3(summary["iteration_ms"]["measured"].get<double>()), m[1]);
+  EXPECT_EQ(fixed3(summary["iteration_ms"]["predicted"].get<double>()), m[2]);
+
+  // Losses: the printed ones, step by step.
+  std::vector<double> printed = lossesOf(result.out);
+  ASSERT_EQ(summary.at("loss").size(), printed.size());
+  for (size_t s = 0; s < printed.size(); ++s)
+    EXPECT_NEAR(summary["loss"][s].get<double>(), printed[s], 6e-7) << "step " << s + 1;
+}
+
+TEST(PipeRun, SummaryGoesWhereAsked) {
+  std::string dir = copyProgram("relay");
+  CommandResult result = pipeRun({dir, "--steps", "1", "--summary", dir + "/run.json"});
+  ASSERT_EQ(result.exitCode, 0) << result.out << result.err;
+  EXPECT_FALSE(fs::exists(dir + "/measured.json"));
+  EXPECT_EQ(json::parse(readFile(dir + "/run.json")).at("steps"), 1);
+}
+
+TEST(PipeRun, MpiProfileHasEveryRanksNodes) {
+  std::string dir = copyProgram("relay");
+  CommandResult result =
+      mpiRun(2, {dir, "--steps", "2", "--write-profile", dir + "/profile.json"});
+  ASSERT_EQ(result.exitCode, 0) << result.out << result.err;
+  json profile = json::parse(readFile(dir + "/profile.json"));
+  EXPECT_EQ(opsOf(profile), kRelayNodes);
+  EXPECT_EQ(profile["meta"]["transport"], "mpi");
+  EXPECT_EQ(profile["ops"]["label"]["backward_ms"].get<double>(), 0);
+  json summary = json::parse(readFile(dir + "/measured.json"));
+  EXPECT_EQ(summary.at("transport"), "mpi");
+  EXPECT_EQ(summary.at("ranks").size(), 2u);
+}
+
 // --- Faults. ----------------------------------------------------------------
 
 TEST(PipeRunFault, ARankThatThrows) {
@@ -344,6 +531,15 @@ TEST(PipeRunFault, AProgramForAnotherAbiOrRank) {
   writeFile(dir + "/rank1.cpp",
             std::regex_replace(source, std::regex("return 1; \\}"), "return 0; }"));
   expectOneError(pipeRun({dir}), "rank 1: " + dir + "/rank1.so was generated for rank 0");
+}
+
+TEST(PipeRunFault, AnOutputFileInAMissingDirectory) {
+  std::string dir = copyProgram("relay");
+  std::string path = dir + "/nowhere/profile.json";
+  CommandResult result = pipeRun({dir, "--write-profile", path});
+  expectOneError(result, "--write-profile " + path + ": no such directory " + dir + "/nowhere");
+  EXPECT_EQ(result.out, "") << "refused before compiling or training";
+  expectOneError(pipeRun({dir, "--summary", dir}), "--summary " + dir + ": is a directory");
 }
 
 TEST(PipeRunFault, BadOptions) {

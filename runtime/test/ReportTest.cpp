@@ -1,14 +1,17 @@
 //===- ReportTest.cpp - pipe-run's period, report encoding and program.json -===//
 //
 // The measured period on hand-made timelines (1F1B's steady state, GPipe's
-// fallback, the first step left out), the report's round trip between MPI
-// ranks, and program.json's errors.
+// fallback, the first step left out), the per-node profile and measured.json
+// from hand-made reports, the report's round trip between MPI ranks, and
+// program.json's errors.
 //
 //===----------------------------------------------------------------------===//
 #include "TestSupport.h"
 
 #include "ProgramInfo.h"
 #include "Report.h"
+
+#include <map>
 
 using namespace piperun;
 using namespace piperun::test;
@@ -75,7 +78,7 @@ TEST(Report, RoundTripsBetweenRanks) {
   report.waitMs = 1.25;
   report.steps.push_back({2, 1.5, 2.5, true, 0.75});
   report.actions.push_back(action(PIPE_ACTION_BACKWARD_WEIGHT, 1, 2, 2, 1.5, 1.75));
-  report.nodes.push_back({4, "fc1", 0.5, 8});
+  report.nodes.push_back({4, "fc1", 0.5, 8, true, {0.125, 0.25}, {0, 0.125}});
   RankReport back = decodeReport(encodeReport(report));
   EXPECT_EQ(back.rank, 3);
   EXPECT_EQ(back.peak, report.peak);
@@ -89,6 +92,96 @@ TEST(Report, RoundTripsBetweenRanks) {
   ASSERT_EQ(back.nodes.size(), 1u);
   EXPECT_EQ(back.nodes[0].name, "fc1");
   EXPECT_EQ(back.nodes[0].calls, 8);
+  EXPECT_TRUE(back.nodes[0].declared);
+  EXPECT_EQ(back.nodes[0].forwardMs, (std::vector<double>{0.125, 0.25}));
+  EXPECT_EQ(back.nodes[0].backwardMs, (std::vector<double>{0, 0.125}));
+}
+
+NodeTime node(const std::string &name, std::vector<double> forward, std::vector<double> backward,
+              bool declared = true) {
+  NodeTime time;
+  time.name = name;
+  time.declared = declared;
+  time.forwardMs = std::move(forward);
+  time.backwardMs = std::move(backward);
+  return time;
+}
+
+TEST(MeasuredProfile, MedianPerMicroBatchOfTheStepsAfterTheFirst) {
+  RankReport rank0, rank1;
+  // 2 micro-batches per step; step 0 (100 ms) is left out. fc1's forward per
+  // micro-batch in steps 1..3: 1, 3, 2 -> median 2; backward 4, 4, 10 -> 4.
+  rank0.nodes.push_back(node("fc1", {100, 2, 6, 4}, {100, 8, 8, 20}));
+  // Forward only, and absent from the last step's series.
+  rank0.nodes.push_back(node("relu", {100, 1, 1}, {}));
+  // Not declared, or never in a forward or backward: not in the profile.
+  rank0.nodes.push_back(node("#7", {1, 1, 1, 1}, {}, false));
+  rank0.nodes.push_back(node("pipe.update", {}, {}));
+  // On two ranks: the mean of the copies.
+  rank0.nodes.push_back(node("shape", {0, 2, 2, 2}, {0, 0, 0, 0}));
+  rank1.nodes.push_back(node("shape", {0, 4, 4, 4}, {}));
+  std::map<std::string, NodeProfile> profile = measureProfile({rank0, rank1}, 2, 4);
+  ASSERT_EQ(profile.size(), 3u);
+  EXPECT_DOUBLE_EQ(profile["fc1"].forwardMs, 2);
+  EXPECT_DOUBLE_EQ(profile["fc1"].backwardMs, 4);
+  EXPECT_DOUBLE_EQ(profile["relu"].forwardMs, 0.5) << "median of 0.5, 0.5, 0";
+  EXPECT_DOUBLE_EQ(profile["relu"].backwardMs, 0);
+  EXPECT_DOUBLE_EQ(profile["shape"].forwardMs, 1.5) << "(2 + 4) / (2 micro-batches x 2 ranks)";
+  // One step: that step.
+  std::map<std::string, NodeProfile> one = measureProfile({rank0}, 2, 1);
+  EXPECT_DOUBLE_EQ(one["fc1"].forwardMs, 50);
+  EXPECT_EQ(firstMeasuredStep(1), 0);
+  EXPECT_EQ(firstMeasuredStep(2), 1);
+}
+
+TEST(MeasuredProfile, IsTheCompilersProfileFormat) {
+  ProgramInfo program;
+  program.ranks = 2;
+  program.microbatches = 4;
+  RunFacts facts;
+  facts.transport = "mpi";
+  facts.threadsPerRank = 3;
+  facts.steps = 5;
+  nlohmann::json document = profileJson({{"fc1", {0.5, 1.25}}}, program, facts);
+  EXPECT_EQ(document["ops"]["fc1"]["forward_ms"], 0.5);
+  EXPECT_EQ(document["ops"]["fc1"]["backward_ms"], 1.25);
+  EXPECT_EQ(document["meta"]["steps_measured"], 4);
+  EXPECT_EQ(document["meta"]["threads_per_rank"], 3);
+  EXPECT_EQ(document["meta"]["transport"], "mpi");
+  EXPECT_EQ(document["meta"]["microbatches"], 4);
+}
+
+TEST(Summary, OneComputationForTheReportAndMeasuredJson) {
+  ProgramInfo program;
+  program.ranks = 1;
+  program.predictedPeriodMs = 2.0;
+  program.predictedMemory[0]["saved"] = 4096;
+  RankReport report;
+  report.peak = {1, 2, 3, 4096, 5, 6, 0};
+  report.peakTotal = 4200;
+  report.waitMs = 3;
+  report.steps = {{0, 0, 10, true, 1.5}, {1, 10, 14, true, 1.25}, {2, 14, 20, false, 0}};
+  report.actions = firstStageStep(1, 10, 0.5);
+  RunFacts facts;
+  facts.steps = 3;
+  RunSummary summary = summarize(program, {report}, facts);
+  ASSERT_EQ(summary.ranks.size(), 1u);
+  ASSERT_EQ(summary.ranks[0].memory.size(), 8u);
+  EXPECT_EQ(summary.ranks[0].memory[3].category, "saved");
+  EXPECT_EQ(*summary.ranks[0].memory[3].predictedBytes, 4096);
+  EXPECT_EQ(summary.ranks[0].memory[7].category, "total");
+  EXPECT_DOUBLE_EQ(summary.ranks[0].waitMsPerStep, 1);
+  EXPECT_DOUBLE_EQ(*summary.iterationMs, 5) << "mean of steps 1 and 2: 4 and 6 ms";
+  nlohmann::json json = summaryJson(summary);
+  EXPECT_EQ(json["schema_version"], 1);
+  EXPECT_EQ(json["ranks"][0]["memory"]["saved"]["measured_bytes"], 4096);
+  EXPECT_EQ(json["ranks"][0]["memory"]["saved"]["predicted_bytes"], 4096);
+  EXPECT_EQ(json["ranks"][0]["memory"]["total"]["predicted_bytes"], nullptr);
+  EXPECT_EQ(json["period_ms"]["measured"], summary.period->ms);
+  EXPECT_EQ(json["period_ms"]["predicted"], 2.0);
+  EXPECT_EQ(json["iteration_ms"]["predicted"], nullptr);
+  EXPECT_EQ(json["loss"], nlohmann::json::parse("[1.5, 1.25, null]"));
+  EXPECT_EQ(json["transport"], "threads");
 }
 
 TEST(Report, BytesReadLikeTheMemoryModel) {

@@ -11,6 +11,8 @@
 
 #include "pipe/Analysis/CostAnalysis.h"
 
+#include <vector>
+
 namespace pipe {
 
 enum class OptimizerKind { SGD, Momentum, Adam };
@@ -76,6 +78,15 @@ ParameterMemory computeParameterMemory(llvm::ArrayRef<mlir::Operation *> ops,
 StageMemory computeStageMemory(const CostAnalysis &analysis,
                                llvm::ArrayRef<mlir::Operation *> ops,
                                const TrainingPolicy &policy);
+
+/// Saved bytes per layer, additive: `layers` partition the analysed function's
+/// ops into layers in program order, and each saved storage root (and each
+/// rule's extra bytes) counts in the first layer whose ops keep it, so a stage
+/// of consecutive layers keeps the sum of theirs. A value kept by ops on both
+/// sides of a cut is kept by both stages, and counts only in the first: the
+/// later stage's copy is missing from the sum.
+std::vector<double> computeLayerSavedBytes(const CostAnalysis &analysis,
+                                           llvm::ArrayRef<std::vector<mlir::Operation *>> layers);
 
 /// The whole analysed function as one stage.
 StageMemory computeFunctionMemory(const CostAnalysis &analysis, const TrainingPolicy &policy);

@@ -110,6 +110,13 @@ enum class WeightPolicy {
   Stashed,        ///< one version per in-flight micro-batch (PipeDream)
 };
 
+/// Buffers a stage holds per cut tensor it sends or receives: one for the
+/// activation and one for its gradient, which travels the other way. With
+/// asynchronous sends both are live at once in the steady state (the sender's
+/// activation waits for the receiver while the gradient of an earlier
+/// micro-batch arrives), as the CPU runtime measures.
+constexpr double kBuffersPerCutTensor = 2;
+
 struct TrainingSettings {
   int microbatches = 32;
   /// Bytes held per parameter byte for weights + gradients + optimizer state
@@ -117,7 +124,8 @@ struct TrainingSettings {
   double stateMultiplier = 4;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   WeightPolicy weights = WeightPolicy::Default;
-  /// Count one receive and one send buffer per cut tensor in the stage memory.
+  /// Count communication buffers in the stage memory: kBuffersPerCutTensor
+  /// per cut tensor on each side of the cut.
   bool communicationBuffers = true;
   int interleaveChunks = 2; ///< virtual stages per GPU for the interleaved schedule
 };

@@ -199,7 +199,8 @@ public:
           for (int boundary : {j, j + 1})
             if (boundary >= 1 && boundary < K)
               for (size_t t = 0; t < problem.tensors.size(); ++t)
-                memory.add(z[t][static_cast<size_t>(boundary)], problem.tensors[t].bytes / limit);
+                memory.add(z[t][static_cast<size_t>(boundary)],
+                           kBuffersPerCutTensor * problem.tensors[t].bytes / limit);
         memory.addTo(model, 'L', 1.0);
       }
     }

@@ -276,7 +276,8 @@ public:
         }
         if (buffers)
           for (int b = 0; b + 1 < L; ++b) {
-            const double bytes = chain.boundaryBytes[static_cast<size_t>(b)] / limit;
+            const double bytes =
+                kBuffersPerCutTensor * chain.boundaryBytes[static_cast<size_t>(b)] / limit;
             memory.add(e[static_cast<size_t>(b)][static_cast<size_t>(p)], bytes);
             memory.add(f[static_cast<size_t>(b)][static_cast<size_t>(p)], bytes);
           }

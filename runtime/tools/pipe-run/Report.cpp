@@ -3,7 +3,9 @@
 // The memory table compares each category's measured peak with program.json's
 // prediction; the period is measured as the plan defines it (forward starts of
 // a stage one period apart in the steady state); the trace uses the plan's
-// trace layout so both open side by side in Perfetto.
+// trace layout so both open side by side in Perfetto. The printed report and
+// measured.json render one RunSummary; the profile is the compiler's
+// --profile format, per micro-batch.
 //
 //===----------------------------------------------------------------------===//
 #include "Report.h"
@@ -11,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -96,80 +99,242 @@ std::optional<MeasuredPeriod> measurePeriod(const std::vector<RankReport> &repor
   return std::nullopt;
 }
 
-void printReport(const ProgramInfo &program, const std::vector<RankReport> &reports,
-                 int64_t steps) {
-  std::printf("\nmemory per rank: measured peak beside the plan's prediction\n");
-  for (const RankReport &report : reports) {
-    auto predicted = program.predictedMemory.find(report.rank);
-    auto predictedOf = [&](const std::string &category) -> std::optional<double> {
-      if (predicted == program.predictedMemory.end())
-        return std::nullopt;
-      auto it = predicted->second.find(category);
-      if (it == predicted->second.end())
-        return std::nullopt;
-      return it->second;
-    };
-    std::printf("  rank %-3d     %14s %14s %7s\n", report.rank, "measured", "predicted", "ratio");
-    auto row = [&](const std::string &category, double measured) {
-      std::optional<double> expected = predictedOf(category);
-      std::printf("    %-11s %14s %14s %7s\n", category.c_str(), formatBytes(measured).c_str(),
-                  expected ? formatBytes(*expected).c_str() : "-",
-                  ratio(measured, expected).c_str());
-    };
-    for (int c = 0; c < PIPE_MEM_CATEGORIES; ++c)
-      row(kCategories[c], static_cast<double>(report.peak[static_cast<size_t>(c)]));
-    row("total", static_cast<double>(report.peakTotal));
-  }
+int64_t firstMeasuredStep(int64_t steps) { return steps > 1 ? 1 : 0; }
 
-  std::optional<MeasuredPeriod> period = measurePeriod(reports);
-  std::printf("\nperiod: ");
-  if (period)
-    std::printf("measured %.3f ms (%s, %lld forward gaps%s)", period->ms,
-                period->steady ? "steady state" : "no steady state: every forward gap",
-                static_cast<long long>(period->gaps), steps > 1 ? ", steps after the first" : "");
-  else
-    std::printf("measured - (needs two forwards of a stage per step)");
-  if (program.predictedPeriodMs)
-    std::printf(", predicted %.3f ms, ratio %s", *program.predictedPeriodMs,
-                period ? ratio(period->ms, program.predictedPeriodMs).c_str() : "-");
-  std::printf("\n");
+namespace {
 
-  // Iteration: the mean step time (after the first step) of the slowest rank.
+std::optional<double> predictedMemoryOf(const ProgramInfo &program, int rank,
+                                        const std::string &category) {
+  auto predicted = program.predictedMemory.find(rank);
+  if (predicted == program.predictedMemory.end())
+    return std::nullopt;
+  auto it = predicted->second.find(category);
+  if (it == predicted->second.end())
+    return std::nullopt;
+  return it->second;
+}
+
+RankSummary summarizeRank(const ProgramInfo &program, const RankReport &report, int64_t steps) {
+  RankSummary rank;
+  rank.rank = report.rank;
+  for (int c = 0; c < PIPE_MEM_CATEGORIES; ++c)
+    rank.memory.push_back({kCategories[c], static_cast<double>(report.peak[static_cast<size_t>(c)]),
+                           predictedMemoryOf(program, report.rank, kCategories[c])});
+  rank.memory.push_back({"total", static_cast<double>(report.peakTotal),
+                         predictedMemoryOf(program, report.rank, "total")});
+  if (steps <= 0)
+    return rank;
+  rank.waitMsPerStep = report.waitMs / static_cast<double>(steps);
+  std::vector<NodeTime> nodes = report.nodes;
+  std::sort(nodes.begin(), nodes.end(),
+            [](const NodeTime &a, const NodeTime &b) { return a.ms > b.ms; });
+  for (size_t i = 0; i < nodes.size() && i < 3; ++i)
+    rank.slowestNodes.emplace_back(nodes[i].name, nodes[i].ms / static_cast<double>(steps));
+  return rank;
+}
+
+/// The mean step time (after the first step) of the slowest rank.
+std::optional<double> measureIteration(const std::vector<RankReport> &reports, int64_t steps) {
   double iteration = 0;
   for (const RankReport &report : reports) {
     double total = 0;
     int64_t counted = 0;
     for (const StepRecord &step : report.steps)
-      if (step.step >= (steps > 1 ? 1 : 0)) {
+      if (step.step >= firstMeasuredStep(steps)) {
         total += step.endMs - step.startMs;
         ++counted;
       }
     if (counted > 0)
       iteration = std::max(iteration, total / static_cast<double>(counted));
   }
-  if (iteration > 0) {
-    std::printf("iteration: measured %.3f ms (mean step of the slowest rank)", iteration);
-    if (program.predictedIterationMs)
-      std::printf(", predicted %.3f ms, ratio %s", *program.predictedIterationMs,
-                  ratio(iteration, program.predictedIterationMs).c_str());
+  if (iteration > 0)
+    return iteration;
+  return std::nullopt;
+}
+
+/// Per step, the sum of the losses the ranks computed (one rank in practice).
+std::vector<std::optional<double>> lossesOf(const std::vector<RankReport> &reports,
+                                            int64_t steps) {
+  std::vector<std::optional<double>> losses(static_cast<size_t>(std::max<int64_t>(steps, 0)));
+  for (const RankReport &report : reports)
+    for (const StepRecord &step : report.steps)
+      if (step.hasLoss && step.step >= 0 && step.step < steps) {
+        std::optional<double> &loss = losses[static_cast<size_t>(step.step)];
+        loss = loss.value_or(0) + step.loss;
+      }
+  return losses;
+}
+
+json orNull(const std::optional<double> &value) { return value ? json(*value) : json(nullptr); }
+
+/// Bytes as a JSON integer when whole (they always are; program.json's are read as numbers).
+json bytesJson(const std::optional<double> &bytes) {
+  if (!bytes)
+    return nullptr;
+  if (*bytes == std::floor(*bytes) && std::fabs(*bytes) < 9e15)
+    return static_cast<int64_t>(*bytes);
+  return *bytes;
+}
+
+} // namespace
+
+RunSummary summarize(const ProgramInfo &program, const std::vector<RankReport> &reports,
+                     const RunFacts &facts) {
+  RunSummary summary;
+  summary.facts = facts;
+  for (const RankReport &report : reports)
+    summary.ranks.push_back(summarizeRank(program, report, facts.steps));
+  summary.period = measurePeriod(reports);
+  summary.predictedPeriodMs = program.predictedPeriodMs;
+  summary.iterationMs = measureIteration(reports, facts.steps);
+  summary.predictedIterationMs = program.predictedIterationMs;
+  summary.losses = lossesOf(reports, facts.steps);
+  return summary;
+}
+
+void printReport(const RunSummary &summary) {
+  std::printf("\nmemory per rank: measured peak beside the plan's prediction\n");
+  for (const RankSummary &rank : summary.ranks) {
+    std::printf("  rank %-3d     %14s %14s %7s\n", rank.rank, "measured", "predicted", "ratio");
+    for (const MemoryRow &row : rank.memory)
+      std::printf("    %-11s %14s %14s %7s\n", row.category.c_str(),
+                  formatBytes(row.measuredBytes).c_str(),
+                  row.predictedBytes ? formatBytes(*row.predictedBytes).c_str() : "-",
+                  ratio(row.measuredBytes, row.predictedBytes).c_str());
+  }
+
+  const std::optional<MeasuredPeriod> &period = summary.period;
+  std::printf("\nperiod: ");
+  if (period)
+    std::printf("measured %.3f ms (%s, %lld forward gaps%s)", period->ms,
+                period->steady ? "steady state" : "no steady state: every forward gap",
+                static_cast<long long>(period->gaps),
+                summary.facts.steps > 1 ? ", steps after the first" : "");
+  else
+    std::printf("measured - (needs two forwards of a stage per step)");
+  if (summary.predictedPeriodMs)
+    std::printf(", predicted %.3f ms, ratio %s", *summary.predictedPeriodMs,
+                period ? ratio(period->ms, summary.predictedPeriodMs).c_str() : "-");
+  std::printf("\n");
+
+  if (summary.iterationMs) {
+    std::printf("iteration: measured %.3f ms (mean step of the slowest rank)", *summary.iterationMs);
+    if (summary.predictedIterationMs)
+      std::printf(", predicted %.3f ms, ratio %s", *summary.predictedIterationMs,
+                  ratio(*summary.iterationMs, summary.predictedIterationMs).c_str());
     std::printf("\n");
   }
 
-  for (const RankReport &report : reports) {
-    std::vector<NodeTime> nodes = report.nodes;
-    if (steps <= 0)
-      continue;
-    std::sort(nodes.begin(), nodes.end(),
-              [](const NodeTime &a, const NodeTime &b) { return a.ms > b.ms; });
-    std::printf("rank %d, per step: waiting for peers %.3f ms", report.rank,
-                report.waitMs / static_cast<double>(steps));
-    if (!nodes.empty())
+  if (summary.facts.steps <= 0)
+    return;
+  for (const RankSummary &rank : summary.ranks) {
+    std::printf("rank %d, per step: waiting for peers %.3f ms", rank.rank, rank.waitMsPerStep);
+    if (!rank.slowestNodes.empty())
       std::printf("; slowest nodes");
-    for (size_t i = 0; i < nodes.size() && i < 3; ++i)
-      std::printf("%s %s %.3f ms", i ? "," : ":", nodes[i].name.c_str(),
-                  nodes[i].ms / static_cast<double>(steps));
+    for (size_t i = 0; i < rank.slowestNodes.size(); ++i)
+      std::printf("%s %s %.3f ms", i ? "," : ":", rank.slowestNodes[i].first.c_str(),
+                  rank.slowestNodes[i].second);
     std::printf("\n");
   }
+}
+
+json summaryJson(const RunSummary &summary) {
+  json ranks = json::array();
+  for (const RankSummary &rank : summary.ranks) {
+    json memory = json::object();
+    for (const MemoryRow &row : rank.memory)
+      memory[row.category] = {{"measured_bytes", bytesJson(row.measuredBytes)},
+                              {"predicted_bytes", bytesJson(row.predictedBytes)}};
+    ranks.push_back(
+        {{"rank", rank.rank}, {"memory", memory}, {"wait_ms_per_step", rank.waitMsPerStep}});
+  }
+  json losses = json::array();
+  for (const std::optional<double> &loss : summary.losses)
+    losses.push_back(orNull(loss));
+  return {{"schema_version", 1},
+          {"transport", summary.facts.transport},
+          {"threads_per_rank", summary.facts.threadsPerRank},
+          {"steps", summary.facts.steps},
+          {"ranks", ranks},
+          {"period_ms",
+           {{"measured", summary.period ? json(summary.period->ms) : json(nullptr)},
+            {"predicted", orNull(summary.predictedPeriodMs)}}},
+          {"iteration_ms",
+           {{"measured", orNull(summary.iterationMs)},
+            {"predicted", orNull(summary.predictedIterationMs)}}},
+          {"loss", losses}};
+}
+
+namespace {
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+double stepValue(const std::vector<double> &series, int64_t step) {
+  return static_cast<size_t>(step) < series.size() ? series[static_cast<size_t>(step)] : 0.0;
+}
+
+} // namespace
+
+std::map<std::string, NodeProfile> measureProfile(const std::vector<RankReport> &reports,
+                                                  int microbatches, int64_t steps) {
+  // Per name, the ranks' NodeTimes (a node normally runs on one rank).
+  std::map<std::string, std::vector<const NodeTime *>> byName;
+  // Nodes timed only outside forward and backward actions are not in it.
+  for (const RankReport &report : reports)
+    for (const NodeTime &node : report.nodes)
+      if (node.declared && (!node.forwardMs.empty() || !node.backwardMs.empty()))
+        byName[node.name].push_back(&node);
+  std::map<std::string, NodeProfile> profile;
+  const int64_t first = firstMeasuredStep(steps);
+  if (steps <= first || microbatches <= 0)
+    return profile;
+  for (const auto &[name, copies] : byName) {
+    // Per measured step: the mean over the copies of one micro-batch's time.
+    std::vector<double> forward, backward;
+    const double share = static_cast<double>(microbatches) * static_cast<double>(copies.size());
+    for (int64_t step = first; step < steps; ++step) {
+      double f = 0, b = 0;
+      for (const NodeTime *copy : copies) {
+        f += stepValue(copy->forwardMs, step);
+        b += stepValue(copy->backwardMs, step);
+      }
+      // Waits come off a node's time on another clock reading: never below 0.
+      forward.push_back(std::max(0.0, f / share));
+      backward.push_back(std::max(0.0, b / share));
+    }
+    profile[name] = {median(forward), median(backward)};
+  }
+  return profile;
+}
+
+json profileJson(const std::map<std::string, NodeProfile> &profile, const ProgramInfo &program,
+                 const RunFacts &facts) {
+  json ops = json::object();
+  for (const auto &[name, times] : profile)
+    ops[name] = {{"forward_ms", times.forwardMs}, {"backward_ms", times.backwardMs}};
+  json meta = {{"source", "pipe-run"},
+               {"ranks", program.ranks},
+               {"microbatches", program.microbatches},
+               {"steps", facts.steps},
+               {"steps_measured", std::max<int64_t>(0, facts.steps - firstMeasuredStep(facts.steps))},
+               {"statistic", "median"},
+               {"transport", facts.transport},
+               {"threads_per_rank", facts.threadsPerRank}};
+  return {{"meta", meta}, {"ops", ops}};
+}
+
+void writeJson(const std::string &path, const json &document, const std::string &what) {
+  std::ofstream out(path);
+  if (!out)
+    throw std::runtime_error(path + ": cannot write the " + what);
+  out << document.dump(2) << "\n";
+  out.close();
+  if (!out)
+    throw std::runtime_error(path + ": writing the " + what + " failed");
 }
 
 void writeTrace(const std::string &path, const std::vector<RankReport> &reports) {
@@ -213,7 +378,7 @@ std::vector<char> encodeReport(const RankReport &report) {
   for (const ActionRecord &a : report.actions)
     actions.push_back({a.kind, a.stage, a.microbatch, a.step, a.startMs, a.endMs});
   for (const NodeTime &n : report.nodes)
-    nodes.push_back({n.node, n.name, n.ms, n.calls});
+    nodes.push_back({n.node, n.name, n.ms, n.calls, n.declared, n.forwardMs, n.backwardMs});
   json document = {{"rank", report.rank},
                    {"peak", report.peak},
                    {"peak_total", report.peakTotal},
@@ -237,7 +402,8 @@ RankReport decodeReport(const std::vector<char> &bytes) {
   for (const json &a : document.at("actions"))
     report.actions.push_back({a[0], a[1], a[2], a[3], a[4], a[5]});
   for (const json &n : document.at("nodes"))
-    report.nodes.push_back({n[0], n[1], n[2], n[3]});
+    report.nodes.push_back({n.at(0), n.at(1), n.at(2), n.at(3), n.at(4),
+                            n.at(5).get<std::vector<double>>(), n.at(6).get<std::vector<double>>()});
   return report;
 }
 

@@ -10,6 +10,9 @@
 #include "ProgramInfo.h"
 #include "Run.h"
 
+#include <nlohmann/json.hpp>
+
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,9 +28,68 @@ struct MeasuredPeriod {
 };
 std::optional<MeasuredPeriod> measurePeriod(const std::vector<RankReport> &reports);
 
+/// How the run ran: what measured.json and the profile's meta record.
+struct RunFacts {
+  std::string transport = "threads"; ///< "threads" or "mpi"
+  int threadsPerRank = 1;
+  int64_t steps = 0;
+};
+
+/// One memory row of a rank: a category (or "total"), its measured peak and
+/// program.json's prediction.
+struct MemoryRow {
+  std::string category;
+  double measuredBytes = 0;
+  std::optional<double> predictedBytes;
+};
+
+struct RankSummary {
+  int rank = 0;
+  std::vector<MemoryRow> memory; ///< the pipe_mem categories in order, then "total"
+  double waitMsPerStep = 0;
+  std::vector<std::pair<std::string, double>> slowestNodes; ///< name, ms per step; at most 3
+};
+
+/// Everything the end-of-run report shows, computed once; printReport and
+/// summaryJson are two renderings of it.
+struct RunSummary {
+  RunFacts facts;
+  std::vector<RankSummary> ranks;
+  std::optional<MeasuredPeriod> period;
+  std::optional<double> predictedPeriodMs;
+  std::optional<double> iterationMs; ///< mean step of the slowest rank, steps after the first
+  std::optional<double> predictedIterationMs;
+  std::vector<std::optional<double>> losses; ///< per step; none when no rank computed one
+};
+RunSummary summarize(const ProgramInfo &program, const std::vector<RankReport> &reports,
+                     const RunFacts &facts);
+
 /// Per rank, category by category: measured peak, prediction, ratio; then the
 /// period and the nodes that took the most time.
-void printReport(const ProgramInfo &program, const std::vector<RankReport> &reports, int64_t steps);
+void printReport(const RunSummary &summary);
+
+/// measured.json (docs/runtime.md, "measured.json").
+nlohmann::json summaryJson(const RunSummary &summary);
+
+/// One micro-batch's forward and backward time of an ONNX node.
+struct NodeProfile {
+  double forwardMs = 0, backwardMs = 0;
+};
+/// Per declared node name timed in forward or backward actions, over the
+/// measured steps (every step after the first when there are two or more):
+/// the median over steps of the node's time in the step divided by the step's
+/// micro-batches (the mean over the ranks that ran it, when several did).
+std::map<std::string, NodeProfile> measureProfile(const std::vector<RankReport> &reports,
+                                                  int microbatches, int64_t steps);
+/// Steps the profile and the period use: [first, steps).
+int64_t firstMeasuredStep(int64_t steps);
+
+/// The profile in the compiler's --profile format: {"meta": {...}, "ops": {...}}.
+nlohmann::json profileJson(const std::map<std::string, NodeProfile> &profile,
+                           const ProgramInfo &program, const RunFacts &facts);
+
+/// Writes a JSON document (two-space indent); throws naming the file.
+void writeJson(const std::string &path, const nlohmann::json &document, const std::string &what);
 
 /// The measured actions as a Chrome/Perfetto trace, laid out like the plan's
 /// schedule.trace.json (pid 0, one thread "GPU k" per rank, X events "F3@s1").

@@ -2,12 +2,13 @@
 //
 //   pipe-run OUT [--steps N] [--seed S] [--transport threads|mpi] [--data FILE.npz]
 //                [--timeout SECONDS] [--save-weights FILE.npz] [--save-grads FILE.npz]
-//                [--trace FILE] [--model FILE]
+//                [--trace FILE] [--model FILE] [--summary FILE] [--write-profile FILE]
 //
 // Compiles and loads OUT/rankK.cpp, runs the steps (threads in this process, or
 // one rank per MPI process), prints the loss per step, then memory and period
-// beside the plan's predictions, and writes the measured trace
-// (docs/runtime.md). Any error: one line "pipe-run: error: ..." and exit 1.
+// beside the plan's predictions, and writes the measured trace, measured.json
+// and, when asked, the per-node profile (docs/runtime.md). Any error: one line
+// "pipe-run: error: ..." and exit 1.
 //
 //===----------------------------------------------------------------------===//
 #include "DataSource.h"
@@ -24,6 +25,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -39,13 +42,15 @@ struct Options {
   uint64_t seed = 0;
   std::string transport; ///< "" = mpi under an MPI launcher, else threads
   std::string data, saveWeights, saveGrads, trace, model;
+  std::string summary; ///< "" = OUT/measured.json
+  std::string profile; ///< --write-profile; "" = none
   double timeout = 60;
 };
 
 const char *const kUsage =
     "usage: pipe-run OUT [--steps N] [--seed S] [--transport threads|mpi] [--data FILE.npz]\n"
     "                [--timeout SECONDS] [--save-weights FILE.npz] [--save-grads FILE.npz]\n"
-    "                [--trace FILE] [--model FILE]\n";
+    "                [--trace FILE] [--model FILE] [--summary FILE] [--write-profile FILE]\n";
 
 /// Under mpirun every process would print the same start-up error: only the
 /// first does.
@@ -117,12 +122,42 @@ Options parseOptions(int argc, char **argv) {
       options.trace = value;
     else if (arg == "--model")
       options.model = value;
+    else if (arg == "--summary")
+      options.summary = value;
+    else if (arg == "--write-profile")
+      options.profile = value;
     else
       die("unknown option '" + arg + "' (see pipe-run --help)");
   }
   if (options.out.empty())
     die("no output directory given (usage: pipe-run OUT [options]; see pipe-run --help)");
+  if (options.trace.empty())
+    options.trace = options.out + "/measured.trace.json";
+  if (options.summary.empty())
+    options.summary = options.out + "/measured.json";
   return options;
+}
+
+/// Fails before training when an output file could not be created: its folder
+/// is missing or it names a folder.
+void checkOutputPath(const std::string &option, const std::string &path) {
+  if (path.empty())
+    return;
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (fs::is_directory(path, error))
+    throw std::runtime_error(option + " " + path + ": is a directory, not a file");
+  fs::path folder = fs::path(path).parent_path();
+  if (!folder.empty() && !fs::is_directory(folder, error))
+    throw std::runtime_error(option + " " + path + ": no such directory " + folder.string());
+}
+
+void checkOutputPaths(const Options &options) {
+  checkOutputPath("--trace", options.trace);
+  checkOutputPath("--summary", options.summary);
+  checkOutputPath("--write-profile", options.profile);
+  checkOutputPath("--save-weights", options.saveWeights);
+  checkOutputPath("--save-grads", options.saveGrads);
 }
 
 /// Checks --data's arrays against what program.json says the ranks will ask.
@@ -178,7 +213,7 @@ Collected unpack(const std::vector<char> &bytes) {
 }
 
 /// Rank 0's (or the only process's) end of the run: report, trace, files.
-void finish(const Options &options, const ProgramInfo &program,
+void finish(const Options &options, const ProgramInfo &program, const RunFacts &facts,
             const std::vector<Collected> &collected) {
   std::vector<RankReport> reports;
   std::vector<NpyArray> weights, grads;
@@ -187,10 +222,18 @@ void finish(const Options &options, const ProgramInfo &program,
     weights.insert(weights.end(), c.weights.begin(), c.weights.end());
     grads.insert(grads.end(), c.grads.begin(), c.grads.end());
   }
-  printReport(program, reports, options.steps);
-  std::string trace = options.trace.empty() ? options.out + "/measured.trace.json" : options.trace;
-  writeTrace(trace, reports);
-  std::printf("trace: %s\n", trace.c_str());
+  const RunSummary summary = summarize(program, reports, facts);
+  printReport(summary);
+  writeTrace(options.trace, reports);
+  std::printf("trace: %s\n", options.trace.c_str());
+  writeJson(options.summary, summaryJson(summary), "summary");
+  std::printf("summary: %s\n", options.summary.c_str());
+  if (!options.profile.empty()) {
+    std::map<std::string, NodeProfile> profile =
+        measureProfile(reports, program.microbatches, facts.steps);
+    writeJson(options.profile, profileJson(profile, program, facts), "profile");
+    std::printf("profile: %s (%zu nodes)\n", options.profile.c_str(), profile.size());
+  }
   if (!options.saveWeights.empty()) {
     writeNpz(options.saveWeights, weights);
     std::printf("weights: %s (%zu parameters)\n", options.saveWeights.c_str(), weights.size());
@@ -215,11 +258,15 @@ int main(int argc, char **argv) {
     settings.timeoutSeconds = options.timeout;
     settings.modelPath = options.model.empty() ? program.model : options.model;
     settings.data = loadData(options, program);
+    checkOutputPaths(options);
   } catch (const std::exception &e) {
     die(e.what());
   }
   const bool useMpi = options.transport.empty() ? MpiWorld::launched() : options.transport == "mpi";
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  RunFacts facts;
+  facts.transport = useMpi ? "mpi" : "threads";
+  facts.steps = options.steps;
 
   std::mutex printing;
   std::vector<Collected> collected(static_cast<size_t>(program.ranks));
@@ -260,6 +307,7 @@ int main(int argc, char **argv) {
       die(e.what());
     }
     settings.kernelThreads = std::max(1, static_cast<int>(cores) / program.ranks);
+    facts.threadsPerRank = settings.kernelThreads;
     std::printf("pipe-run: %d rank(s) as threads, %lld step(s), %d kernel thread(s) per rank\n",
                 program.ranks, static_cast<long long>(options.steps), settings.kernelThreads);
     std::fflush(stdout);
@@ -271,7 +319,7 @@ int main(int argc, char **argv) {
       std::_Exit(1); // a rank left inside a kernel must not run static destructors
     }
     try {
-      finish(options, program, collected);
+      finish(options, program, facts, collected);
     } catch (const std::exception &e) {
       die(e.what());
     }
@@ -307,6 +355,7 @@ int main(int argc, char **argv) {
     abortWith(e.what());
   }
   settings.kernelThreads = std::max(1, static_cast<int>(cores) / world->localSize());
+  facts.threadsPerRank = settings.kernelThreads;
   if (rank == 0) {
     std::printf("pipe-run: %d rank(s) over MPI, %lld step(s), %d kernel thread(s) per rank\n",
                 program.ranks, static_cast<long long>(options.steps), settings.kernelThreads);
@@ -324,7 +373,7 @@ int main(int argc, char **argv) {
       std::vector<Collected> results;
       for (const std::vector<char> &bytes : all)
         results.push_back(unpack(bytes));
-      finish(options, program, results);
+      finish(options, program, facts, results);
     }
   } catch (const std::exception &e) {
     abortWith("rank " + std::to_string(rank) + ": " + e.what());

@@ -141,7 +141,7 @@ pipe.pipeline @diamond_deadlock attributes {num_stages = 4, microbatches = 1, sc
 // a chain: F1@s1 waiting for F1@s0, itself behind B0@s0 waiting for B0@s1).
 // The checker judges the plan on the pipeline's own send/recv edges.
 // CHECK-LABEL: pipe.pipeline @branches
-// CHECK: pipe.stage @stage1 attributes {actions = ["forward mb=0", "send activation tag=1 to=2 mb=0", "forward mb=1", "send activation tag=1 to=2 mb=1", "recv gradient tag=1 from=2 mb=0", "backward mb=0"
+// CHECK: pipe.stage @stage1 attributes {actions = ["F0@s1", "SEND_F0@s1->s2 tag=1", "F1@s1", "SEND_F1@s1->s2 tag=1", "RECV_B0@s2->s1 tag=1", "B0@s1"
 pipe.pipeline @branches attributes {num_stages = 3, microbatches = 2, schedule = "1f1b", plan = {actions = [["F0@s0", "B0@s0", "F1@s0", "B1@s0"], ["F0@s1", "F1@s1", "B0@s1", "B1@s1"], ["F0@s2", "B0@s2", "F1@s2", "B1@s2"]]}} {
   pipe.stage @stage0 attributes {index = 0, device = 0, model_inputs = array<i64: 0>, model_outputs = array<i64>} {
   ^bb0(%x: tensor<4xf32>):

@@ -1,4 +1,5 @@
 // relay, rank 1 (stage 1): loss = sum(h * t) / 4 per micro-batch, so dh = t / 4.
+// Node "label" (fetching t) runs in the forward only, node "dot" in both.
 // RELAY_FAULT in the environment makes it fail on purpose (the fault tests):
 // throw, fail (a bad view inside node "bad_reshape"), silent (after its last
 // backward, waits for a tag rank 0 never sends), leak (keeps a tensor past the
@@ -15,6 +16,8 @@ const char *fault = "";
 int forwards = 0;
 
 void stage1_forward(pipe_rank *r, int mb) {
+  pipe_node(r, 3);
+  pipe_tensor *t = pipe_label(r, mb, 0, PIPE_F32, PIPE_INTS(2, 3), 0);
   pipe_node(r, 1);
   pipe_tensor *h = pipe_recv(r, 0, 0, PIPE_TRANSFER_ACTIVATION, mb, PIPE_F32, PIPE_INTS(2, 3));
   if (++forwards == 3 && std::strcmp(fault, "throw") == 0)
@@ -23,7 +26,6 @@ void stage1_forward(pipe_rank *r, int mb) {
     pipe_node(r, 2);
     pipe_view(r, h, PIPE_INTS(4, 4));
   }
-  pipe_tensor *t = pipe_label(r, mb, 0, PIPE_F32, PIPE_INTS(2, 3), 0);
   pipe_tensor *loss = pipe_alloc(r, PIPE_F32, PIPE_INTS(), PIPE_MEM_WORKSPACE);
   float sum = 0;
   for (int i = 0; i < 6; ++i)
@@ -61,6 +63,7 @@ extern "C" void pipe_program_setup(pipe_rank *r) {
   pipe_declare_stage(r, 1, 1);
   pipe_declare_node(r, 1, "dot");
   pipe_declare_node(r, 2, "bad_reshape");
+  pipe_declare_node(r, 3, "label");
 }
 
 extern "C" void pipe_program_step(pipe_rank *r) {
