@@ -12,6 +12,7 @@
 
 #include "pipe/Analysis/ChainBuilder.h"
 #include "pipe/Dialect/NN/IR/NNOps.h"
+#include "pipe/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipe/Dialect/Pipe/Transforms/Passes.h"
 #include "pipe/Driver/TrainingProgram.h"
 #include "pipe/Import/Onnx/OnnxImporter.h"
@@ -603,10 +604,8 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   if (training.codegen) {
     auto built = buildTrainingProgram(module, *outcome, workspace, options.modelPath,
                                       options.partition.optimizer);
-    if (failed(built)) {
-      (void)outputs.commit(module);
+    if (failed(built))
       return failure();
-    }
     programFiles = std::move(*built);
     progress.step("lowered to " + llvm::Twine(programFiles.size() - 1) +
                   " per-rank C++ programs (rankK.cpp) and program.json");
@@ -621,6 +620,14 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   for (auto pipelineOp : module.getOps<pipeline::PipelineOp>())
     stageSummary(pipelineOp, os);
   explainBoundaries(problem, outcome->report, os);
+  if (!programFiles.empty())
+    os << llvm::formatv("\ntraining step: loss {0}, optimizer {1} (lr {2}); rank0.cpp .. "
+                        "rank{3}.cpp and program.json written beside this report; train with "
+                        "pipe-run on this directory\n",
+                        training.loss, options.partition.optimizer,
+                        pipeline::formatDouble(training.lr), programFiles.size() - 2);
+  else
+    os << "\nno training programs (--no-codegen)\n";
   os.flush();
   reportStream << report;
   reportStream.flush();

@@ -338,8 +338,10 @@ int main(int argc, char **argv) {
                  << pipelineStages << "\n";
     return 1;
   }
-  if (jobTimeLimit <= 0) {
-    llvm::errs() << "pipe-opt: error: --time-limit must be positive, got " << jobTimeLimit << "\n";
+  // NaN fails every comparison; infinity is no limit a solver can take.
+  if (!(jobTimeLimit > 0 && jobTimeLimit <= 86400)) {
+    llvm::errs() << "pipe-opt: error: --time-limit must be a number of seconds in (0, 86400], got "
+                 << jobTimeLimit << "\n";
     return 1;
   }
   if (pipe::onnx_import::isOnnxFile(inputFilename))

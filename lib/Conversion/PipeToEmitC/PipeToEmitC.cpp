@@ -121,18 +121,6 @@ std::string shortDtype(Type element) {
   return "unknown";
 }
 
-std::optional<double> constantScalar(Value v) {
-  Attribute attr;
-  if (!matchPattern(v, m_Constant(&attr)))
-    return std::nullopt;
-  auto elements = dyn_cast<DenseElementsAttr>(attr);
-  if (!elements || elements.getNumElements() != 1)
-    return std::nullopt;
-  if (isa<FloatType>(elements.getElementType()))
-    return (*elements.getValues<APFloat>().begin()).convertToDouble();
-  return static_cast<double>((*elements.getValues<APInt>().begin()).getSExtValue());
-}
-
 StringRef nodeNameOf(Operation *op) { return pipeline::nodeNameOf(op->getLoc()); }
 
 //===----------------------------------------------------------------------===//
@@ -801,7 +789,8 @@ LogicalResult FunctionEmitter::lowerNN(Operation *op) {
       beta = hard.getBeta().convertToDouble();
     }
     if (auto clip = dyn_cast<nn::ClipOp>(op)) {
-      auto low = constantScalar(clip.getMin()), high = constantScalar(clip.getMax());
+      auto low = pipe::nn::getConstantScalar(clip.getMin());
+      auto high = pipe::nn::getConstantScalar(clip.getMax());
       if (!low || !high)
         return op->emitOpError("needs constant bounds to run");
       alpha = *low;
@@ -944,7 +933,7 @@ LogicalResult FunctionEmitter::lowerNN(Operation *op) {
       })
       .Case<nn::DropoutOp>([&](nn::DropoutOp d) -> LogicalResult {
         auto training = nn::getConstantInts(d.getTrainingMode());
-        auto ratio = constantScalar(d.getRatio());
+        auto ratio = pipe::nn::getConstantScalar(d.getRatio());
         bool inactive = (training && !training->empty() && (*training)[0] == 0) ||
                         (ratio && *ratio == 0.0);
         if (inactive) {
@@ -1091,7 +1080,7 @@ LogicalResult FunctionEmitter::lowerNN(Operation *op) {
         }
         double value = 0;
         if (typeOf(p.getConstantValue()).getNumElements() > 0) {
-          auto given = constantScalar(p.getConstantValue());
+          auto given = pipe::nn::getConstantScalar(p.getConstantValue());
           if (!given)
             return op->emitOpError("needs a constant padding value to run");
           value = *given;
@@ -1109,7 +1098,7 @@ LogicalResult FunctionEmitter::lowerNN(Operation *op) {
       .Case<nn::TriluOp>([&](nn::TriluOp t) -> LogicalResult {
         int64_t k = 0;
         if (t.getK()) {
-          auto given = constantScalar(t.getK());
+          auto given = pipe::nn::getConstantScalar(t.getK());
           if (!given)
             return op->emitOpError("needs a constant k to run");
           k = static_cast<int64_t>(*given);
@@ -1120,7 +1109,8 @@ LogicalResult FunctionEmitter::lowerNN(Operation *op) {
         return success();
       })
       .Case<nn::RangeOp>([&](nn::RangeOp range) -> LogicalResult {
-        auto start = constantScalar(range.getStart()), delta = constantScalar(range.getDelta());
+        auto start = pipe::nn::getConstantScalar(range.getStart());
+        auto delta = pipe::nn::getConstantScalar(range.getDelta());
         if (!start || !delta)
           return op->emitOpError("needs constant start and delta to run");
         if (failed(allocAll(op)))

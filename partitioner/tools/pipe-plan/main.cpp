@@ -212,7 +212,12 @@ int run(int argc, char **argv) {
     } else if (arg == "--no-dag") {
       options.dagAware = false;
     } else if (arg == "--objective") {
-      options.objective = parseObjective(value());
+      const std::string objective = value();
+      try {
+        options.objective = parseObjective(objective);
+      } catch (const Error &error) {
+        throw UsageError(std::string("--objective: ") + error.what());
+      }
     } else if (arg == "--time-limit") {
       options.ilpTimeLimitSeconds = parseDouble(arg, value(), 0.001, 86400);
     } else if (arg == "--max-downsets") {

@@ -29,18 +29,6 @@ Type rankedOf(ArrayRef<int64_t> shape, Type element) {
 /// Integer result element type of comparisons and logical ops.
 Type boolType(Operation *op) { return IntegerType::get(op->getContext(), 1); }
 
-/// Values of a constant scalar or 1-element tensor, integer or float.
-std::optional<double> getConstantScalar(Value v) {
-  Attribute attr;
-  if (!matchPattern(v, m_Constant(&attr)))
-    return std::nullopt;
-  auto elements = dyn_cast<DenseElementsAttr>(attr);
-  if (!elements || elements.getNumElements() != 1)
-    return std::nullopt;
-  if (isa<FloatType>(elements.getElementType()))
-    return (*elements.getValues<APFloat>().begin()).convertToDouble();
-  return static_cast<double>((*elements.getValues<APInt>().begin()).getSExtValue());
-}
 
 LogicalResult sameAsOperand(Operation *op, unsigned index, SmallVectorImpl<Type> &types) {
   types.push_back(op->getOperand(index).getType());

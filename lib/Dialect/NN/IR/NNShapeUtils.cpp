@@ -25,6 +25,20 @@ bool hasStaticShape(Value v) {
   return type && type.hasStaticShape();
 }
 
+std::optional<double> getConstantScalar(Value v) {
+  if (!v)
+    return std::nullopt;
+  Attribute attr;
+  if (!matchPattern(v, m_Constant(&attr)))
+    return std::nullopt;
+  auto elements = dyn_cast<DenseElementsAttr>(attr);
+  if (!elements || elements.getNumElements() != 1)
+    return std::nullopt;
+  if (isa<FloatType>(elements.getElementType()))
+    return (*elements.getValues<APFloat>().begin()).convertToDouble();
+  return static_cast<double>((*elements.getValues<APInt>().begin()).getSExtValue());
+}
+
 std::optional<llvm::SmallVector<int64_t>> getConstantInts(Value v) {
   if (!v)
     return std::nullopt;

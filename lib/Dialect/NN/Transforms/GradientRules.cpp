@@ -156,18 +156,6 @@ public:
   }
 };
 
-std::optional<double> constantScalar(Value v) {
-  Attribute attr;
-  if (!matchPattern(v, m_Constant(&attr)))
-    return std::nullopt;
-  auto elements = dyn_cast<DenseElementsAttr>(attr);
-  if (!elements || elements.getNumElements() != 1)
-    return std::nullopt;
-  if (isa<FloatType>(elements.getElementType()))
-    return (*elements.getValues<APFloat>().begin()).convertToDouble();
-  return static_cast<double>((*elements.getValues<APInt>().begin()).getSExtValue());
-}
-
 LogicalResult noRule(Operation *op, const Twine &why) {
   return op->emitOpError("has no gradient rule: ") << why;
 }
@@ -225,7 +213,7 @@ LogicalResult hardSigmoid(HardSigmoidOp op, RuleBuilder &r) {
                    op.getBeta().convertToDouble());
 }
 LogicalResult clip(ClipOp op, RuleBuilder &r) {
-  auto low = constantScalar(op.getMin()), high = constantScalar(op.getMax());
+  auto low = getConstantScalar(op.getMin()), high = getConstantScalar(op.getMax());
   if (!low || !high)
     return noRule(op, "Clip bounds must be constants");
   return unaryGrad(r, UnaryFunction::clip, false, *low, *high);
@@ -583,7 +571,7 @@ LogicalResult dropoutGrad(DropoutOp op, RuleBuilder &r) {
   if (!r.dy() || !r.needs(0))
     return success();
   auto training = getConstantInts(op.getTrainingMode());
-  auto ratio = constantScalar(op.getRatio());
+  auto ratio = pipe::nn::getConstantScalar(op.getRatio());
   bool active = !(training && !training->empty() && (*training)[0] == 0) &&
                 !(ratio && *ratio == 0.0);
   if (!active) {

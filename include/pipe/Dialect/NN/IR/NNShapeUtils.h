@@ -41,6 +41,10 @@ bool hasStaticShape(mlir::Value v);
 /// ConstantLike op), or nullopt when it is not a compile-time constant.
 std::optional<llvm::SmallVector<int64_t>> getConstantInts(mlir::Value v);
 
+/// The value of a constant scalar or 1-element tensor operand, integer or
+/// float, or nullopt when it is not a compile-time constant.
+std::optional<double> getConstantScalar(mlir::Value v);
+
 /// Numpy broadcasting of two shapes; nullopt when they are incompatible.
 /// Dynamic dims broadcast to dynamic unless the other side is a known non-1.
 std::optional<llvm::SmallVector<int64_t>>
