@@ -7,8 +7,8 @@ per-rank memory by category, on the CPU runtime.
 For each model: pipe-opt plans it for the CPU target bench/cpu-core.json,
 pipe-run trains the plan and writes a per-node profile (--write-profile), and
 pipe-opt plans again with that profile (--profile), so that the prediction
-uses this machine's measured per-op times; pipe-run then trains the second
-plan and its measured.json is compared with the plan. Prints two tables
+uses this machine's measured per-op times (--rounds repeats this); pipe-run
+then trains the last plan and its measured.json is compared with the plan. Prints two tables
 (time, memory) with ratios measured/predicted; nothing is asserted.
 """
 import argparse
@@ -69,6 +69,9 @@ def main():
     parser.add_argument("--schedule", default="1f1b")
     parser.add_argument("--profile-steps", type=int, default=4)
     parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="plans made; each after the first uses the profile of the last "
+                             "(2: roofline plan, then a plan from its measured profile)")
     parser.add_argument("--keep", help="keep the outputs in this folder")
     args = parser.parse_args()
 
@@ -76,14 +79,17 @@ def main():
     times, memory = [], []
     for name in args.models.split(","):
         model = os.path.join(args.model_dir, name + ".onnx")
-        first = os.path.join(work, name, "first")
-        second = os.path.join(work, name, "second")
-        profile = os.path.join(work, name, "profile.json")
         os.makedirs(os.path.join(work, name), exist_ok=True)
-        plan(args, model, first)
-        train(args, first, args.profile_steps, [f"--write-profile={profile}"])
-        chosen = plan(args, model, second, profile)
-        measured = train(args, second, args.steps)
+        # Round 0 plans with the target's roofline; each later round plans with
+        # the profile measured while the previous round's plan ran.
+        profile = None
+        for round_ in range(args.rounds):
+            out = os.path.join(work, name, f"round{round_}")
+            chosen = plan(args, model, out, profile)
+            if round_ + 1 < args.rounds:
+                profile = os.path.join(work, name, f"profile{round_}.json")
+                train(args, out, args.profile_steps, [f"--write-profile={profile}"])
+        measured = train(args, out, args.steps)
         period, iteration = measured["period_ms"], measured["iteration_ms"]
         times.append((name, f"{chosen['algorithm']}/{chosen['schedule']}", chosen["stages"],
                       period["predicted"], period["measured"],
@@ -95,7 +101,8 @@ def main():
         print(f"{name}: done", file=sys.stderr, flush=True)
 
     print(f"CPU runtime, {args.ranks} ranks (threads), micro-batch {args.micro_batch_size} x "
-          f"{args.microbatches}, {args.steps} steps; prediction from a measured profile\n")
+          f"{args.microbatches}, {args.steps} steps; plan {args.rounds}, from the profile "
+          f"measured on plan {args.rounds - 1}\n")
     print(f"{'model':<14}{'plan':<18}{'stages':>6}{'period pred':>13}{'meas':>9}{'ratio':>7}"
           f"{'iter pred':>11}{'meas':>9}{'ratio':>7}")
     for name, how, stages, pp, pm, ip, im in times:

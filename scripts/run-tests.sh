@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test: the lit suite (dialects, importer, passes, tools), the
 # partitioner's gtest suite through ctest, the Python package's tests, the
-# runtime's kernel conformance suite, and the fuzz harnesses (ASan + UBSan,
-# FUZZ_SECONDS each, default 40; FUZZ_SECONDS=0 skips them), each harness
-# counting as one test.
+# runtime's kernel conformance suite, the install check (scripts/test-install.sh:
+# examples/downstream built against cmake --install, one test), and the fuzz
+# harnesses (ASan + UBSan, FUZZ_SECONDS each, default 40; FUZZ_SECONDS=0 skips
+# them), each harness counting as one test.
 # Ends with one line `N passed, M failed` and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -79,6 +80,14 @@ else
   if [ "$k_ok" = 0 ] && [ "$k_failed" = 0 ]; then k_failed=1; fi
   passed=$((passed + k_ran - k_skipped - k_failed))
   failed=$((failed + k_failed))
+fi
+
+# cmake --install and examples/downstream built against it (one test).
+echo "== install"
+if BUILD_DIR="$BUILD_DIR" JOBS="$JOBS" scripts/test-install.sh; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
 fi
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-40}

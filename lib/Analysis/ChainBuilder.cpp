@@ -15,10 +15,6 @@
 using namespace mlir;
 using namespace pipe;
 
-static bool isSource(Operation *op) {
-  return isa<nn::ParamOp, nn::ConstantOp>(op) || op->hasTrait<OpTrait::ConstantLike>();
-}
-
 std::vector<LayerGroup> pipe::groupLayers(const CostAnalysis &analysis) {
   ArrayRef<OpRecord> records = analysis.getRecords();
   llvm::DenseMap<Operation *, int> groupOf;
@@ -36,7 +32,7 @@ std::vector<LayerGroup> pipe::groupLayers(const CostAnalysis &analysis) {
 
   for (const OpRecord &r : records) {
     Operation *op = r.op;
-    if (isSource(op)) {
+    if (isParameterOrConstant(op)) {
       deferred.push_back(&r);
       continue;
     }
@@ -139,7 +135,7 @@ FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &anal
   // sends it; parameters and constants are copied into each stage instead.
   for (auto [i, group] : llvm::enumerate(groups)) {
     for (Operation *op : group.ops) {
-      if (isSource(op))
+      if (isParameterOrConstant(op))
         continue;
       for (Value v : op->getResults()) {
         partitioner::Tensor tensor;

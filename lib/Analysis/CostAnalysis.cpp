@@ -95,7 +95,7 @@ double CostAnalysis::bytes(Value v) const {
   return numElements(v) * elementBytes(v, storageBytes(settings.dtype));
 }
 
-static bool isSource(Operation *op) {
+bool pipe::isParameterOrConstant(Operation *op) {
   return isa<nn::ParamOp, nn::ConstantOp>(op) || op->hasTrait<OpTrait::ConstantLike>();
 }
 
@@ -178,7 +178,7 @@ LogicalResult CostAnalysis::compute(const CostSettings &newSettings) {
   for (Operation &op : body) {
     if (op.hasTrait<OpTrait::IsTerminator>())
       continue;
-    bool allStatic = isSource(&op) ||
+    bool allStatic = isParameterOrConstant(&op) ||
                      (op.getNumOperands() > 0 &&
                       llvm::all_of(op.getOperands(),
                                    [&](Value v) { return staticValues.contains(v); }));
@@ -201,7 +201,7 @@ LogicalResult CostAnalysis::compute(const CostSettings &newSettings) {
         if (!nn::hasStaticShape(v))
           return op.emitError("cost model: value of type ")
                  << v.getType() << " has no static shape (import with --micro-batch-size)";
-    record.isStatic = !isSource(&op) && op.getNumOperands() > 0 &&
+    record.isStatic = !isParameterOrConstant(&op) && op.getNumOperands() > 0 &&
                       llvm::all_of(op.getOperands(),
                                    [&](Value v) { return staticValues.contains(v); });
     if (cost && !record.isStatic) {

@@ -17,10 +17,7 @@ using namespace pipe::driver;
 
 FailureOr<StageWorkspace>
 pipe::driver::computeStageWorkspace(ModuleOp module, const pipeline::PartitionOptions &options) {
-  func::FuncOp func;
-  for (auto f : module.getOps<func::FuncOp>())
-    if (!f.isExternal())
-      func = func ? func : f;
+  func::FuncOp func = pipeline::mainFunction(module);
   if (!func)
     return module.emitError("no partitioned function to measure");
   std::optional<Profile> profile;

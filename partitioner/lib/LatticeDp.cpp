@@ -2,6 +2,8 @@
 // and MadPipe-style memory-aware periodic DP). See LatticeDp.h for the guarantees.
 #include "partitioner/LatticeDp.h"
 
+#include "PeriodicSlot.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -241,22 +243,6 @@ std::optional<CutPartition> minMemoryPartition(const StageModel &model, int maxS
   return result;
 }
 
-namespace {
-/// Smallest x >= earliest such that a backward of length b starting at x does not
-/// overlap, modulo T, the forward occupying [0, f) (DESIGN.md §1 periodic validity).
-double alignBackward(double earliest, double f, double b, double period) {
-  double r = std::fmod(earliest, period);
-  if (r < 0)
-    r += period;
-  const double eps = 1e-9 * period;
-  if (r + eps >= f && r <= period - b + eps)
-    return earliest;
-  if (r < f)
-    return earliest + (f - r);
-  return earliest + (period - r) + f;
-}
-} // namespace
-
 std::optional<CutPartition> periodicPartition(const StageModel &model, int maxStages,
                                               double periodMs) {
   const CutLattice &lattice = model.lattice();
@@ -289,7 +275,8 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
         double downstream = 0;
         if (to != full)
           downstream = next[k - 1] + 2 * model.boundaryTransferMs(to, gpu);
-        const double start = alignBackward(f + downstream, f, b, T);
+        // The forward occupies [0, f) of the stage's period.
+        const double start = alignBackward(f + downstream, 0, f, b, T);
         const double delta = start + b;
         int n = static_cast<int>(std::ceil(delta / T - 1e-9));
         n = std::max(1, std::min(n, m));

@@ -3,6 +3,8 @@
 #include "partitioner/Error.h"
 #include "partitioner/Simulator.h"
 
+#include "PeriodicSlot.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -73,21 +75,6 @@ void oneFOneB(Schedule &schedule, int stage, int stages, int warmup, int microba
   for (int i = std::max(0, microbatches - warmup); i < microbatches; ++i)
     backward(i);
   schedule.splitBackward = split;
-}
-
-/// Smallest x >= earliest whose offset from the forward start, modulo T, lets a
-/// backward of length b avoid the forward slot [0, f).
-double alignBackward(double earliest, double forwardStart, double f, double b, double period) {
-  const double relative = earliest - forwardStart;
-  double r = std::fmod(relative, period);
-  if (r < 0)
-    r += period;
-  const double eps = 1e-9 * period;
-  if (r + eps >= f && r <= period - b + eps)
-    return earliest;
-  if (r < f)
-    return earliest + (f - r);
-  return earliest + (period - r) + f;
 }
 
 /// Per-GPU order of the periodic pattern for micro-batches 0..m-1 (sorted by nominal

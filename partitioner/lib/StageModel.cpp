@@ -1,4 +1,4 @@
-// Stage costs (DESIGN.md §1 "Memory" and "Platform").
+// Stage costs (docs/partitioner.md, "The model": "Memory of a GPU" and "Platform").
 #include "partitioner/StageModel.h"
 
 #include <algorithm>

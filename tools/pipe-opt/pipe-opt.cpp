@@ -5,14 +5,9 @@
 // requested passes run; any other input is parsed as MLIR.
 //
 //===----------------------------------------------------------------------===//
-#include "pipe/Analysis/CostInterface.h"
-#include "pipe/Conversion/Passes.h"
-#include "pipe/Dialect/NN/IR/NNDialect.h"
-#include "pipe/Dialect/NN/Transforms/Gradients.h"
-#include "pipe/Dialect/NN/Transforms/Passes.h"
-#include "pipe/Dialect/Pipe/Transforms/Passes.h"
 #include "pipe/Driver/MainJob.h"
 #include "pipe/Import/Onnx/OnnxImporter.h"
+#include "pipe/InitAll.h"
 
 #include "partitioner/Problem.h"
 
@@ -311,13 +306,7 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   registerAllExtensions(registry);
   registerAllPasses();
-  registry.insert<pipe::nn::NNDialect>();
-  pipe::nn::registerNNPasses();
-  registry.insert<pipe::pipeline::PipeDialect>();
-  pipe::pipeline::registerPipePasses();
-  pipe::registerConversionPasses();
-  pipe::registerCostModelInterfaces(registry);
-  pipe::nn::registerGradientInterfaces(registry);
+  pipe::registerAllDialectsAndPasses(registry);
   pipe::test::registerTestAnalysisPasses();
 
   (void)registerCLIOptions("pipe-opt", registry);

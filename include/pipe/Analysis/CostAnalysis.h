@@ -87,6 +87,12 @@ llvm::DenseSet<mlir::Value> computeGradientFlow(mlir::Block &block,
                                                 llvm::function_ref<bool(mlir::Value)> isSeed,
                                                 llvm::function_ref<bool(mlir::Value)> isSink);
 
+/// Parameters and constants (`nn.param`, `nn.constant`, any ConstantLike op):
+/// the sources of a model function. They cost nothing, join their first
+/// user's layer in the chain problem, get no stage, and are copied into every
+/// stage that uses them.
+bool isParameterOrConstant(mlir::Operation *op);
+
 /// computeGradientFlow for a model function: trainable nn.param seeds; the
 /// `pipe.loss` operands as sinks when the function has a loss, else every
 /// returned value.

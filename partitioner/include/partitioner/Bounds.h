@@ -1,5 +1,5 @@
-// Lower bounds on the period (DESIGN.md §1 "Facts"), reported with every plan as its
-// optimality gap.
+// Lower bounds on the period (docs/partitioner.md, "Lower bounds"), reported with
+// every plan as its optimality gap.
 #ifndef PARTITIONER_BOUNDS_H
 #define PARTITIONER_BOUNDS_H
 

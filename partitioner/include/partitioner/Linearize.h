@@ -15,7 +15,8 @@ namespace partitioner {
 std::vector<int> topologicalOrder(const Problem &problem);
 
 /// c(i) for each position i of `order`: bytes of the tensors produced at or before
-/// position i and consumed after it (DESIGN.md §1 "Chain"). O(layers + edges).
+/// position i and consumed after it (docs/partitioner.md, "Layers and tensors").
+/// O(layers + edges).
 std::vector<double> cutBytesAlong(const Problem &problem, const std::vector<int> &order);
 
 /// For each layer, the largest fwd+bwd work of a path from it to a sink, itself

@@ -1,5 +1,6 @@
-// The planning problem (DESIGN.md §1): a chain/DAG of layers, the platform and the
-// training settings. Everything else in the library reads a Problem.
+// The planning problem (docs/partitioner.md, "The model"): a chain/DAG of layers,
+// the platform and the training settings. Everything else in the library reads a
+// Problem.
 #ifndef PARTITIONER_PROBLEM_H
 #define PARTITIONER_PROBLEM_H
 
@@ -92,7 +93,7 @@ struct Platform {
   }
 };
 
-/// Schedule families (DESIGN.md §1 "Schedules").
+/// Schedule families (docs/partitioner.md, "Schedules").
 enum class ScheduleKind {
   GPipe,         ///< all forwards then all backwards, flush
   OneFOneB,      ///< 1F1B with flush (PipeDream-Flush, Megatron, DAPPLE)
@@ -102,7 +103,7 @@ enum class ScheduleKind {
   Periodic,      ///< memory-constrained 1-periodic schedule (offsets and shifts)
 };
 
-/// How many weight versions a layer keeps (DESIGN.md §1 Memory, v(l)).
+/// How many weight versions a layer keeps (docs/partitioner.md, "Memory of a GPU").
 enum class WeightPolicy {
   Default,        ///< what the schedule implies (stash for OneFOneBStash, else one)
   Single,         ///< one version (flush-based schedules)

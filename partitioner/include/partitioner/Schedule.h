@@ -53,8 +53,9 @@ struct Schedule {
   std::vector<std::vector<Action>> actions; ///< per GPU, in execution order
 };
 
-/// Offsets of the 1-periodic pattern at period T (DESIGN.md §1): F of stage s starts
-/// at forwardOffset[s] + i T for micro-batch i, its B at backwardOffset[s] + i T.
+/// Offsets of the 1-periodic pattern at period T (docs/partitioner.md, "Schedules"):
+/// F of stage s starts at forwardOffset[s] + i T for micro-batch i, its B at
+/// backwardOffset[s] + i T.
 /// Forwards run as soon as their inputs arrive; each backward is delayed until its
 /// slot does not overlap the stage's forward slot modulo T.
 struct PeriodicPattern {

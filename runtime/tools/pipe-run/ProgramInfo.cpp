@@ -95,6 +95,8 @@ ProgramInfo readProgramInfo(const std::string &directory) {
       const json &predicted = document.at("predicted");
       if (predicted.contains("period_ms"))
         info.predictedPeriodMs = predicted.at("period_ms").get<double>();
+      if (predicted.contains("target") && predicted.at("target").is_string())
+        info.predictedTarget = predicted.at("target").get<std::string>();
       if (predicted.contains("iteration_ms"))
         info.predictedIterationMs = predicted.at("iteration_ms").get<double>();
       if (predicted.contains("ranks"))

@@ -39,6 +39,7 @@ struct ProgramInfo {
   std::vector<DataArrayInfo> inputs, labels, outputGrads;
   std::vector<ParameterInfo> parameters;
   std::optional<double> predictedPeriodMs, predictedIterationMs;
+  std::string predictedTarget; ///< the target the plan was made for (empty: not given)
   /// Per rank: category name ("parameters", ..., "total") -> bytes.
   std::map<int, std::map<std::string, double>> predictedMemory;
 };

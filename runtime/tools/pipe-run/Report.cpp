@@ -186,6 +186,7 @@ RunSummary summarize(const ProgramInfo &program, const std::vector<RankReport> &
     summary.ranks.push_back(summarizeRank(program, report, facts.steps));
   summary.period = measurePeriod(reports);
   summary.predictedPeriodMs = program.predictedPeriodMs;
+  summary.predictedTarget = program.predictedTarget;
   summary.iterationMs = measureIteration(reports, facts.steps);
   summary.predictedIterationMs = program.predictedIterationMs;
   summary.losses = lossesOf(reports, facts.steps);
@@ -216,6 +217,10 @@ void printReport(const RunSummary &summary) {
     std::printf(", predicted %.3f ms, ratio %s", *summary.predictedPeriodMs,
                 period ? ratio(period->ms, summary.predictedPeriodMs).c_str() : "-");
   std::printf("\n");
+  if (!summary.predictedTarget.empty())
+    std::printf("(the predicted times are those of the plan's target, %s; docs/runtime.md, "
+                "\"The measured profile\", says how to plan for this machine)\n",
+                summary.predictedTarget.c_str());
 
   if (summary.iterationMs) {
     std::printf("iteration: measured %.3f ms (mean step of the slowest rank)", *summary.iterationMs);
@@ -253,6 +258,8 @@ json summaryJson(const RunSummary &summary) {
     losses.push_back(orNull(loss));
   return {{"schema_version", 1},
           {"transport", summary.facts.transport},
+          {"target", summary.predictedTarget.empty() ? json(nullptr)
+                                                     : json(summary.predictedTarget)},
           {"threads_per_rank", summary.facts.threadsPerRank},
           {"steps", summary.facts.steps},
           {"ranks", ranks},

@@ -57,6 +57,7 @@ struct RunSummary {
   std::vector<RankSummary> ranks;
   std::optional<MeasuredPeriod> period;
   std::optional<double> predictedPeriodMs;
+  std::string predictedTarget; ///< the plan's target: its times are that machine's
   std::optional<double> iterationMs; ///< mean step of the slowest rank, steps after the first
   std::optional<double> predictedIterationMs;
   std::vector<std::optional<double>> losses; ///< per step; none when no rank computed one

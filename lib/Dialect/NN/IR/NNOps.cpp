@@ -1,6 +1,6 @@
 //===- NNOps.cpp - nn op verifiers, folders, canonicalizers ---------------===//
 //
-// Verifier constraints carry the ids listed in docs/Dialects/nn.md. Folders
+// Verifier constraints carry the ids listed in docs/nn-dialect.md. Folders
 // evaluate shape arithmetic (Shape, Gather, Concat, Range, integer math ...)
 // so that imported Reshape/Expand/Slice targets become static.
 //

@@ -84,10 +84,7 @@ struct PipeAttachLossPass : pipe::pipeline::impl::PipeAttachLossBase<PipeAttachL
       return signalPassFailure();
     if (*kind == LossKind::none)
       return;
-    func::FuncOp func;
-    for (auto f : module.getOps<func::FuncOp>())
-      if (!f.isExternal())
-        func = func ? func : f;
+    func::FuncOp func = mainFunction(module);
     if (!func) {
       module.emitError("pipe-attach-loss needs a function with a body");
       return signalPassFailure();

@@ -32,18 +32,14 @@ namespace pipe::pipeline {
 using namespace mlir;
 using namespace pipe::pipeline;
 
-namespace {
-func::FuncOp mainFunction(ModuleOp module) {
+func::FuncOp pipe::pipeline::mainFunction(ModuleOp module) {
   for (auto func : module.getOps<func::FuncOp>())
     if (!func.isExternal())
       return func;
   return {};
 }
 
-bool isShared(Operation *op) {
-  return op->hasTrait<OpTrait::ConstantLike>() || isa<pipe::nn::ParamOp>(op);
-}
-
+namespace {
 /// Writes `pipe.stage` on every op placed by the plan: the stage of the layer
 /// that holds it (parameters and constants are copied into each user stage by
 /// pipe-split-stages and get none). Nothing here reads names or locations, so
@@ -62,7 +58,7 @@ LogicalResult annotateStages(func::FuncOp func, const PartitionOutcome &outcome)
     int64_t stage = plan.allocation.stageOfLayer[layer];
     bool placed = false;
     for (Operation *op : ops) {
-      if (isShared(op))
+      if (pipe::isParameterOrConstant(op))
         continue;
       stageOf[op] = stage;
       placed = true;
@@ -72,7 +68,7 @@ LogicalResult annotateStages(func::FuncOp func, const PartitionOutcome &outcome)
              << problem.layers[layer].name << "' of the plan has no operation to place";
   }
   for (Operation &op : func.getBody().front().without_terminator()) {
-    if (isShared(&op))
+    if (pipe::isParameterOrConstant(&op))
       continue;
     auto it = stageOf.find(&op);
     if (it == stageOf.end())

@@ -33,7 +33,7 @@ namespace {
 /// stage that uses one gets its own copy (parameters: a reference with an
 /// owner; labels: the runtime gives them to any rank, nothing crosses).
 bool isShared(Operation *op) {
-  return op->hasTrait<OpTrait::ConstantLike>() || isa<pipe::nn::ParamOp, LabelOp>(op);
+  return pipe::isParameterOrConstant(op) || isa<LabelOp>(op);
 }
 
 struct StageBuild {
@@ -260,10 +260,7 @@ struct PipeSplitStagesPass
     : pipe::pipeline::impl::PipeSplitStagesBase<PipeSplitStagesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    func::FuncOp main;
-    for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal())
-        main = main ? main : func;
+    func::FuncOp main = mainFunction(module);
     if (!main) {
       module.emitError("pipe-split-stages needs a function with a body");
       return signalPassFailure();

@@ -2,7 +2,7 @@
 //
 // One op per ONNX op kind. Semantics are ONNX's (https://onnx.ai/onnx/operators/)
 // at the newest opset the importer normalises to; verifier constraints are
-// numbered (`conv_c1`, ...) and listed in docs/Dialects/nn.md.
+// numbered (`conv_c1`, ...) and listed in docs/nn-dialect.md.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PIPE_NN_OPS

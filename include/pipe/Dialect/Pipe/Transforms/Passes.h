@@ -6,7 +6,15 @@
 #include "mlir/Pass/Pass.h"
 #include "pipe/Dialect/Pipe/IR/PipeDialect.h"
 
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
+
 namespace pipe::pipeline {
+
+/// The model function the pipe passes work on: the module's first function
+/// with a body (null when there is none). Callers include FuncOps.h.
+mlir::func::FuncOp mainFunction(mlir::ModuleOp module);
 
 /// The discardable attribute pipe-partition puts on every op: its stage.
 constexpr llvm::StringLiteral kStageAttr = "pipe.stage";
