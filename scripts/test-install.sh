@@ -7,7 +7,7 @@
 # Prints `install: ok` or `install: FAILED (...)` last and exits non-zero on failure.
 #   scripts/test-install.sh
 #   BUILD_DIR=build-asan JOBS=4 scripts/test-install.sh
-#   PIPE_BUILD_LOCK=/tmp/pipe-build.lock scripts/test-install.sh   # builds under flock
+#   PIPE_BUILD_LOCK=FILE scripts/test-install.sh                   # builds under flock FILE
 #   KEEP=1 scripts/test-install.sh                                 # keep the prefix
 set -uo pipefail
 cd "$(dirname "$0")/.."
