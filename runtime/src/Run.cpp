@@ -12,6 +12,7 @@
 #include "Internal.h"
 #include "Rank.h"
 #include "ThreadTransport.h"
+#include "cpu/KernelSupport.h"
 
 #include <condition_variable>
 #include <mutex>
@@ -69,6 +70,7 @@ std::string messageOf(int rank, std::exception_ptr error) {
 
 std::string runRank(const RunSettings &settings, Transport &transport, const RankProgram &program,
                     int64_t steps, const RunHooks &hooks) {
+  cpu::setBlasThreads(settings.kernelThreads);
   pipe_rank *r = createRank(settings, transport.rank());
   r->transport = &transport;
   r->stepEnded = hooks.stepEnded;
@@ -102,6 +104,7 @@ std::string runInThreads(const RunSettings &settings, const std::vector<RankProg
     int finished = 0;
   };
   const int n = static_cast<int>(programs.size());
+  cpu::setBlasThreads(settings.kernelThreads);
   auto *shared = new Shared(n);
   shared->programs = programs;
   shared->hooks = hooks;

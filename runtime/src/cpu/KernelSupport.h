@@ -241,6 +241,11 @@ void planExpand(pipe_rank *r, const char *op, const pipe_tensor *y, const char *
 void copyStrided(pipe_rank *r, const char *op, const StridedLoop &loop, void *dst,
                  const void *src, size_t elementSize);
 
+/// OpenBLAS's own thread count, process-wide. Ranks that share a process (the
+/// threads transport) share it: a run sets it to each rank's kernel threads, so
+/// that two ranks' GEMMs do not queue for one pool of every core.
+void setBlasThreads(int threads);
+
 /// Row-major y[M,N] = alpha op(a) op(b) + beta y (cblas_sgemm), op(a) [M,K]
 /// with leading dim lda, op(b) [K,N] with ldb; K == 0 only scales y.
 void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,

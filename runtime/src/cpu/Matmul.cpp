@@ -26,6 +26,8 @@ void piperun::cpu::sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t
               beta, y, static_cast<int>(n));
 }
 
+void piperun::cpu::setBlasThreads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
+
 namespace {
 
 void requireBlasSize(pipe_rank *r, const char *op, int64_t m, int64_t n, int64_t k) {
