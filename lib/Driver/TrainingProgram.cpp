@@ -143,9 +143,10 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
                      // Where the numbers above come from, beside other estimates.
                      {"sources",
                       {{"saved", "the plan's simulated peak of in-flight saved activations"},
-                       {"comm", "the plan: an activation and a gradient buffer per cut tensor, on each side"},
+                       {"comm", "the plan: an activation and a gradient buffer per cut "
+                                "tensor, on each side"},
                        {"workspace", "the program's transient peak (allocations replayed, "
-                                     "kernel scratch excluded)"}}},
+                                     "with the convolutions' im2col scratch)"}}},
                      {"memory_model_transient", modelTransient},
                      {"program_received_peak", receivedBytes}});
   }

@@ -424,6 +424,8 @@ private:
     bool counted = true; ///< false once saved (it leaves the function)
   };
   void track(Value t, Value of, bool received);
+  /// A kernel's scratch: live on top of the workspace while the kernel runs.
+  void scratch(double bytes) { peakWorkspace = std::max(peakWorkspace, liveWorkspace + bytes); }
   void shareStorage(Value from, Value to);
   void dropReference(Value t);
   void leave(Value t);
@@ -736,6 +738,26 @@ FailureOr<nn::WindowGeometry> window(Operation *op, Value input, ArrayRef<int64_
   return *geometry;
 }
 
+/// The im2col columns the runtime's convolution kernels allocate as scratch
+/// (runtime/src/cpu/Conv.cpp): a (C/group x kernel volume) x (output volume)
+/// f32 matrix, or one float for a 1x1 kernel with stride 1 and no padding.
+double convScratchBytes(Value weight, Value output, ArrayRef<int64_t> strides,
+                        ArrayRef<int64_t> pads) {
+  ArrayRef<int64_t> w = typeOf(weight).getShape();
+  bool pointwise = llvm::all_of(w.drop_front(2), [](int64_t k) { return k == 1; }) &&
+                   llvm::all_of(strides, [](int64_t s) { return s == 1; }) &&
+                   llvm::all_of(pads, [](int64_t p) { return p == 0; });
+  if (pointwise)
+    return 4;
+  double rows = static_cast<double>(w[1]);
+  for (int64_t k : w.drop_front(2))
+    rows *= static_cast<double>(k);
+  double outVolume = 1;
+  for (int64_t d : typeOf(output).getShape().drop_front(2))
+    outVolume *= static_cast<double>(d);
+  return 4 * rows * outVolume;
+}
+
 std::string padsOf(const nn::WindowGeometry &g) {
   SmallVector<int64_t> pads(g.padsBegin);
   pads.append(g.padsEnd.begin(), g.padsEnd.end());
@@ -845,6 +867,9 @@ LogicalResult FunctionEmitter::lowerNN(Operation *op) {
                         c.getAutoPad(), false);
         if (failed(w) || failed(allocAll(op)))
           return failure();
+        SmallVector<int64_t> pads(w->padsBegin);
+        pads.append(w->padsEnd.begin(), w->padsEnd.end());
+        scratch(convScratchBytes(c.getWeight(), c.getOutput(), w->strides, pads));
         call(loc, "pipe_k_conv",
              {r(), get(c.getInput()), get(c.getWeight()), optional(c.getBias()),
               get(c.getOutput()), ints(w->strides), padsOf(*w), ints(w->dilations),
@@ -1144,6 +1169,7 @@ LogicalResult FunctionEmitter::lowerNN(Operation *op) {
       .Case<nn::ConvGradInputOp>([&](nn::ConvGradInputOp g) -> LogicalResult {
         if (failed(allocAll(op)))
           return failure();
+        scratch(convScratchBytes(g.getWeight(), g.getGrad(), g.getStrides(), g.getPads()));
         call(loc, "pipe_k_conv_grad_input",
              {r(), get(g.getGrad()), get(g.getWeight()), get(g.getOutput()),
               ints(g.getStrides()), ints(g.getPads()), ints(g.getDilations()), g.getGroup()});
@@ -1152,6 +1178,7 @@ LogicalResult FunctionEmitter::lowerNN(Operation *op) {
       .Case<nn::ConvGradWeightOp>([&](nn::ConvGradWeightOp g) -> LogicalResult {
         if (failed(allocAll(op)))
           return failure();
+        scratch(convScratchBytes(g.getOutput(), g.getGrad(), g.getStrides(), g.getPads()));
         call(loc, "pipe_k_conv_grad_weight",
              {r(), get(g.getInput()), get(g.getGrad()), get(g.getOutput()),
               ints(g.getStrides()), ints(g.getPads()), ints(g.getDilations()), g.getGroup()});
