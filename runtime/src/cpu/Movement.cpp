@@ -81,6 +81,64 @@ int64_t padSource(int64_t i, int64_t begin, int64_t size, int32_t mode) {
 
 } // namespace
 
+namespace {
+
+/// Gather's geometry: `data` [outer..., size, inner...] indexed along `axis` by
+/// `indices` gives `gathered` [outer..., indices..., inner...].
+struct GatherLayout {
+  int64_t outer = 1, inner = 1, size = 0, count = 0;
+};
+
+GatherLayout checkGather(pipe_rank *r, const char *op, const char *dataName,
+                         const pipe_tensor *data, const pipe_tensor *indices,
+                         const char *gatheredName, const pipe_tensor *gathered, int64_t axis) {
+  if (axis < 0 || axis >= data->rank)
+    fail(r, "%s: axis %lld is outside [0, %d) for %s %s", op, static_cast<long long>(axis),
+         data->rank, dataName, shapeText(data).c_str());
+  if (data->rank - 1 + indices->rank > PIPE_MAX_RANK)
+    fail(r, "%s: %s would have rank %d, more than %d", op, gatheredName,
+         data->rank - 1 + indices->rank, PIPE_MAX_RANK);
+  GatherLayout l;
+  int64_t expected[PIPE_MAX_RANK];
+  int rank = 0;
+  for (int d = 0; d < axis; ++d) {
+    expected[rank++] = data->shape[d];
+    l.outer *= data->shape[d];
+  }
+  for (int d = 0; d < indices->rank; ++d)
+    expected[rank++] = indices->shape[d];
+  for (int d = static_cast<int>(axis) + 1; d < data->rank; ++d) {
+    expected[rank++] = data->shape[d];
+    l.inner *= data->shape[d];
+  }
+  requireShape(r, op, gatheredName, gathered, rank, expected);
+  l.size = data->shape[axis];
+  l.count = indices->numel;
+  return l;
+}
+
+/// The indices normalised into [0, size) before any element moves; an index
+/// outside [-size, size) is an error naming it, its position and the data.
+void normaliseIndices(pipe_rank *r, const char *op, const pipe_tensor *indices,
+                      const GatherLayout &l, const char *dataName, const pipe_tensor *data,
+                      int64_t axis, int64_t *index) {
+  dispatchDtype<bit(PIPE_I64) | bit(PIPE_I32)>(r, op, "indices", indices->dtype, [&](auto tag) {
+    using I = decltype(tag);
+    const I *raw = static_cast<const I *>(indices->data);
+    for (int64_t j = 0; j < l.count; ++j) {
+      int64_t v = static_cast<int64_t>(raw[j]);
+      if (v < -l.size || v >= l.size)
+        fail(r, "%s: index %lld at position %lld is outside [-%lld, %lld) (%s %s, axis %lld)",
+             op, static_cast<long long>(v), static_cast<long long>(j),
+             static_cast<long long>(l.size), static_cast<long long>(l.size), dataName,
+             shapeText(data).c_str(), static_cast<long long>(axis));
+      index[j] = v < 0 ? v + l.size : v;
+    }
+  });
+}
+
+} // namespace
+
 extern "C" {
 
 void pipe_k_transpose(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints perm) {
@@ -207,54 +265,20 @@ void pipe_k_gather(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *indice
   requireTensor(r, op, "indices", indices);
   requireTensor(r, op, "y", y);
   requireSameDtype(r, op, "x", x, "y", y);
-  if (axis < 0 || axis >= x->rank)
-    fail(r, "%s: axis %lld is outside [0, %d) for x %s", op, static_cast<long long>(axis),
-         x->rank, shapeText(x).c_str());
-  if (x->rank - 1 + indices->rank > PIPE_MAX_RANK)
-    fail(r, "%s: the output would have rank %d, more than %d", op,
-         x->rank - 1 + indices->rank, PIPE_MAX_RANK);
-  int64_t expected[PIPE_MAX_RANK];
-  int rank = 0;
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d) {
-    expected[rank++] = x->shape[d];
-    outer *= x->shape[d];
-  }
-  for (int d = 0; d < indices->rank; ++d)
-    expected[rank++] = indices->shape[d];
-  for (int d = static_cast<int>(axis) + 1; d < x->rank; ++d) {
-    expected[rank++] = x->shape[d];
-    inner *= x->shape[d];
-  }
-  requireShape(r, op, "y", y, rank, expected);
-  const int64_t size = x->shape[axis];
-  const int64_t count = indices->numel;
-  // Indices normalised into [0, size) before any element moves.
-  Scratch normalised(r, PIPE_I64, count);
+  const GatherLayout l = checkGather(r, op, "x", x, indices, "y", y, axis);
+  Scratch normalised(r, PIPE_I64, l.count);
   int64_t *index = normalised.as<int64_t>();
-  dispatchDtype<bit(PIPE_I64) | bit(PIPE_I32)>(r, op, "indices", indices->dtype, [&](auto tag) {
-    using I = decltype(tag);
-    const I *raw = static_cast<const I *>(indices->data);
-    for (int64_t j = 0; j < count; ++j) {
-      int64_t v = static_cast<int64_t>(raw[j]);
-      if (v < -size || v >= size)
-        fail(r, "%s: index %lld at position %lld is outside [-%lld, %lld) (x %s, axis %lld)", op,
-             static_cast<long long>(v), static_cast<long long>(j),
-             static_cast<long long>(size), static_cast<long long>(size), shapeText(x).c_str(),
-             static_cast<long long>(axis));
-      index[j] = v < 0 ? v + size : v;
-    }
-  });
+  normaliseIndices(r, op, indices, l, "x", x, axis, index);
   const size_t element = dtypeSize(r, x->dtype);
-  const size_t rowBytes = static_cast<size_t>(inner) * element;
+  const size_t rowBytes = static_cast<size_t>(l.inner) * element;
   const char *in = static_cast<const char *>(x->data);
   char *out = static_cast<char *>(y->data);
-  const int threads = threadsFor(r, outer * count * inner);
+  const int threads = threadsFor(r, l.outer * l.count * l.inner);
 #pragma omp parallel for num_threads(threads) if (threads > 1) collapse(2)
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < count; ++j)
-      std::memcpy(out + static_cast<size_t>(o * count + j) * rowBytes,
-                  in + static_cast<size_t>(o * size + index[j]) * rowBytes, rowBytes);
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t j = 0; j < l.count; ++j)
+      std::memcpy(out + static_cast<size_t>(o * l.count + j) * rowBytes,
+                  in + static_cast<size_t>(o * l.size + index[j]) * rowBytes, rowBytes);
 }
 
 void pipe_k_gather_grad(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *indices,
@@ -265,55 +289,22 @@ void pipe_k_gather_grad(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *
   requireTensor(r, op, "dx", dx);
   requireDtype(r, op, "dy", dy, PIPE_F32);
   requireDtype(r, op, "dx", dx, PIPE_F32);
-  if (axis < 0 || axis >= dx->rank)
-    fail(r, "%s: axis %lld is outside [0, %d) for dx %s", op, static_cast<long long>(axis),
-         dx->rank, shapeText(dx).c_str());
-  if (dx->rank - 1 + indices->rank > PIPE_MAX_RANK)
-    fail(r, "%s: dy would have rank %d, more than %d", op, dx->rank - 1 + indices->rank,
-         PIPE_MAX_RANK);
-  int64_t expected[PIPE_MAX_RANK];
-  int rank = 0;
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d) {
-    expected[rank++] = dx->shape[d];
-    outer *= dx->shape[d];
-  }
-  for (int d = 0; d < indices->rank; ++d)
-    expected[rank++] = indices->shape[d];
-  for (int d = static_cast<int>(axis) + 1; d < dx->rank; ++d) {
-    expected[rank++] = dx->shape[d];
-    inner *= dx->shape[d];
-  }
-  requireShape(r, op, "dy", dy, rank, expected);
-  const int64_t size = dx->shape[axis];
-  const int64_t count = indices->numel;
-  Scratch normalised(r, PIPE_I64, count);
+  const GatherLayout l = checkGather(r, op, "dx", dx, indices, "dy", dy, axis);
+  Scratch normalised(r, PIPE_I64, l.count);
   int64_t *index = normalised.as<int64_t>();
-  dispatchDtype<bit(PIPE_I64) | bit(PIPE_I32)>(r, op, "indices", indices->dtype, [&](auto tag) {
-    using I = decltype(tag);
-    const I *raw = static_cast<const I *>(indices->data);
-    for (int64_t j = 0; j < count; ++j) {
-      int64_t v = static_cast<int64_t>(raw[j]);
-      if (v < -size || v >= size)
-        fail(r, "%s: index %lld at position %lld is outside [-%lld, %lld) (dx %s, axis %lld)",
-             op, static_cast<long long>(v), static_cast<long long>(j),
-             static_cast<long long>(size), static_cast<long long>(size),
-             shapeText(dx).c_str(), static_cast<long long>(axis));
-      index[j] = v < 0 ? v + size : v;
-    }
-  });
+  normaliseIndices(r, op, indices, l, "dx", dx, axis, index);
   const float *g = static_cast<const float *>(dy->data);
   float *out = static_cast<float *>(dx->data);
   std::fill(out, out + dx->numel, 0.0f);
   // Each outer slice owns its own rows of dx, so slices run in parallel; the
   // indices of one slice add up in order (repeated indices accumulate).
-  const int threads = outer > 1 ? threadsFor(r, outer * count * inner) : 1;
+  const int threads = l.outer > 1 ? threadsFor(r, l.outer * l.count * l.inner) : 1;
 #pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < count; ++j) {
-      const float *src = g + (o * count + j) * inner;
-      float *dst = out + (o * size + index[j]) * inner;
-      for (int64_t i = 0; i < inner; ++i)
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t j = 0; j < l.count; ++j) {
+      const float *src = g + (o * l.count + j) * l.inner;
+      float *dst = out + (o * l.size + index[j]) * l.inner;
+      for (int64_t i = 0; i < l.inner; ++i)
         dst[i] += src[i];
     }
 }

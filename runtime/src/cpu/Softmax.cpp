@@ -64,6 +64,36 @@ void softmaxForward(pipe_rank *r, const AxisLayout &l, const float *x, float *y,
   }
 }
 
+/// dx from the forward's output y and dy, per position along the axis:
+/// softmax: dx = y (dy - sum(dy y)); log-softmax: dx = dy - exp(y) sum(dy).
+void softmaxBackward(pipe_rank *r, const char *op, const pipe_tensor *y, const pipe_tensor *dy,
+                     pipe_tensor *dx, int64_t axis, bool logForm) {
+  const AxisLayout l = checkAxis(r, op, y, "y", dy, "dy", axis);
+  requireTensor(r, op, "dx", dx);
+  requireDtype(r, op, "dx", dx, PIPE_F32);
+  requireSameShape(r, op, "y", y, "dx", dx);
+  const float *py = static_cast<const float *>(y->data);
+  const float *pdy = static_cast<const float *>(dy->data);
+  float *pdx = static_cast<float *>(dx->data);
+  const int threads = threadsFor(r, l.positions() * l.length * 2);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+  for (int64_t p = 0; p < l.positions(); ++p) {
+    const int64_t first = l.start(p), step = l.inner;
+    double reduced = 0.0; // sum(dy y), or sum(dy) for log-softmax
+    for (int64_t i = 0; i < l.length; ++i) {
+      const int64_t at = first + i * step;
+      reduced += logForm ? pdy[at] : static_cast<double>(pdy[at]) * py[at];
+    }
+    for (int64_t i = 0; i < l.length; ++i) {
+      const int64_t at = first + i * step;
+      const double value = logForm ? pdy[at] - std::exp(static_cast<double>(py[at])) * reduced
+                                   : py[at] * (pdy[at] - reduced);
+      pdx[at] = static_cast<float>(value);
+    }
+  }
+}
+
+
 } // namespace
 
 extern "C" {
@@ -80,52 +110,12 @@ void pipe_k_log_softmax(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int6
 
 void pipe_k_softmax_grad(pipe_rank *r, const pipe_tensor *y, const pipe_tensor *dy,
                          pipe_tensor *dx, int64_t axis) {
-  const char *op = "softmax_grad";
-  const AxisLayout l = checkAxis(r, op, y, "y", dy, "dy", axis);
-  requireTensor(r, op, "dx", dx);
-  requireDtype(r, op, "dx", dx, PIPE_F32);
-  requireSameShape(r, op, "y", y, "dx", dx);
-  const float *py = static_cast<const float *>(y->data);
-  const float *pdy = static_cast<const float *>(dy->data);
-  float *pdx = static_cast<float *>(dx->data);
-  const int threads = threadsFor(r, l.positions() * l.length * 2);
-#pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (int64_t p = 0; p < l.positions(); ++p) {
-    // dx = y (dy - sum(dy y)).
-    const int64_t first = l.start(p), step = l.inner;
-    double dot = 0.0;
-    for (int64_t i = 0; i < l.length; ++i)
-      dot += static_cast<double>(pdy[first + i * step]) * py[first + i * step];
-    for (int64_t i = 0; i < l.length; ++i) {
-      const int64_t at = first + i * step;
-      pdx[at] = static_cast<float>(py[at] * (pdy[at] - dot));
-    }
-  }
+  softmaxBackward(r, "softmax_grad", y, dy, dx, axis, false);
 }
 
 void pipe_k_log_softmax_grad(pipe_rank *r, const pipe_tensor *y, const pipe_tensor *dy,
                              pipe_tensor *dx, int64_t axis) {
-  const char *op = "log_softmax_grad";
-  const AxisLayout l = checkAxis(r, op, y, "y", dy, "dy", axis);
-  requireTensor(r, op, "dx", dx);
-  requireDtype(r, op, "dx", dx, PIPE_F32);
-  requireSameShape(r, op, "y", y, "dx", dx);
-  const float *py = static_cast<const float *>(y->data);
-  const float *pdy = static_cast<const float *>(dy->data);
-  float *pdx = static_cast<float *>(dx->data);
-  const int threads = threadsFor(r, l.positions() * l.length * 2);
-#pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (int64_t p = 0; p < l.positions(); ++p) {
-    // dx = dy - exp(y) sum(dy).
-    const int64_t first = l.start(p), step = l.inner;
-    double sum = 0.0;
-    for (int64_t i = 0; i < l.length; ++i)
-      sum += pdy[first + i * step];
-    for (int64_t i = 0; i < l.length; ++i) {
-      const int64_t at = first + i * step;
-      pdx[at] = static_cast<float>(pdy[at] - std::exp(static_cast<double>(py[at])) * sum);
-    }
-  }
+  softmaxBackward(r, "log_softmax_grad", y, dy, dx, axis, true);
 }
 
 } // extern "C"
