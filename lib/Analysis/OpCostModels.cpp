@@ -471,6 +471,22 @@ struct BatchNormRule {
     auto type = nn::getRankedType(bn.getInput());
     return type && type.getRank() >= 2 ? static_cast<double>(type.getDimSize(1)) : 1;
   }
+  /// Batch statistics: one forward kernel that also reads x for the
+  /// statistics; the backward recomputes through them (or only the parameter
+  /// gradients when x needs none). BatchNormTrainRule costs the same kernels.
+  static OpCost trainingCost(Operation *op, const CostQuery &q, Value x, Value y) {
+    double n = N(x);
+    OpCost c;
+    c.kind = KernelClass::Normalization;
+    c.forwardKernels = 1;
+    c.forwardFlops = 6 * n;
+    c.forwardBytes = streamBytes(op, q) + q.bytes(x);
+    if (q.needsGrad(0))
+      addBackward(c, 9 * n, 2 * q.bytes(y) + 2 * q.bytes(x) + q.bytes(x), false);
+    else if (q.needsGrad(1) || q.needsGrad(2))
+      addBackward(c, 3 * n, q.bytes(y) + q.bytes(x), true);
+    return c;
+  }
   static OpCost cost(Operation *op, const CostQuery &q) {
     auto bn = cast<nn::BatchNormOp>(op);
     Value x = bn.getInput(), y = bn.getOutput();
@@ -479,16 +495,8 @@ struct BatchNormRule {
     OpCost c;
     c.kind = KernelClass::Normalization;
     c.forwardKernels = 1;
-    if (training(bn)) {
-      c.forwardFlops = 6 * n;
-      c.forwardBytes = streamBytes(op, q) + q.bytes(x);
-      if (q.needsGrad(0)) {
-        addBackward(c, 9 * n, 2 * q.bytes(y) + 2 * q.bytes(x) + q.bytes(x), false);
-      } else if (params) {
-        addBackward(c, 3 * n, q.bytes(y) + q.bytes(x), true);
-      }
-      return c;
-    }
+    if (training(bn))
+      return trainingCost(op, q, x, y);
     c.forwardFlops = 2 * n;
     c.forwardBytes = streamBytes(op, q);
     if (q.needsGrad(0))
@@ -736,18 +744,7 @@ struct BatchNormTrainRule {
   static bool differentiable(Operation *) { return true; }
   static OpCost cost(Operation *op, const CostQuery &q) {
     auto bn = cast<nn::BatchNormTrainOp>(op);
-    Value x = bn.getInput(), y = bn.getOutput();
-    double n = N(x);
-    OpCost c;
-    c.kind = KernelClass::Normalization;
-    c.forwardKernels = 1;
-    c.forwardFlops = 6 * n;
-    c.forwardBytes = streamBytes(op, q) + q.bytes(x);
-    if (q.needsGrad(0))
-      addBackward(c, 9 * n, 2 * q.bytes(y) + 2 * q.bytes(x) + q.bytes(x), false);
-    else if (q.needsGrad(1) || q.needsGrad(2))
-      addBackward(c, 3 * n, q.bytes(y) + q.bytes(x), true);
-    return c;
+    return BatchNormRule::trainingCost(op, q, bn.getInput(), bn.getOutput());
   }
   static SavedForBackward saved(Operation *op, const CostQuery &) {
     auto bn = cast<nn::BatchNormTrainOp>(op);

@@ -223,7 +223,13 @@ TEST(ProgramInfo, ErrorsNameTheFileAndTheField) {
   };
   EXPECT_NE(errorOf("{ranks: 2").find(dir + "/program.json: not valid JSON"), std::string::npos);
   EXPECT_NE(errorOf(R"({"microbatches": 4})").find("'ranks' not found"), std::string::npos);
-  EXPECT_NE(errorOf(R"({"ranks": 0})").find("ranks must be at least 1"), std::string::npos);
+  EXPECT_NE(errorOf(R"({"ranks": 0})").find("ranks is 0, not in [1, 4096]"), std::string::npos);
+  // Beyond the partitioner's limits: refused at once, not a run of 10^8 ranks.
+  EXPECT_NE(errorOf(R"({"ranks": 100000000})").find("ranks is 100000000, not in [1, 4096]"),
+            std::string::npos);
+  EXPECT_NE(errorOf(R"({"ranks": 2, "microbatches": 16385})")
+                .find("microbatches is 16385, not in [1, 16384]"),
+            std::string::npos);
   EXPECT_NE(errorOf(R"({"ranks": 1, "inputs": [{"index": 0, "dtype": "f8", "shape": [1]}]})")
                 .find("inputs[0]: unknown dtype 'f8'"),
             std::string::npos);

@@ -68,13 +68,18 @@ ProgramInfo readProgramInfo(const std::string &directory) {
     if (schema != 1)
       throw std::runtime_error(file + ": schema_version " + std::to_string(schema) +
                                " (this pipe-run reads version 1)");
+    // The partitioner's limits (partitioner/include/partitioner/Problem.h):
+    // a program.json beyond them was not written by pipe-opt.
+    constexpr int kMaxRanks = 4096, kMaxMicrobatches = 16384;
     info.ranks = document.at("ranks").get<int>();
-    if (info.ranks < 1)
-      throw std::runtime_error(file + ": ranks must be at least 1");
+    if (info.ranks < 1 || info.ranks > kMaxRanks)
+      throw std::runtime_error(file + ": ranks is " + std::to_string(info.ranks) +
+                               ", not in [1, " + std::to_string(kMaxRanks) + "]");
     info.microbatches = document.value("microbatches", 1);
     info.microBatchSize = document.value("micro_batch_size", int64_t{1});
-    if (info.microbatches < 1)
-      throw std::runtime_error(file + ": microbatches must be at least 1");
+    if (info.microbatches < 1 || info.microbatches > kMaxMicrobatches)
+      throw std::runtime_error(file + ": microbatches is " + std::to_string(info.microbatches) +
+                               ", not in [1, " + std::to_string(kMaxMicrobatches) + "]");
     std::string model = document.value("model", "");
     if (!model.empty() && model[0] != '/')
       model = directory + "/" + model;
