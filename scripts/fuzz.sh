@@ -14,7 +14,7 @@ SECONDS_PER=${1:-60}
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 JOBS=${JOBS:-2}
 FUZZ_JOBS=${FUZZ_JOBS:-1}
-HARNESSES=${FUZZ_HARNESSES:-"onnx-import problem-reader plan-replay main-job-options"}
+HARNESSES=${FUZZ_HARNESSES:-"onnx-import problem-reader plan-replay main-job-options program-json npz-reader"}
 
 if ! command -v clang++-22 > /dev/null; then
   echo "fuzz: clang++-22 is not installed (scripts/setup.sh --tests installs it)"

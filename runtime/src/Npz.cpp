@@ -39,6 +39,15 @@ namespace {
   throw std::runtime_error(what + ": " + text);
 }
 
+/// A name from the file, safe to print on one line (control bytes become '?').
+std::string printable(const std::string &name) {
+  std::string out = name.substr(0, 200);
+  for (char &c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
+      c = '?';
+  return out;
+}
+
 uint32_t crc32(const char *data, size_t size) {
   static uint32_t table[256];
   static bool ready = [] {
@@ -128,6 +137,33 @@ std::string dictValue(const std::string &header, const std::string &key, const s
   return header.substr(at, end - at);
 }
 
+// The header's shape tuple, "(4, 3)", "(5,)" or "()": non-negative decimal
+// dims whose product stays below 2^40 elements (no overflow further on).
+std::vector<int64_t> shapeOf(const std::string &tuple, const std::string &where) {
+  constexpr int64_t kMaxElements = int64_t{1} << 40;
+  if (tuple.size() < 2 || tuple.front() != '(' || tuple.back() != ')')
+    error(where, "malformed shape '" + tuple + "' in the .npy header");
+  std::vector<int64_t> shape;
+  std::stringstream dims(tuple.substr(1, tuple.size() - 2));
+  std::string item;
+  int64_t elements = 1;
+  while (std::getline(dims, item, ',')) {
+    size_t first = item.find_first_not_of(' '), last = item.find_last_not_of(' ');
+    if (first == std::string::npos)
+      continue;
+    std::string digits = item.substr(first, last - first + 1);
+    if (digits.empty() || digits.size() > 13 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      error(where, "malformed shape '" + tuple + "' in the .npy header");
+    int64_t dim = std::stoll(digits);
+    if (dim > kMaxElements || (dim > 0 && elements > kMaxElements / dim))
+      error(where, "shape " + tuple + " has more than 2^40 elements");
+    elements *= dim;
+    shape.push_back(dim);
+  }
+  return shape;
+}
+
 NpyArray parseNpy(const char *data, size_t size, const std::string &name, const std::string &what) {
   const std::string where = what + ": array " + name;
   if (size < 10 || std::memcmp(data, "\x93NUMPY", 6) != 0)
@@ -167,15 +203,7 @@ NpyArray parseNpy(const char *data, size_t size, const std::string &name, const 
   array.dtype = entry->dtype;
   if (dictValue(header, "fortran_order", where) != "False")
     error(where, "Fortran-order arrays are not supported (save a C-order array)");
-  std::string tuple = dictValue(header, "shape", where);
-  std::stringstream dims(tuple.substr(1, tuple.size() - 2));
-  std::string item;
-  while (std::getline(dims, item, ',')) {
-    size_t first = item.find_first_not_of(' ');
-    if (first == std::string::npos)
-      continue;
-    array.shape.push_back(std::stoll(item.substr(first)));
-  }
+  array.shape = shapeOf(dictValue(header, "shape", where), where);
   size_t payload = static_cast<size_t>(array.numel() * elementBytes(array.dtype));
   size_t offset = headerStart + headerLength;
   if (size - offset != payload)
@@ -212,6 +240,11 @@ std::vector<char> npyBytes(const NpyArray &array) {
 std::vector<NpyArray> parseNpz(const std::vector<char> &archive, const std::string &what) {
   const char *base = archive.data();
   const size_t size = archive.size();
+  // [offset, offset + length) lies in the archive (offsets come from the file
+  // and may be anything up to 2^64 - 1: no sum that could wrap).
+  auto within = [size](uint64_t offset, uint64_t length) {
+    return offset <= size && length <= size - offset;
+  };
   // The end-of-central-directory record: 22 bytes plus a comment of up to 64 KiB.
   if (size < 22)
     error(what, "not an .npz archive (too short)");
@@ -228,16 +261,16 @@ std::vector<NpyArray> parseNpz(const std::vector<char> &archive, const std::stri
   if ((entries == 0xFFFF || directoryOffset == 0xFFFFFFFF) && eocd >= 20 &&
       readLE(base + eocd - 20, 4) == 0x07064b50) {
     uint64_t record = readLE(base + eocd - 20 + 8, 8);
-    if (record + 56 > size || readLE(base + record, 4) != 0x06064b50)
+    if (!within(record, 56) || readLE(base + record, 4) != 0x06064b50)
       error(what, "corrupt zip64 directory");
     entries = readLE(base + record + 32, 8);
     directoryOffset = readLE(base + record + 48, 8);
   }
 
   std::vector<NpyArray> arrays;
-  size_t at = directoryOffset;
+  uint64_t at = directoryOffset;
   for (uint64_t i = 0; i < entries; ++i) {
-    if (at + 46 > size || readLE(base + at, 4) != 0x02014b50)
+    if (!within(at, 46) || readLE(base + at, 4) != 0x02014b50)
       error(what, "corrupt zip directory");
     uint64_t method = readLE(base + at + 10, 2);
     uint32_t crc = static_cast<uint32_t>(readLE(base + at + 16, 4));
@@ -246,40 +279,47 @@ std::vector<NpyArray> parseNpz(const std::vector<char> &archive, const std::stri
     size_t nameLength = readLE(base + at + 28, 2), extraLength = readLE(base + at + 30, 2),
            commentLength = readLE(base + at + 32, 2);
     uint64_t local = readLE(base + at + 42, 4);
-    if (at + 46 + nameLength + extraLength > size)
+    if (!within(at + 46, nameLength + extraLength + commentLength))
       error(what, "corrupt zip directory");
-    std::string name(base + at + 46, nameLength);
+    const std::string name = printable(std::string(base + at + 46, nameLength));
     // Zip64 extended information: the 8-byte fields whose 4-byte ones are 0xFFFFFFFF.
     const char *extra = base + at + 46 + nameLength;
     for (size_t e = 0; e + 4 <= extraLength;) {
       uint64_t id = readLE(extra + e, 2), length = readLE(extra + e + 2, 2);
+      if (e + 4 + length > extraLength)
+        error(what, "corrupt zip directory (extra field of entry " + name + ")");
       if (id == 0x0001) {
-        const char *field = extra + e + 4;
-        if (uncompressed == 0xFFFFFFFF) {
-          uncompressed = readLE(field, 8);
+        const char *field = extra + e + 4, *end = field + length;
+        auto next = [&](uint64_t &value) {
+          if (value != 0xFFFFFFFF)
+            return;
+          if (end - field < 8)
+            error(what, "corrupt zip64 field of entry " + name);
+          value = readLE(field, 8);
           field += 8;
-        }
-        if (compressed == 0xFFFFFFFF) {
-          compressed = readLE(field, 8);
-          field += 8;
-        }
-        if (local == 0xFFFFFFFF)
-          local = readLE(field, 8);
+        };
+        next(uncompressed);
+        next(compressed);
+        next(local);
       }
       e += 4 + length;
     }
     at += 46 + nameLength + extraLength + commentLength;
 
-    std::string arrayName = name;
-    if (arrayName.size() > 4 && arrayName.compare(arrayName.size() - 4, 4, ".npy") == 0)
-      arrayName.resize(arrayName.size() - 4);
+    // np.savez names each entry "<array>.npy"; the array is known by <array>.
+    if (name.size() <= 4 || name.compare(name.size() - 4, 4, ".npy") != 0)
+      error(what, "zip entry '" + name + "' is not a .npy array (\"<name>.npy\")");
+    std::string arrayName = name.substr(0, name.size() - 4);
+    for (const NpyArray &earlier : arrays)
+      if (earlier.name == arrayName)
+        error(what, "array " + arrayName + " appears twice");
     if (method != 0)
       error(what,
             "array " + arrayName + " is compressed (np.savez_compressed); write it with np.savez");
-    if (local + 30 > size || readLE(base + local, 4) != 0x04034b50)
+    if (!within(local, 30) || readLE(base + local, 4) != 0x04034b50)
       error(what, "corrupt zip entry " + name);
     uint64_t start = local + 30 + readLE(base + local + 26, 2) + readLE(base + local + 28, 2);
-    if (start + uncompressed > size || compressed != uncompressed)
+    if (!within(start, uncompressed) || compressed != uncompressed)
       error(what, "truncated zip entry " + name);
     if (crc32(base + start, uncompressed) != crc)
       error(what, "array " + arrayName + " is corrupt (CRC mismatch)");

@@ -16,7 +16,7 @@
 
 namespace piperun {
 
-struct NpyArray {
+struct PIPE_EXPORT NpyArray {
   std::string name; ///< without ".npy"
   int32_t dtype = PIPE_F32;
   std::vector<int64_t> shape;

@@ -193,7 +193,7 @@ TEST(Report, BytesReadLikeTheMemoryModel) {
 TEST(ProgramInfo, ReadsTheFieldsAndResolvesTheModel) {
   std::string dir = scratchDir();
   writeFile(dir + "/program.json", R"({"schema_version": 1, "model": "m.onnx", "ranks": 2,
-    "microbatches": 4, "micro_batch_size": 2, "loss": "cross-entropy",
+    "microbatches": 4, "micro_batch_size": 2, "loss": "cross_entropy",
     "inputs": [{"index": 0, "name": "x", "dtype": "i64", "shape": [2, 32], "range": 256}],
     "labels": [], "parameters": [{"id": 0, "name": "w", "owner_rank": 1}],
     "predicted": {"period_ms": 12.5, "ranks": [{"rank": 1, "memory": {"saved": 4096}}]}})");
@@ -201,7 +201,7 @@ TEST(ProgramInfo, ReadsTheFieldsAndResolvesTheModel) {
   EXPECT_EQ(info.ranks, 2);
   EXPECT_EQ(info.microbatches, 4);
   EXPECT_EQ(info.model, dir + "/m.onnx");
-  EXPECT_EQ(info.loss, "cross-entropy");
+  EXPECT_EQ(info.loss, "cross_entropy");
   ASSERT_EQ(info.inputs.size(), 1u);
   EXPECT_EQ(info.inputs[0].dtype, PIPE_I64);
   EXPECT_EQ(info.inputs[0].range, 256);
@@ -222,19 +222,57 @@ TEST(ProgramInfo, ErrorsNameTheFileAndTheField) {
     return std::string();
   };
   EXPECT_NE(errorOf("{ranks: 2").find(dir + "/program.json: not valid JSON"), std::string::npos);
-  EXPECT_NE(errorOf(R"({"microbatches": 4})").find("'ranks' not found"), std::string::npos);
-  EXPECT_NE(errorOf(R"({"ranks": 0})").find("ranks is 0, not in [1, 4096]"), std::string::npos);
+  auto expectError = [&](const std::string &text, const std::string &message) {
+    std::string error = errorOf(text);
+    EXPECT_NE(error.find(dir + "/program.json"), std::string::npos) << error;
+    EXPECT_NE(error.find(message), std::string::npos) << "for " << text << "\n got: " << error;
+  };
+  expectError(R"({"microbatches": 4})", "program.json: ranks is missing");
+  expectError(R"({"ranks": 0})", "program.json: ranks is 0, outside 1..4096");
   // Beyond the partitioner's limits: refused at once, not a run of 10^8 ranks.
-  EXPECT_NE(errorOf(R"({"ranks": 100000000})").find("ranks is 100000000, not in [1, 4096]"),
-            std::string::npos);
-  EXPECT_NE(errorOf(R"({"ranks": 2, "microbatches": 16385})")
-                .find("microbatches is 16385, not in [1, 16384]"),
-            std::string::npos);
-  EXPECT_NE(errorOf(R"({"ranks": 1, "inputs": [{"index": 0, "dtype": "f8", "shape": [1]}]})")
-                .find("inputs[0]: unknown dtype 'f8'"),
-            std::string::npos);
-  EXPECT_NE(errorOf(R"({"schema_version": 2, "ranks": 1})").find("schema_version 2"),
-            std::string::npos);
+  expectError(R"({"ranks": 100000000})", "ranks is 100000000, outside 1..4096");
+  expectError(R"({"ranks": 2, "microbatches": 16385})", "microbatches is 16385, outside 1..16384");
+  expectError(R"({"ranks": 1, "inputs": [{"index": 0, "dtype": "f8", "shape": [1]}]})",
+              "inputs[0].dtype is 'f8', not one of f32");
+  expectError(R"({"schema_version": 2, "ranks": 1})", "schema_version 2");
+  // Strict types: no conversion, no defaults for null, no unknown keys.
+  expectError(R"({"ranks": 2.5})", "ranks must be an integer, got 2.5");
+  expectError(R"({"ranks": "2"})", "ranks must be an integer, got \"2\"");
+  expectError(R"({"ranks": null})", "ranks is null");
+  expectError(R"({"ranks": 1, "rankz": 2})", "unknown field \"rankz\"");
+  expectError(R"({"ranks": 1, "model": 7})", "model must be a string, got 7");
+  expectError(R"({"ranks": 1, "inputs": {"index": 0}})", "inputs must be an array");
+  expectError(R"({"ranks": 1, "inputs": [{"index": 0, "dtype": "f32", "shape": [2, -1]}]})",
+              "inputs[0].shape[1] is -1, outside 0..");
+  expectError(R"({"ranks": 1, "inputs": [{"index": 0, "dtype": "f32", "shape": [1]},
+                                          {"index": 0, "dtype": "f32", "shape": [1]}]})",
+              "inputs[1].index 0 appears twice");
+  expectError(R"({"ranks": 2, "stages": 3, "rank_of_stage": [0, 1]})",
+              "rank_of_stage has 2 entries for 3 stages");
+  expectError(R"({"ranks": 2, "stages": 2, "rank_of_stage": [0, 2]})",
+              "rank_of_stage[1] is 2, outside 0..1");
+  expectError(R"({"ranks": 2, "parameters": [{"id": 0, "owner_rank": 5}]})",
+              "parameters[0].owner_rank is 5, outside 0..1");
+  expectError(R"({"ranks": 1, "optimizer": {"kind": "lion"}})", "optimizer.kind is 'lion'");
+  expectError(R"({"ranks": 1, "optimizer": {"kind": "sgd", "lr": -1}})",
+              "optimizer.lr is negative");
+  expectError(R"({"ranks": 2, "predicted": {"ranks": [{"rank": 2}]}})",
+              "predicted.ranks[0].rank is 2, outside 0..1");
+  expectError(R"({"ranks": 1, "predicted": {"ranks": [{"rank": 0, "memory": {"saved": -4}}]}})",
+              "predicted.ranks[0].memory.saved is negative");
+  expectError(R"({"ranks": 1, "predicted": {"ranks": [{"rank": 0, "memory": {"savd": 4}}]}})",
+              "unknown field \"savd\"");
+  expectError(R"({"ranks": 1, "predicted": {"period_ms": "12ms"}})",
+              "predicted.period_ms must be a number");
+  expectError("[1, 2]", "must be a JSON object");
+}
+
+TEST(ProgramInfo, ReadsWhatPipeOptWritesForTheShippedPrograms) {
+  for (const char *program : {"relay", "mlp2"}) {
+    ProgramInfo info = readProgramInfo(std::string(PIPE_RUNTIME_TEST_DATA) + "/programs/" + program);
+    EXPECT_EQ(info.ranks, 2) << program;
+    EXPECT_EQ(info.predictedMemory.size(), 2u) << program;
+  }
 }
 
 } // namespace

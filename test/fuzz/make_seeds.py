@@ -7,6 +7,10 @@
   problem-reader/    the partitioner's test problems and profiles
   plan-replay/       plans of PlanReplayFuzzer's problem, written by pipe-plan
   main-job-options/  option sets of the main job
+  program-json/      pipe-run's program.json: the runtime's test programs and
+                     one of each loss and optimizer
+  npz-reader/        .npz archives as np.savez writes them (every dtype, 0-d and
+                     empty arrays, several arrays)
 
 Run from the repository root with a built pipe-plan:
   /usr/bin/python3 test/fuzz/make_seeds.py build/bin/pipe-plan
@@ -29,10 +33,21 @@ corpus = os.path.join(root, "test", "fuzz", "corpus")
 pipe_plan = sys.argv[1]
 
 
+# Inputs that fuzzing found and that now are regression seeds: kept as they are.
+FOUND_BY_FUZZING = {"problem-reader": ["pipedream-stash-count-zero.json"]}
+
+
 def fresh(name):
     path = os.path.join(corpus, name)
+    kept = {}
+    for found in FOUND_BY_FUZZING.get(name, []):
+        with open(os.path.join(path, found), "rb") as f:
+            kept[found] = f.read()
     shutil.rmtree(path, ignore_errors=True)
     os.makedirs(path)
+    for found, content in kept.items():
+        with open(os.path.join(path, found), "wb") as f:
+            f.write(content)
     return path
 
 
@@ -125,3 +140,30 @@ seeds = {
 for name, text in seeds.items():
     with open(os.path.join(out, name), "w") as f:
         f.write(text)
+
+# pipe-run's program.json.
+out = fresh("program-json")
+for program in ["relay", "mlp2"]:
+    shutil.copy(os.path.join(root, "runtime", "test", "programs", program, "program.json"),
+                os.path.join(out, program + ".json"))
+base = json.load(open(os.path.join(root, "runtime", "test", "programs", "mlp2", "program.json")))
+base.update({"stages": 4, "rank_of_stage": [0, 1, 0, 1], "loss": "mse",
+             "optimizer": {"kind": "adamw", "lr": 0.001, "momentum": 0.0, "beta1": 0.9,
+                           "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01}})
+with open(os.path.join(out, "interleaved-adamw.json"), "w") as f:
+    json.dump(base, f, indent=1)
+with open(os.path.join(out, "minimal.json"), "w") as f:
+    f.write('{"ranks": 1}')
+
+# .npz archives.
+out = fresh("npz-reader")
+arrays = {
+    "f32": {"input_0": rng.standard_normal((4, 3)).astype(np.float32),
+            "label_0": np.arange(4, dtype=np.int64)},
+    "dtypes": {"a": np.array(2.5, dtype=np.float64), "b": np.array([1, 0, 1], dtype=np.bool_),
+               "c": np.arange(6, dtype=np.int32).reshape(2, 3), "d": np.zeros((0, 2), np.float32),
+               "e": np.ones((2, 1, 2), np.float16)},
+    "steps": {"input_0": rng.standard_normal((2, 4, 2, 2)).astype(np.float32)},
+}
+for name, content in arrays.items():
+    np.savez(os.path.join(out, name + ".npz"), **content)

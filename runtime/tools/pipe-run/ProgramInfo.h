@@ -47,6 +47,11 @@ struct ProgramInfo {
 /// Reads DIR/program.json; throws std::runtime_error naming the file and field.
 ProgramInfo readProgramInfo(const std::string &directory);
 
+/// The same on the file's text (`file` names it in messages; a relative `model`
+/// is taken relative to `directory`).
+ProgramInfo parseProgramInfo(const std::string &text, const std::string &file,
+                             const std::string &directory);
+
 } // namespace piperun
 
 #endif // PIPE_RUN_PROGRAMINFO_H
