@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses of test/fuzz with clang-22, ASan and UBSan (in
-# build-fuzz/, only the libraries they link), then runs each harness for SECONDS
+# the sanitizer build, build-fuzz/: scripts/sanitizer-build.sh; only the
+# harnesses and what they link), then runs each harness for SECONDS
 # on a copy of its committed seed corpus. Prints one line per harness and exits
 # non-zero when a harness finds a crash, a sanitizer report, a leak or a timeout
 # (the input is saved under build-fuzz/fuzz-artifacts/).
@@ -11,31 +12,16 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER=${1:-60}
-BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 JOBS=${JOBS:-2}
 FUZZ_JOBS=${FUZZ_JOBS:-1}
 HARNESSES=${FUZZ_HARNESSES:-"onnx-import problem-reader plan-replay main-job-options program-json npz-reader"}
 
-if ! command -v clang++-22 > /dev/null; then
-  echo "fuzz: clang++-22 is not installed (scripts/setup.sh --tests installs it)"
-  exit 1
-fi
-sanitizers="-fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize=fuzzer-no-link"
-mkdir -p "$BUILD"
-if [ ! -f "$BUILD/build.ninja" ]; then
-  cmake -G Ninja -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-    -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DCMAKE_C_FLAGS_RELEASE="-O1 -DNDEBUG" \
-    -DCMAKE_CXX_FLAGS="$sanitizers -fno-omit-frame-pointer -gline-tables-only" \
-    -DCMAKE_C_FLAGS="$sanitizers -fno-omit-frame-pointer -gline-tables-only" \
-    -DPIPE_FUZZERS=ON -DPIPE_PARTITIONER_TESTS=OFF > "$BUILD/configure.log" 2>&1 ||
-    { cat "$BUILD/configure.log"; echo "fuzz: cmake failed"; exit 1; }
-fi
+source scripts/sanitizer-build.sh
+BUILD=$SANITIZER_BUILD
+configure_sanitizer_build || { echo "fuzz: no sanitizer build"; exit 1; }
 ninja -C "$BUILD" -j"$JOBS" pipe-fuzzers > "$BUILD/build.log" 2>&1 ||
   { tail -40 "$BUILD/build.log"; echo "fuzz: the harnesses do not build"; exit 1; }
 
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p "$BUILD/fuzz-artifacts" "$BUILD/fuzz-logs"
 
 run_one() {

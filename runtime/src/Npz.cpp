@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "Npz.h"
 
+#include "Files.h"
 #include "Internal.h"
 
 #include <cstring>
@@ -396,12 +397,7 @@ std::vector<char> serializeNpz(const std::vector<NpyArray> &arrays) {
 
 void writeNpz(const std::string &path, const std::vector<NpyArray> &arrays) {
   std::vector<char> archive = serializeNpz(arrays);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    error(path, "cannot write (" + std::string(std::strerror(errno)) + ")");
-  out.write(archive.data(), static_cast<std::streamsize>(archive.size()));
-  if (!out)
-    error(path, "write failed");
+  writeFileAtomically(path, std::string(archive.begin(), archive.end()), "arrays");
 }
 
 } // namespace piperun

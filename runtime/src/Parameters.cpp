@@ -17,6 +17,9 @@
 #include <cstring>
 #include <fstream>
 
+#include <climits>
+#include <cstdlib>
+
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the runtime reads little-endian tensor data as it is: a big-endian host needs byte swaps"
 #endif
@@ -28,6 +31,42 @@ namespace {
 std::string folderOf(const std::string &path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+std::string realPath(const std::string &path) {
+  char resolved[PATH_MAX];
+  return ::realpath(path.c_str(), resolved) ? std::string(resolved) : std::string();
+}
+
+/// The file an external-data location names, under the rules the importer
+/// applies (docs/reliability.md): relative, no ".." component, and its real
+/// path (symbolic links resolved) a file inside the real path of the model's
+/// folder. Anything else stops the rank; nothing outside is opened.
+std::string externalDataFile(pipe_rank *r, const std::string &label, const std::string &location) {
+  if (location[0] == '/')
+    fail(r, "parameter %s: external data location '%s' is absolute; it must be relative to the "
+            "model's folder", label.c_str(), location.c_str());
+  size_t start = 0;
+  while (start <= location.size()) {
+    size_t end = location.find('/', start);
+    if (end == std::string::npos)
+      end = location.size();
+    if (location.compare(start, end - start, "..") == 0 && end - start == 2)
+      fail(r, "parameter %s: external data location '%s' contains '..'; it must stay inside the "
+              "model's folder", label.c_str(), location.c_str());
+    start = end + 1;
+  }
+  const std::string folder = folderOf(r->settings.modelPath);
+  const std::string realFolder = realPath(folder), realFile = realPath(folder + "/" + location);
+  if (realFolder.empty())
+    fail(r, "parameter %s: the model's folder %s does not exist", label.c_str(), folder.c_str());
+  if (realFile.empty())
+    fail(r, "parameter %s: cannot open external data '%s' in %s (%s)", label.c_str(),
+         location.c_str(), folder.c_str(), std::strerror(errno));
+  if (realFile.compare(0, realFolder.size() + 1, realFolder + "/") != 0)
+    fail(r, "parameter %s: external data location '%s' leaves the model's folder (through a "
+            "symbolic link)", label.c_str(), location.c_str());
+  return realFile;
 }
 
 void loadBytes(pipe_rank *r, const std::string &name, const std::string &path, int64_t offset,
@@ -152,7 +191,7 @@ void pipe_declare_param(pipe_rank *r, int32_t id, const char *name, int32_t dtyp
     if (source == PIPE_SOURCE_EXTERNAL) {
       if (!path || !*path)
         fail(r, "parameter %s: external data without a path", label.c_str());
-      file = path[0] == '/' ? std::string(path) : folderOf(r->settings.modelPath) + "/" + path;
+      file = externalDataFile(r, label, path);
     } else if (file.empty()) {
       fail(r, "parameter %s: no model file to read it from", label.c_str());
     }

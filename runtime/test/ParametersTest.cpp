@@ -83,7 +83,8 @@ TEST(Parameters, LoadErrorsNameTheParameterAndTheFile) {
     pipe_declare_param(r, 2, "ext", PIPE_F32, PIPE_INTS(2), PIPE_SOURCE_EXTERNAL, "nope.bin", 0, 8,
                        1, 0);
   });
-  EXPECT_NE(missing.find("parameter ext: cannot open " + dir + "/nope.bin"), std::string::npos)
+  EXPECT_NE(missing.find("parameter ext: cannot open external data 'nope.bin' in " + dir),
+            std::string::npos)
       << missing;
   std::string twice = failureOf([&] {
     pipe_declare_param(r, 3, "a", PIPE_F32, PIPE_INTS(1), PIPE_SOURCE_INLINE, nullptr, 0, -1, 0, 0);
@@ -92,6 +93,38 @@ TEST(Parameters, LoadErrorsNameTheParameterAndTheFile) {
   EXPECT_NE(twice.find("declared twice"), std::string::npos);
   EXPECT_NE(failureOf([&] { pipe_param(r, 9); }).find("parameter 9 is not declared"),
             std::string::npos);
+}
+
+// External data stays inside the model's folder, as the importer requires:
+// no absolute location, no "..", no symbolic link out; nothing outside is read.
+TEST(Parameters, ExternalDataCannotLeaveTheModelsFolder) {
+  const std::string scratch = scratchDir();
+  const std::string outside = scratch + "/outside", dir = scratch + "/model";
+  std::filesystem::create_directories(outside);
+  std::filesystem::create_directories(dir);
+  writeFile(outside + "/secret.bin", floatBytes({7, 7}));
+  writeFile(dir + "/model.onnx", floatBytes({1}));
+  std::filesystem::create_symlink(outside + "/secret.bin", dir + "/link.bin");
+  RunSettings settings;
+  settings.modelPath = dir + "/model.onnx";
+  RankWith rank(settings);
+  pipe_rank *r = rank.r;
+  pipe_set_optimizer(r, PIPE_SGD, 0.1, 0, 0.9, 0.999, 1e-8, 0);
+  auto errorFor = [&](int32_t id, const std::string &location) {
+    return failureOf([&] {
+      pipe_declare_param(r, id, "w", PIPE_F32, PIPE_INTS(2), PIPE_SOURCE_EXTERNAL,
+                         location.c_str(), 0, 8, 1, 0);
+    });
+  };
+  std::string absolute = errorFor(0, outside + "/secret.bin");
+  EXPECT_NE(absolute.find("is absolute; it must be relative to the model's folder"),
+            std::string::npos)
+      << absolute;
+  std::string parent = errorFor(1, "../outside/secret.bin");
+  EXPECT_NE(parent.find("contains '..'"), std::string::npos) << parent;
+  std::string link = errorFor(2, "link.bin");
+  EXPECT_NE(link.find("leaves the model's folder (through a symbolic link)"), std::string::npos)
+      << link;
 }
 
 TEST(Parameters, InlineInitIsSeededBoundedAndEqualOnEveryRank) {

@@ -77,8 +77,11 @@ std::vector<std::string> linesOf(const std::string &text) {
 
 /// The one error line of a failed run (checked to be the only line on stderr
 /// for in-process runs; mpirun may add its own lines).
-void expectOneError(const CommandResult &result, const std::string &prefix, bool only = true) {
-  EXPECT_EQ(result.exitCode, 1) << result.out << result.err;
+/// One "pipe-run: error: PREFIX..." line and exit status 1 (`status` 2 for
+/// usage errors: the command line itself is wrong).
+void expectOneError(const CommandResult &result, const std::string &prefix, bool only = true,
+                    int status = 1) {
+  EXPECT_EQ(result.exitCode, status) << result.out << result.err;
   std::vector<std::string> errors;
   for (const std::string &line : linesOf(result.err))
     if (line.rfind("pipe-run: error: ", 0) == 0)
@@ -543,14 +546,17 @@ TEST(PipeRunFault, AnOutputFileInAMissingDirectory) {
 }
 
 TEST(PipeRunFault, BadOptions) {
-  expectOneError(pipeRun({"out", "--steps", "many"}),
-                 "option --steps: 'many' is not a whole number >= 0");
-  expectOneError(pipeRun({"out", "--steps", "-3"}), "option --steps: '-3' is not a whole number");
-  expectOneError(pipeRun({"out", "--timeout", "0"}), "option --timeout: '0' is not a number of");
-  expectOneError(pipeRun({"out", "--transport", "carrier-pigeon"}),
-                 "--transport must be threads or mpi");
-  expectOneError(pipeRun({"out", "--frobnicate", "1"}), "unknown option '--frobnicate'");
-  expectOneError(pipeRun({}), "no output directory given");
+  auto expectUsageError = [](const CommandResult &result, const std::string &prefix) {
+    expectOneError(result, prefix, true, 2);
+  };
+  expectUsageError(pipeRun({"out", "--steps", "many"}),
+                   "option --steps: 'many' is not a whole number >= 0");
+  expectUsageError(pipeRun({"out", "--steps", "-3"}), "option --steps: '-3' is not a whole number");
+  expectUsageError(pipeRun({"out", "--timeout", "0"}), "option --timeout: '0' is not a number of");
+  expectUsageError(pipeRun({"out", "--transport", "carrier-pigeon"}),
+                   "--transport must be threads or mpi");
+  expectUsageError(pipeRun({"out", "--frobnicate", "1"}), "unknown option '--frobnicate'");
+  expectUsageError(pipeRun({}), "no output directory given");
 }
 
 TEST(PipeRun, RebuildsOnlyWhenTheSourceChanges) {

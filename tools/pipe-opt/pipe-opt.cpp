@@ -235,10 +235,68 @@ static LogicalResult parseDimBindings(pipe::onnx_import::ImportOptions &options)
   return success();
 }
 
-static LogicalResult runOnOnnx(DialectRegistry &registry) {
-  pipe::onnx_import::ImportOptions options;
-  if (failed(parseDimBindings(options)))
+/// The main job's options as given on the command line.
+static pipe::driver::MainJobOptions mainJobOptions() {
+  pipe::driver::MainJobOptions job;
+  job.partition.stages = pipelineStages;
+  job.partition.target = jobTarget;
+  job.partition.memory = jobMemory;
+  // Only a size the user gave is checked against the model: a model with a
+  // fixed batch plans at that batch.
+  job.partition.microBatchSize = microBatchSize;
+  job.partition.microbatches = jobMicrobatches;
+  job.partition.schedule = jobSchedule;
+  job.partition.algorithm = jobAlgorithm;
+  job.partition.dtype = jobDtype;
+  job.partition.optimizer = jobOptimizer;
+  job.partition.profile = jobProfile;
+  job.partition.objective = jobObjective;
+  job.partition.timeLimitSeconds = jobTimeLimit;
+  job.modelPath = inputFilename.getValue();
+  job.outputDir = outputFilename == "-" ? "out" : outputFilename.getValue();
+  job.onnxWithPlan = writeOnnxPlan;
+  job.progress = !noProgress;
+  job.training.codegen = !noCodegen;
+  job.training.dropout = !disableDropout;
+  job.training.loss = jobLoss;
+  job.training.lr = jobLr;
+  job.training.momentum = jobMomentum;
+  job.training.beta1 = jobBeta1;
+  job.training.beta2 = jobBeta2;
+  job.training.eps = jobEps;
+  job.training.weightDecay = jobWeightDecay;
+  job.microBatchSizeGiven = microBatchSize > 0;
+  return job;
+}
+
+/// Usage errors: option values out of range or unknown, checked before any
+/// input is read. Prints one line and gives failure (pipe-opt exits 2).
+static LogicalResult checkUsage(pipe::onnx_import::ImportOptions &importOptions) {
+  if (pipelineStages.getNumOccurrences() > 0 && pipelineStages < 1) {
+    llvm::errs() << "pipe-opt: error: --pipeline-stages is the number of GPUs, at least 1; got "
+                 << pipelineStages << "\n";
     return failure();
+  }
+  // NaN fails every comparison; infinity is no limit a solver can take.
+  if (!(jobTimeLimit > 0 && jobTimeLimit <= 86400)) {
+    llvm::errs() << "pipe-opt: error: --time-limit must be a number of seconds in (0, 86400], got "
+                 << jobTimeLimit << "\n";
+    return failure();
+  }
+  if (failed(parseDimBindings(importOptions)))
+    return failure();
+  if (pipelineStages > 0) {
+    std::string error;
+    if (failed(pipe::driver::checkMainJobOptions(mainJobOptions(), error))) {
+      llvm::errs() << "pipe-opt: error: " << error << "\n";
+      return failure();
+    }
+  }
+  return success();
+}
+
+static LogicalResult runOnOnnx(DialectRegistry &registry,
+                               const pipe::onnx_import::ImportOptions &options) {
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
   MLIRContext context(registry);
   // ONNX users get one line per problem, located at the node; the IR dump
@@ -251,38 +309,8 @@ static LogicalResult runOnOnnx(DialectRegistry &registry) {
   auto module = pipe::onnx_import::importOnnxFile(inputFilename, &context, options);
   if (!module)
     return failure();
-  if (pipelineStages > 0) {
-    pipe::driver::MainJobOptions job;
-    job.partition.stages = pipelineStages;
-    job.partition.target = jobTarget;
-    job.partition.memory = jobMemory;
-    // Only a size the user gave is checked against the model: a model with a
-    // fixed batch plans at that batch.
-    job.partition.microBatchSize = microBatchSize;
-    job.partition.microbatches = jobMicrobatches;
-    job.partition.schedule = jobSchedule;
-    job.partition.algorithm = jobAlgorithm;
-    job.partition.dtype = jobDtype;
-    job.partition.optimizer = jobOptimizer;
-    job.partition.profile = jobProfile;
-    job.partition.objective = jobObjective;
-    job.partition.timeLimitSeconds = jobTimeLimit;
-    job.modelPath = inputFilename.getValue();
-    job.outputDir = outputFilename == "-" ? "out" : outputFilename.getValue();
-    job.onnxWithPlan = writeOnnxPlan;
-    job.progress = !noProgress;
-    job.training.codegen = !noCodegen;
-    job.training.dropout = !disableDropout;
-    job.training.loss = jobLoss;
-    job.training.lr = jobLr;
-    job.training.momentum = jobMomentum;
-    job.training.beta1 = jobBeta1;
-    job.training.beta2 = jobBeta2;
-    job.training.eps = jobEps;
-    job.training.weightDecay = jobWeightDecay;
-    job.microBatchSizeGiven = microBatchSize > 0;
-    return pipe::driver::runMainJob(*module, job, llvm::outs());
-  }
+  if (pipelineStages > 0)
+    return pipe::driver::runMainJob(*module, mainJobOptions(), llvm::outs());
   PassManager pm(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)) || failed(config.setupPassPipeline(pm)))
     return failure();
@@ -313,34 +341,31 @@ int main(int argc, char **argv) {
   arrangeHelp();
   llvm::cl::SetVersionPrinter(
       [](llvm::raw_ostream &os) { os << pipe::driver::toolVersion() << "\n"; });
-  llvm::cl::ParseCommandLineOptions(
-      argc, argv,
-      "pipe-opt: plans pipelined model-parallel training from an ONNX model; on MLIR input, "
-      "mlir-opt with pipe-opt's dialects and passes\n");
+  // Exit statuses (docs/reliability.md): 2 for usage errors (LLVM's option
+  // parser and the checks below, before any input is read), 1 for every other
+  // error.
+  if (!llvm::cl::ParseCommandLineOptions(
+          argc, argv,
+          "pipe-opt: plans pipelined model-parallel training from an ONNX model; on MLIR "
+          "input, mlir-opt with pipe-opt's dialects and passes\n",
+          &llvm::errs()))
+    return 2;
   if (printOnnxOps) {
     for (const std::string &op : pipe::onnx_import::supportedOnnxOps())
       llvm::outs() << op << "\n";
     return 0;
   }
-  if (pipelineStages.getNumOccurrences() > 0 && pipelineStages < 1) {
-    llvm::errs() << "pipe-opt: error: --pipeline-stages is the number of GPUs, at least 1; got "
-                 << pipelineStages << "\n";
-    return 1;
-  }
-  // NaN fails every comparison; infinity is no limit a solver can take.
-  if (!(jobTimeLimit > 0 && jobTimeLimit <= 86400)) {
-    llvm::errs() << "pipe-opt: error: --time-limit must be a number of seconds in (0, 86400], got "
-                 << jobTimeLimit << "\n";
-    return 1;
-  }
+  pipe::onnx_import::ImportOptions importOptions;
+  if (failed(checkUsage(importOptions)))
+    return 2;
   if (pipe::onnx_import::isOnnxFile(inputFilename))
-    return failed(runOnOnnx(registry)) ? 1 : 0;
+    return failed(runOnOnnx(registry, importOptions)) ? 1 : 0;
   if (pipelineStages > 0) {
     llvm::errs() << "pipe-opt: error: --pipeline-stages runs the main job on an ONNX model "
                     "(.onnx, .onnxtext); on MLIR input use "
                     "--pass-pipeline='builtin.module(pipe-partition{stages=N},pipe-split-stages,"
                     "pipe-schedule)'\n";
-    return 1;
+    return 2;
   }
   return asMainReturnCode(
       MlirOptMain(argc, argv, inputFilename.getValue(), outputFilename.getValue(), registry));

@@ -37,6 +37,11 @@ struct MainJobOptions {
   bool microBatchSizeGiven = false;
 };
 
+/// Checks every option value the job takes (target, dtype, optimizer, memory,
+/// schedule, objective, algorithm, loss, optimizer settings) without a model.
+/// On failure `error` is one line naming the option; pipe-opt exits 2.
+mlir::LogicalResult checkMainJobOptions(const MainJobOptions &options, std::string &error);
+
 /// Runs the job; the report goes to `report` (and to outputDir/report.txt).
 /// The output directory is replaced as a whole: everything is written to a
 /// directory beside it, which then takes its place, so a failed run leaves the

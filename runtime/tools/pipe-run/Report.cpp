@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "Report.h"
 
+#include "Files.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -335,13 +337,9 @@ json profileJson(const std::map<std::string, NodeProfile> &profile, const Progra
 }
 
 void writeJson(const std::string &path, const json &document, const std::string &what) {
-  std::ofstream out(path);
-  if (!out)
-    throw std::runtime_error(path + ": cannot write the " + what);
-  out << document.dump(2) << "\n";
-  out.close();
-  if (!out)
-    throw std::runtime_error(path + ": writing the " + what + " failed");
+  // Names come from the model: an invalid UTF-8 byte becomes U+FFFD.
+  writeFileAtomically(path, document.dump(2, ' ', false, json::error_handler_t::replace) + "\n",
+                      what);
 }
 
 void writeTrace(const std::string &path, const std::vector<RankReport> &reports) {
@@ -372,10 +370,8 @@ void writeTrace(const std::string &path, const std::vector<RankReport> &reports)
   json document;
   document["traceEvents"] = events;
   document["displayTimeUnit"] = "ms";
-  std::ofstream out(path);
-  if (!out)
-    throw std::runtime_error(path + ": cannot write the trace");
-  out << document.dump() << "\n";
+  writeFileAtomically(path, document.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
+                      "trace");
 }
 
 std::vector<char> encodeReport(const RankReport &report) {

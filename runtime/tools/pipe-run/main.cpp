@@ -68,6 +68,13 @@ bool firstProcess() {
   std::exit(1);
 }
 
+/// An option error: exit status 2, as pipe-opt and pipe-plan use for usage.
+[[noreturn]] void usageError(const std::string &message) {
+  if (firstProcess())
+    std::fprintf(stderr, "pipe-run: error: %s\n", message.c_str());
+  std::exit(2);
+}
+
 Options parseOptions(int argc, char **argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
@@ -78,7 +85,7 @@ Options parseOptions(int argc, char **argv) {
     }
     if (arg.rfind("--", 0) != 0) {
       if (!options.out.empty())
-        die("unexpected argument '" + arg + "' (one output directory only)");
+        usageError("unexpected argument '" + arg + "' (one output directory only)");
       options.out = arg;
       continue;
     }
@@ -89,14 +96,14 @@ Options parseOptions(int argc, char **argv) {
     } else if (i + 1 < argc) {
       value = argv[++i];
     } else {
-      die("option " + arg + " needs a value");
+      usageError("option " + arg + " needs a value");
     }
     auto count = [&]() -> uint64_t {
       char *end = nullptr;
       errno = 0;
       unsigned long long parsed = std::strtoull(value.c_str(), &end, 10);
       if (value.empty() || value[0] == '-' || *end || errno == ERANGE)
-        die("option " + arg + ": '" + value + "' is not a whole number >= 0");
+        usageError("option " + arg + ": '" + value + "' is not a whole number >= 0");
       return parsed;
     };
     if (arg == "--steps")
@@ -107,10 +114,10 @@ Options parseOptions(int argc, char **argv) {
       char *end = nullptr;
       options.timeout = std::strtod(value.c_str(), &end);
       if (value.empty() || *end || !(options.timeout > 0))
-        die("option --timeout: '" + value + "' is not a number of seconds > 0");
+        usageError("option --timeout: '" + value + "' is not a number of seconds > 0");
     } else if (arg == "--transport") {
       if (value != "threads" && value != "mpi")
-        die("--transport must be threads or mpi, not '" + value + "'");
+        usageError("--transport must be threads or mpi, not '" + value + "'");
       options.transport = value;
     } else if (arg == "--data")
       options.data = value;
@@ -127,10 +134,10 @@ Options parseOptions(int argc, char **argv) {
     else if (arg == "--write-profile")
       options.profile = value;
     else
-      die("unknown option '" + arg + "' (see pipe-run --help)");
+      usageError("unknown option '" + arg + "' (see pipe-run --help)");
   }
   if (options.out.empty())
-    die("no output directory given (usage: pipe-run OUT [options]; see pipe-run --help)");
+    usageError("no output directory given (usage: pipe-run OUT [options]; see pipe-run --help)");
   if (options.trace.empty())
     options.trace = options.out + "/measured.trace.json";
   if (options.summary.empty())

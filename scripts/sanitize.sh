@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The test suite under AddressSanitizer and UndefinedBehaviorSanitizer: builds
+# every target of the sanitizer build (scripts/sanitizer-build.sh: clang-22,
+# -O1, ASan + UBSan without recovery, leak checking on; the same build the fuzz
+# harnesses use), then runs the lit suite and ctest (the partitioner's and the
+# runtime's tests) on it. A sanitizer report fails the test it happens in.
+# Python-hosted suites (the Python tests, the kernel conformance suite) are not
+# run here: the interpreter is not instrumented.
+# Ends with one line `N passed, M failed` and exits non-zero on any failure.
+#   scripts/sanitize.sh
+#   SANITIZER_BUILD=build-asan scripts/sanitize.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-2}
+source scripts/sanitizer-build.sh
+configure_sanitizer_build || { echo "0 passed, 1 failed"; exit 1; }
+echo "== sanitizer build ($SANITIZER_BUILD)"
+ninja -C "$SANITIZER_BUILD" -j"$JOBS" > "$SANITIZER_BUILD/build.log" 2>&1 ||
+  { tail -40 "$SANITIZER_BUILD/build.log"; echo "sanitize: the build failed"; echo "0 passed, 1 failed"; exit 1; }
+report=$(mktemp -d)
+passed=0
+failed=0
+
+echo "== lit (sanitized)"
+/usr/lib/llvm-22/bin/lit -sv -j"$JOBS" --xunit-xml-output "$report/lit.xml" "$SANITIZER_BUILD/test"
+total=$(grep -o '<testcase ' "$report/lit.xml" | wc -l)
+bad=$(grep -o '<failure' "$report/lit.xml" | wc -l)
+skipped=$(grep -o '<skipped' "$report/lit.xml" | wc -l)
+passed=$((passed + total - bad - skipped))
+failed=$((failed + bad))
+
+echo "== ctest (sanitized)"
+(cd "$SANITIZER_BUILD" && ctest -j"$JOBS" --output-on-failure --output-junit "$report/ctest.xml") || true
+if [ -f "$report/ctest.xml" ]; then
+  total=$(grep -o '<testcase ' "$report/ctest.xml" | wc -l)
+  bad=$(grep -c 'status="fail"' "$report/ctest.xml" || true)
+  skipped=$(grep -c 'status="notrun"\|status="disabled"' "$report/ctest.xml" || true)
+  passed=$((passed + total - bad - skipped))
+  failed=$((failed + bad))
+else
+  failed=$((failed + 1))
+fi
+rm -rf "$report"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
