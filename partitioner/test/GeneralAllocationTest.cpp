@@ -144,6 +144,9 @@ TEST(GeneralAllocation, IlpGeneralEqualsBruteForceOverAllMaps) {
     LowerBounds bounds = computeLowerBounds(problem);
     PlanOptions options;
     options.algorithms = {"ilp-general"};
+    // Proving optimality is the point: no wall-clock limit that a loaded or
+    // sanitized machine could hit (these MIPs solve in well under a second).
+    options.ilpTimeLimitSeconds = 3600;
     AlgorithmContext context{options, bounds};
     AlgorithmOutput output = ilp->run(problem, context);
     if (brute == kInfinity) {

@@ -45,14 +45,14 @@
 // V100-NEXT: "bandwidth_bytes_per_s": 150000000000.0,
 // V100: "memory_bytes_per_gpu": 34359738368.0
 func.func @block(%x: tensor<1x4x4x4xf32>) -> tensor<1x2xf32> {
-  %w1 = nn.param "w1" {source = "inline"} : tensor<4x4x1x1xf32>
-  %scale = nn.param "bn.weight" {source = "inline"} : tensor<4xf32>
-  %bias = nn.param "bn.bias" {source = "inline"} : tensor<4xf32>
-  %mean = nn.param "bn.running_mean" {source = "inline", trainable = false} : tensor<4xf32>
-  %var = nn.param "bn.running_var" {source = "inline", trainable = false} : tensor<4xf32>
-  %w2 = nn.param "w2" {source = "inline"} : tensor<4x4x3x3xf32>
-  %wf = nn.param "fc.weight" {source = "inline"} : tensor<2x64xf32>
-  %bf = nn.param "fc.bias" {source = "inline"} : tensor<2xf32>
+  %w1 = nn.param "w1" {source = #nn.param_source<inline>} : tensor<4x4x1x1xf32>
+  %scale = nn.param "bn.weight" {source = #nn.param_source<inline>} : tensor<4xf32>
+  %bias = nn.param "bn.bias" {source = #nn.param_source<inline>} : tensor<4xf32>
+  %mean = nn.param "bn.running_mean" {source = #nn.param_source<inline>, trainable = false} : tensor<4xf32>
+  %var = nn.param "bn.running_var" {source = #nn.param_source<inline>, trainable = false} : tensor<4xf32>
+  %w2 = nn.param "w2" {source = #nn.param_source<inline>} : tensor<4x4x3x3xf32>
+  %wf = nn.param "fc.weight" {source = #nn.param_source<inline>} : tensor<2x64xf32>
+  %bf = nn.param "fc.bias" {source = #nn.param_source<inline>} : tensor<2xf32>
   %y1 = nn.conv %x, %w1 : (tensor<1x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<1x4x4x4xf32> loc("conv1")
   %b, %rm, %rv = nn.batch_norm %y1, %scale, %bias, %mean, %var {training_mode = 1 : i64} : (tensor<1x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<1x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>) loc("bn")
   %r = nn.relu %b : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> loc("relu")

@@ -19,8 +19,8 @@
 // BF16-LABEL: cost @conv_bias
 // BF16: op 'conv0' nn.conv class=conv fwd_flops=28160 fwd_bytes=2016 bwd_flops=28160 bwd_weight_flops=28160 bwd_bytes=2008 kernels=1/1 saved=768
 func.func @conv_bias(%x: tensor<2x3x8x8xf32>) -> tensor<2x4x8x8xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<4x3x3x3xf32>
-  %b = nn.param "b" {source = "inline"} : tensor<4xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<4x3x3x3xf32>
+  %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<4xf32>
   %y = nn.conv %x, %w, %b {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<2x4x8x8xf32> loc("conv0")
   return %y : tensor<2x4x8x8xf32>
 }
@@ -38,8 +38,8 @@ func.func @conv_bias(%x: tensor<2x3x8x8xf32>) -> tensor<2x4x8x8xf32> {
 // CHECK: total fwd_flops=3096 fwd_gemm_flops=3096 bwd_flops=5040
 // CHECK-SAME: saved=1152
 func.func @conv_chain(%x: tensor<1x4x6x6xf32>) -> tensor<1x6x3x3xf32> {
-  %w1 = nn.param "w1" {source = "inline"} : tensor<4x4x1x1xf32>
-  %w2 = nn.param "w2" {source = "inline"} : tensor<6x2x3x3xf32>
+  %w1 = nn.param "w1" {source = #nn.param_source<inline>} : tensor<4x4x1x1xf32>
+  %w2 = nn.param "w2" {source = #nn.param_source<inline>} : tensor<6x2x3x3xf32>
   %y1 = nn.conv %x, %w1 : (tensor<1x4x6x6xf32>, tensor<4x4x1x1xf32>) -> tensor<1x4x6x6xf32> loc("conv1")
   %y2 = nn.conv %y1, %w2 {group = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x4x6x6xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x3x3xf32> loc("conv2")
   return %y2 : tensor<1x6x3x3xf32>
@@ -51,7 +51,7 @@ func.func @conv_chain(%x: tensor<1x4x6x6xf32>) -> tensor<1x6x3x3xf32> {
 // CHECK: op 'frozen' nn.conv class=conv fwd_flops=1152 fwd_bytes=1216 bwd_flops=0 bwd_weight_flops=0 bwd_bytes=0 kernels=1/0 saved=0
 // CHECK: params=0 buffers=16
 func.func @conv_frozen(%x: tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32> {
-  %w = nn.param "wf" {source = "inline", trainable = false} : tensor<4x4x1x1xf32>
+  %w = nn.param "wf" {source = #nn.param_source<inline>, trainable = false} : tensor<4x4x1x1xf32>
   %y = nn.conv %x, %w : (tensor<1x4x6x6xf32>, tensor<4x4x1x1xf32>) -> tensor<1x4x6x6xf32> loc("frozen")
   return %y : tensor<1x4x6x6xf32>
 }

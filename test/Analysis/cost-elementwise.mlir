@@ -23,7 +23,7 @@
 // pre keeps x_in 128, relu/tanh/sigmoid outputs 3 * 128, x 128 = 640.
 // CHECK: total {{.*}} saved=640
 func.func @unary(%x_in: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
-  %s = nn.param "s" {source = "inline"} : tensor<f32>
+  %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<f32>
   %x = nn.mul %x_in, %s : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32> loc("pre")
   %0 = nn.relu %x : (tensor<4x8xf32>) -> tensor<4x8xf32> loc("relu")
   %1 = nn.tanh %x : (tensor<4x8xf32>) -> tensor<4x8xf32> loc("tanh")
@@ -62,8 +62,8 @@ func.func @unary(%x_in: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, t
 // NOFUSE-LABEL: cost @binary
 // NOFUSE: op 'where' nn.where class=elementwise fwd_flops=32 fwd_bytes=320 bwd_flops=96 bwd_weight_flops=64 bwd_bytes=480 kernels=1/2 saved=32
 func.func @binary(%a_in: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
-  %s = nn.param "s" {source = "inline"} : tensor<f32>
-  %b = nn.param "b" {source = "inline"} : tensor<8xf32>
+  %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<f32>
+  %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<8xf32>
   %a = nn.mul %a_in, %s : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32> loc("pre")
   %0 = nn.add %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> loc("add")
   %1 = nn.mul %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> loc("mul")
@@ -88,8 +88,8 @@ func.func @binary(%a_in: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, 
 // NOFUSE: op 'bias' nn.add class=elementwise fwd_flops=32 fwd_bytes=288 bwd_flops=32 bwd_weight_flops=32 bwd_bytes=160 kernels=1/1
 // NOFUSE: op 'act' nn.relu class=elementwise fwd_flops=32 fwd_bytes=256 bwd_flops=64 bwd_weight_flops=0 bwd_bytes=384 kernels=1/1
 func.func @fusion(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<8x8xf32>
-  %b = nn.param "b" {source = "inline"} : tensor<8xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<8x8xf32>
+  %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<8xf32>
   %0 = nn.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> loc("fc")
   %1 = nn.add %0, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> loc("bias")
   %2 = nn.relu %1 : (tensor<4x8xf32>) -> tensor<4x8xf32> loc("act")

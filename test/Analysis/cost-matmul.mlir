@@ -15,7 +15,7 @@
 // CHECK: op 'wt' nn.transpose class=free static
 // CHECK-NEXT: op 'fc' nn.matmul class=gemm fwd_flops=32768 fwd_bytes=8192 bwd_flops=32768 bwd_weight_flops=32768 bwd_bytes=8192 kernels=1/1 saved=2048
 func.func @linear(%x: tensor<4x8x16xf32>) -> tensor<4x8x32xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<32x16xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<32x16xf32>
   %wt = nn.transpose %w {perm = array<i64: 1, 0>} : (tensor<32x16xf32>) -> tensor<16x32xf32> loc("wt")
   %y = nn.matmul %x, %wt : (tensor<4x8x16xf32>, tensor<16x32xf32>) -> tensor<4x8x32xf32> loc("fc")
   return %y : tensor<4x8x32xf32>
@@ -35,8 +35,8 @@ func.func @linear(%x: tensor<4x8x16xf32>) -> tensor<4x8x32xf32> {
 // CHECK: total fwd_flops=18432 fwd_gemm_flops=16384 bwd_flops=36864
 // CHECK-SAME: saved=16384
 func.func @attention(%qin: tensor<2x4x8x16xf32>, %kin: tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32> {
-  %sq = nn.param "sq" {source = "inline"} : tensor<f32>
-  %sk = nn.param "sk" {source = "inline"} : tensor<f32>
+  %sq = nn.param "sq" {source = #nn.param_source<inline>} : tensor<f32>
+  %sk = nn.param "sk" {source = #nn.param_source<inline>} : tensor<f32>
   %q = nn.mul %qin, %sq : (tensor<2x4x8x16xf32>, tensor<f32>) -> tensor<2x4x8x16xf32> loc("scale_q")
   %k = nn.mul %kin, %sk : (tensor<2x4x16x8xf32>, tensor<f32>) -> tensor<2x4x16x8xf32> loc("scale_k")
   %s = nn.matmul %q, %k : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32> loc("scores")
@@ -50,8 +50,8 @@ func.func @attention(%qin: tensor<2x4x8x16xf32>, %kin: tensor<2x4x16x8xf32>) -> 
 // CHECK-LABEL: cost @gemm
 // CHECK: op 'gemm' nn.gemm class=gemm fwd_flops=8448 fwd_bytes=3712 bwd_flops=8448 bwd_weight_flops=8448 bwd_bytes=3584 kernels=1/1 saved=512
 func.func @gemm(%x: tensor<8x16xf32>) -> tensor<8x32xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<32x16xf32>
-  %b = nn.param "b" {source = "inline"} : tensor<32xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<32x16xf32>
+  %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<32xf32>
   %y = nn.gemm %x, %w, %b {transB = 1 : i64} : (tensor<8x16xf32>, tensor<32x16xf32>, tensor<32xf32>) -> tensor<8x32xf32> loc("gemm")
   return %y : tensor<8x32xf32>
 }
@@ -68,7 +68,7 @@ func.func @gemm(%x: tensor<8x16xf32>) -> tensor<8x32xf32> {
 // V100-LABEL: cost @big
 // V100: op 'big' nn.matmul {{.*}} fwd_us=1574.731 bwd_us=1574.731
 func.func @big(%x: tensor<4096x4096xf32>) -> tensor<4096x4096xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<4096x4096xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<4096x4096xf32>
   %y = nn.matmul %x, %w : (tensor<4096x4096xf32>, tensor<4096x4096xf32>) -> tensor<4096x4096xf32> loc("big")
   return %y : tensor<4096x4096xf32>
 }

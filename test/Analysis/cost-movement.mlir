@@ -27,7 +27,7 @@
 // CHECK: op 'flatten' nn.flatten class=free{{$}}
 // CHECK: op 'identity' nn.identity class=free{{$}}
 func.func @movement(%x_in: tensor<2x3x4xf32>) -> (tensor<2x4x3xf32>, tensor<2x6x4xf32>, tensor<2x3x2xf32>, tensor<2x3x2xf32>, tensor<4x2x3x4xf32>, tensor<2x6x4xf32>, tensor<2x3x7xf32>, tensor<2xi64>, tensor<6x4xf32>, tensor<2x3x4xf32>, tensor<2x12xf32>, tensor<2x3x4xf32>) {
-  %s = nn.param "s" {source = "inline"} : tensor<f32>
+  %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<f32>
   %x = nn.mul %x_in, %s : (tensor<2x3x4xf32>, tensor<f32>) -> tensor<2x3x4xf32> loc("pre")
   %0 = nn.transpose %x {perm = array<i64: 0, 2, 1>} : (tensor<2x3x4xf32>) -> tensor<2x4x3xf32> loc("transpose")
   %1 = nn.concat %x, %x {axis = 1 : i64} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x6x4xf32> loc("concat")
@@ -63,7 +63,7 @@ func.func @movement(%x_in: tensor<2x3x4xf32>) -> (tensor<2x4x3xf32>, tensor<2x6x
 // CHECK-LABEL: cost @embedding
 // CHECK: op 'embed' nn.gather class=data_movement fwd_flops=0 fwd_bytes=240 bwd_flops=24 bwd_weight_flops=24 bwd_bytes=304 kernels=1/1 saved=48
 func.func @embedding(%ids: tensor<2x3xi64>) -> tensor<2x3x4xf32> {
-  %table = nn.param "wte" {source = "inline"} : tensor<10x4xf32>
+  %table = nn.param "wte" {source = #nn.param_source<inline>} : tensor<10x4xf32>
   %y = nn.gather %table, %ids : (tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32> loc("embed")
   return %y : tensor<2x3x4xf32>
 }

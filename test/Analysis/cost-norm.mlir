@@ -11,11 +11,11 @@
 // CHECK-LABEL: cost @bn_train
 // CHECK: op 'bn' nn.batch_norm class=normalization fwd_flops=432 fwd_bytes=960 bwd_flops=648 bwd_weight_flops=0 bwd_bytes=1440 kernels=1/1 saved=320
 func.func @bn_train(%x: tensor<2x4x3x3xf32>) -> tensor<2x4x3x3xf32> {
-  %s = nn.param "s" {source = "inline"} : tensor<f32>
-  %scale = nn.param "bn.weight" {source = "inline"} : tensor<4xf32>
-  %bias = nn.param "bn.bias" {source = "inline"} : tensor<4xf32>
-  %mean = nn.param "bn.running_mean" {source = "inline", trainable = false} : tensor<4xf32>
-  %var = nn.param "bn.running_var" {source = "inline", trainable = false} : tensor<4xf32>
+  %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<f32>
+  %scale = nn.param "bn.weight" {source = #nn.param_source<inline>} : tensor<4xf32>
+  %bias = nn.param "bn.bias" {source = #nn.param_source<inline>} : tensor<4xf32>
+  %mean = nn.param "bn.running_mean" {source = #nn.param_source<inline>, trainable = false} : tensor<4xf32>
+  %var = nn.param "bn.running_var" {source = #nn.param_source<inline>, trainable = false} : tensor<4xf32>
   %xs = nn.mul %x, %s : (tensor<2x4x3x3xf32>, tensor<f32>) -> tensor<2x4x3x3xf32> loc("pre")
   %y, %rm, %rv = nn.batch_norm %xs, %scale, %bias, %mean, %var {training_mode = 1 : i64} : (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>) loc("bn")
   return %y : tensor<2x4x3x3xf32>
@@ -28,11 +28,11 @@ func.func @bn_train(%x: tensor<2x4x3x3xf32>) -> tensor<2x4x3x3xf32> {
 // CHECK-LABEL: cost @bn_eval
 // CHECK: op 'bn' nn.batch_norm class=normalization fwd_flops=144 fwd_bytes=640 bwd_flops=360 bwd_weight_flops=288 bwd_bytes=1152 kernels=1/2 saved=288
 func.func @bn_eval(%x: tensor<2x4x3x3xf32>) -> tensor<2x4x3x3xf32> {
-  %s = nn.param "s" {source = "inline"} : tensor<f32>
-  %scale = nn.param "bn.weight" {source = "inline"} : tensor<4xf32>
-  %bias = nn.param "bn.bias" {source = "inline"} : tensor<4xf32>
-  %mean = nn.param "bn.running_mean" {source = "inline", trainable = false} : tensor<4xf32>
-  %var = nn.param "bn.running_var" {source = "inline", trainable = false} : tensor<4xf32>
+  %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<f32>
+  %scale = nn.param "bn.weight" {source = #nn.param_source<inline>} : tensor<4xf32>
+  %bias = nn.param "bn.bias" {source = #nn.param_source<inline>} : tensor<4xf32>
+  %mean = nn.param "bn.running_mean" {source = #nn.param_source<inline>, trainable = false} : tensor<4xf32>
+  %var = nn.param "bn.running_var" {source = #nn.param_source<inline>, trainable = false} : tensor<4xf32>
   %xs = nn.mul %x, %s : (tensor<2x4x3x3xf32>, tensor<f32>) -> tensor<2x4x3x3xf32> loc("pre")
   %y = nn.batch_norm %xs, %scale, %bias, %mean, %var : (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4x3x3xf32> loc("bn")
   return %y : tensor<2x4x3x3xf32>
@@ -50,9 +50,9 @@ func.func @bn_eval(%x: tensor<2x4x3x3xf32>) -> tensor<2x4x3x3xf32> {
 // CHECK: op 'softmax' nn.softmax class=normalization fwd_flops=240 fwd_bytes=384 bwd_flops=192 bwd_weight_flops=0 bwd_bytes=576 kernels=1/1 saved=192
 // CHECK: op 'log_softmax' nn.log_softmax class=normalization fwd_flops=240 fwd_bytes=384 bwd_flops=192 bwd_weight_flops=0 bwd_bytes=576 kernels=1/1 saved=192
 func.func @layer_norm_softmax(%x: tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
-  %s = nn.param "s" {source = "inline"} : tensor<f32>
-  %scale = nn.param "ln.weight" {source = "inline"} : tensor<8xf32>
-  %bias = nn.param "ln.bias" {source = "inline"} : tensor<8xf32>
+  %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<f32>
+  %scale = nn.param "ln.weight" {source = #nn.param_source<inline>} : tensor<8xf32>
+  %bias = nn.param "ln.bias" {source = #nn.param_source<inline>} : tensor<8xf32>
   %xs = nn.mul %x, %s : (tensor<2x3x8xf32>, tensor<f32>) -> tensor<2x3x8xf32> loc("pre")
   %y = nn.layer_norm %xs, %scale, %bias : (tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x3x8xf32> loc("ln")
   %p = nn.softmax %y : (tensor<2x3x8xf32>) -> tensor<2x3x8xf32> loc("softmax")
@@ -67,7 +67,7 @@ func.func @layer_norm_softmax(%x: tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tens
 // CHECK: op 'drop' nn.dropout class=elementwise fwd_flops=96 fwd_bytes=432 bwd_flops=48 bwd_weight_flops=0 bwd_bytes=432 kernels=1/1 saved=48
 // CHECK: op 'drop_off' nn.dropout class=free{{$}}
 func.func @dropout(%x: tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
-  %s = nn.param "s" {source = "inline"} : tensor<f32>
+  %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<f32>
   %ratio = nn.constant dense<1.000000e-01> : tensor<f32>
   %on = nn.constant dense<true> : tensor<i1>
   %off = nn.constant dense<false> : tensor<i1>

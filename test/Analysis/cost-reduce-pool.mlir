@@ -18,7 +18,7 @@
 // CHECK: op 'gap' nn.global_average_pool class=pooling fwd_flops=102 fwd_bytes=408 bwd_flops=96 bwd_weight_flops=0 bwd_bytes=408 kernels=1/1 saved=0
 // CHECK: op 'gmp' nn.global_max_pool class=pooling fwd_flops=96 fwd_bytes=456 bwd_flops=6 bwd_weight_flops=0 bwd_bytes=456 kernels=1/1 saved=48
 func.func @pool(%x_in: tensor<2x3x4x4xf32>) -> (tensor<2x3x2x2xf32>, tensor<2x3x2x2xf32>, tensor<2x3x1x1xf32>, tensor<2x3x1x1xf32>) {
-  %s = nn.param "s" {source = "inline"} : tensor<f32>
+  %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<f32>
   %x = nn.mul %x_in, %s : (tensor<2x3x4x4xf32>, tensor<f32>) -> tensor<2x3x4x4xf32> loc("pre")
   %0 = nn.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<2x3x4x4xf32>) -> tensor<2x3x2x2xf32> loc("maxpool")
   %1 = nn.average_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<2x3x4x4xf32>) -> tensor<2x3x2x2xf32> loc("avgpool")
@@ -38,7 +38,7 @@ func.func @pool(%x_in: tensor<2x3x4x4xf32>) -> (tensor<2x3x2x2xf32>, tensor<2x3x
 // CHECK: op 'max' nn.reduce_max class=reduction fwd_flops=96 fwd_bytes=480 bwd_flops=96 bwd_weight_flops=0 bwd_bytes=960 kernels=1/1 saved=480
 // CHECK: op 'prod' nn.reduce_prod class=reduction fwd_flops=96 fwd_bytes=480 bwd_flops=192 bwd_weight_flops=0 bwd_bytes=960 kernels=1/1 saved=480
 func.func @reduce(%x_in: tensor<2x3x4x4xf32>) -> (tensor<2x3x4x1xf32>, tensor<2x3x4x1xf32>, tensor<2x3x4x1xf32>, tensor<2x3x4x1xf32>) {
-  %s = nn.param "s" {source = "inline"} : tensor<f32>
+  %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<f32>
   %axes = nn.constant dense<[3]> : tensor<1xi64>
   %x = nn.mul %x_in, %s : (tensor<2x3x4x4xf32>, tensor<f32>) -> tensor<2x3x4x4xf32> loc("pre")
   %0 = nn.reduce_sum %x, %axes : (tensor<2x3x4x4xf32>, tensor<1xi64>) -> tensor<2x3x4x1xf32> loc("sum")

@@ -25,8 +25,8 @@
 // NOBF16: error: cost model: target 'v100-32gb' has no bf16 rate for gemm kernels
 // BADFILE: error: target file '{{.*}}bad-gpu.json': unknown field 'clock_mhz'
 func.func @toy(%x: tensor<100x100xf32>, %big: tensor<1000x1000xf32>) -> (tensor<100x100xf32>, tensor<1000x1000xf32>) {
-  %w = nn.param "w" {source = "inline"} : tensor<100x100xf32>
-  %s = nn.param "s" {source = "inline"} : tensor<f32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<100x100xf32>
+  %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<f32>
   %y = nn.matmul %x, %w : (tensor<100x100xf32>, tensor<100x100xf32>) -> tensor<100x100xf32> loc("mm")
   %b = nn.mul %big, %s : (tensor<1000x1000xf32>, tensor<f32>) -> tensor<1000x1000xf32> loc("pre")
   %r = nn.relu %b : (tensor<1000x1000xf32>) -> tensor<1000x1000xf32> loc("relu")

@@ -30,11 +30,11 @@
 // ADAM: activations saved=384 fwd_peak=512 bwd_peak=512
 // MIXED: activations saved=192 fwd_peak=256 bwd_peak=256
 func.func @mlp(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  %w1 = nn.param "w1" {source = "inline"} : tensor<8x16xf32>
-  %b1 = nn.param "b1" {source = "inline"} : tensor<16xf32>
-  %w2 = nn.param "w2" {source = "inline"} : tensor<16x8xf32>
-  %b2 = nn.param "b2" {source = "inline"} : tensor<8xf32>
-  %buf = nn.param "stats" {source = "inline", trainable = false} : tensor<4xf32>
+  %w1 = nn.param "w1" {source = #nn.param_source<inline>} : tensor<8x16xf32>
+  %b1 = nn.param "b1" {source = #nn.param_source<inline>} : tensor<16xf32>
+  %w2 = nn.param "w2" {source = #nn.param_source<inline>} : tensor<16x8xf32>
+  %b2 = nn.param "b2" {source = #nn.param_source<inline>} : tensor<8xf32>
+  %buf = nn.param "stats" {source = #nn.param_source<inline>, trainable = false} : tensor<4xf32>
   %h = nn.matmul %x, %w1 : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> loc("fc1")
   %h2 = nn.add %h, %b1 : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32> loc("bias1")
   %r = nn.relu %h2 : (tensor<4x16xf32>) -> tensor<4x16xf32> loc("act")

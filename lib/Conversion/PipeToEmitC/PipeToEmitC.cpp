@@ -216,7 +216,7 @@ FailureOr<Tables> buildTables(PipelineOp pipeline) {
         ProgramParameter p;
         p.id = static_cast<int32_t>(t.parameters.size());
         p.name = param.getName().str();
-        p.source = param.getSource().str();
+        p.source = param.getSource();
         p.path = param.getPath().str();
         p.offset = param.getOffset();
         p.length = param.getLength();
@@ -580,7 +580,8 @@ LogicalResult FunctionEmitter::lower(Operation *op) {
     if (failed(dt))
       return failure();
     std::string kind =
-        recv.getKind() == "gradient" ? "PIPE_TRANSFER_GRADIENT" : "PIPE_TRANSFER_ACTIVATION";
+        recv.getKind() == TransferKind::gradient ? "PIPE_TRANSFER_GRADIENT"
+                                                 : "PIPE_TRANSFER_ACTIVATION";
     values[recv.getValue()] =
         call(loc, "pipe_recv",
              {r(), rankOf(recv.getPeer()), recv.getTag(), kind, mb(), *dt, shape(recv.getValue())},
@@ -590,7 +591,8 @@ LogicalResult FunctionEmitter::lower(Operation *op) {
   }
   if (auto send = dyn_cast<SendOp>(op)) {
     std::string kind =
-        send.getKind() == "gradient" ? "PIPE_TRANSFER_GRADIENT" : "PIPE_TRANSFER_ACTIVATION";
+        send.getKind() == TransferKind::gradient ? "PIPE_TRANSFER_GRADIENT"
+                                                 : "PIPE_TRANSFER_ACTIVATION";
     call(loc, "pipe_send",
          {r(), get(send.getValue()), rankOf(send.getPeer()), send.getTag(), kind, mb()});
     return success();
@@ -1285,10 +1287,16 @@ std::string optimizerName(OptimizerKind kind) {
   return "PIPE_SGD";
 }
 
-std::string sourceName(StringRef source) {
-  return source == "file" ? "PIPE_SOURCE_FILE"
-         : source == "external" ? "PIPE_SOURCE_EXTERNAL"
-                                : "PIPE_SOURCE_INLINE";
+std::string sourceName(nn::ParamSource source) {
+  switch (source) {
+  case nn::ParamSource::file:
+    return "PIPE_SOURCE_FILE";
+  case nn::ParamSource::external:
+    return "PIPE_SOURCE_EXTERNAL";
+  case nn::ParamSource::inline_:
+    return "PIPE_SOURCE_INLINE";
+  }
+  return "PIPE_SOURCE_INLINE";
 }
 
 LogicalResult RankEmitter::emit(PipelineOp pipeline) {

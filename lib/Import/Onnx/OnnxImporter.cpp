@@ -188,10 +188,11 @@ LogicalResult GraphImporter::importInitializer(const InitializerData &data) {
                              std::max<int64_t>(1, (element.getIntOrFloatBitWidth() + 7) / 8),
                              &byteSize))
     return emitError(loc) << "initializer '" << tensor.name() << "' is too large";
-  std::string source = "inline", dataPath;
+  nn::ParamSource source = nn::ParamSource::inline_;
+  std::string dataPath;
   int64_t offset = -1, length = -1;
   if (external) {
-    source = "external";
+    source = nn::ParamSource::external;
     offset = 0;
     length = byteSize;
     for (const onnx::StringStringEntryProto &entry : tensor.external_data()) {
@@ -222,7 +223,7 @@ LogicalResult GraphImporter::importInitializer(const InitializerData &data) {
                             << "', which has " << fileSize;
   } else if (data.rawBytes) {
     if (data.rawOffset >= 0) {
-      source = "file";
+      source = nn::ParamSource::file;
       offset = data.rawOffset;
     }
     length = data.rawLength;
@@ -239,7 +240,7 @@ LogicalResult GraphImporter::importInitializer(const InitializerData &data) {
     return emitError(loc) << "initializer '" << tensor.name() << "' has " << length
                           << " bytes, its shape and type need " << byteSize;
   auto param = nn::ParamOp::create(builder, loc, type, builder.getStringAttr(tensor.name()),
-                                   builder.getStringAttr(source),
+                                   nn::ParamSourceAttr::get(builder.getContext(), source),
                                    builder.getStringAttr(dataPath),
                                    builder.getI64IntegerAttr(offset),
                                    builder.getI64IntegerAttr(length),

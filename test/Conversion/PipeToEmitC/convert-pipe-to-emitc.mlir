@@ -79,12 +79,12 @@
 // RANK1-LABEL: void pipe_program_setup(
 // RANK1-NOT: pipe_declare_param
 // RANK1: return;
-module attributes {pipe.plan = {stages = 2 : i64, microbatches = 2 : i64, schedule = "1f1b"}} {
+module attributes {pipe.plan = #pipe.plan<stages = 2, microbatches = 2>} {
   func.func @main(%x: tensor<4x8xf32>) -> tensor<4x3xf32> {
-    %w1 = nn.param "fc1.weight" {source = "inline"} : tensor<16x8xf32>
-    %b1 = nn.param "fc1.bias" {source = "inline"} : tensor<16xf32>
-    %w2 = nn.param "fc2.weight" {source = "inline"} : tensor<3x16xf32>
-    %b2 = nn.param "fc2.bias" {source = "inline"} : tensor<3xf32>
+    %w1 = nn.param "fc1.weight" {source = #nn.param_source<inline>} : tensor<16x8xf32>
+    %b1 = nn.param "fc1.bias" {source = #nn.param_source<inline>} : tensor<16xf32>
+    %w2 = nn.param "fc2.weight" {source = #nn.param_source<inline>} : tensor<3x16xf32>
+    %b2 = nn.param "fc2.bias" {source = #nn.param_source<inline>} : tensor<3xf32>
     %h = nn.gemm %x, %w1, %b1 {transB = 1 : i64, pipe.stage = 0 : i64} : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32> loc("fc1")
     %r = nn.relu %h {pipe.stage = 0 : i64} : (tensor<4x16xf32>) -> tensor<4x16xf32> loc("relu")
     %y = nn.gemm %r, %w2, %b2 {transB = 1 : i64, pipe.stage = 0 : i64} : (tensor<4x16xf32>, tensor<3x16xf32>, tensor<3xf32>) -> tensor<4x3xf32> loc("fc2")

@@ -40,9 +40,19 @@ func.func @broadcast_c2(%x: tensor<4xf32>, %y: tensor<4xf16>) {
 
 // -----
 
+// [param_c1]: the source is an #nn.param_source (file, external or inline).
 func.func @param_c1() {
-  // expected-error @+1 {{[param_c1] source must be 'file', 'external' or 'inline', got 'disk'}}
-  %0 = nn.param "w" {source = "disk"} : tensor<2xf32>
+  // expected-error @+1 {{attribute 'source' failed to satisfy constraint: where a parameter's values are stored}}
+  %0 = nn.param "w" {source = "file"} : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @param_c1_unknown() {
+  // expected-error @+2 {{expected ::pipe::nn::ParamSource to be one of: file, external, inline}}
+  // expected-error @+1 {{failed to parse NN_ParamSourceAttr parameter 'value'}}
+  %0 = nn.param "w" {source = #nn.param_source<disk>} : tensor<2xf32>
   return
 }
 
@@ -50,7 +60,7 @@ func.func @param_c1() {
 
 func.func @param_c2() {
   // expected-error @+1 {{[param_c2] a 'file' parameter needs offset and length}}
-  %0 = nn.param "w" {source = "file"} : tensor<2xf32>
+  %0 = nn.param "w" {source = #nn.param_source<file>} : tensor<2xf32>
   return
 }
 
@@ -58,7 +68,7 @@ func.func @param_c2() {
 
 func.func @param_c3() {
   // expected-error @+1 {{[param_c3] an external parameter needs the data file's path}}
-  %0 = nn.param "w" {source = "external", offset = 0, length = 8} : tensor<2xf32>
+  %0 = nn.param "w" {source = #nn.param_source<external>, offset = 0, length = 8} : tensor<2xf32>
   return
 }
 
@@ -66,7 +76,7 @@ func.func @param_c3() {
 
 func.func @param_c4() {
   // expected-error @+1 {{[param_c4] a parameter must have a static shape}}
-  %0 = nn.param "w" {source = "inline"} : tensor<?xf32>
+  %0 = nn.param "w" {source = #nn.param_source<inline>} : tensor<?xf32>
   return
 }
 

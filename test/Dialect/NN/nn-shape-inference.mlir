@@ -13,7 +13,7 @@
 // CHECK-NOT: nn.shape
 // CHECK-NOT: nn.concat
 func.func @transformer_reshape(%x: tensor<2x8x32xf32>) -> tensor<*xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<32x128xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<32x128xf32>
   %m = nn.matmul %x, %w : (tensor<2x8x32xf32>, tensor<32x128xf32>) -> tensor<*xf32>
   %s = nn.shape %m : (tensor<*xf32>) -> tensor<?xi64>
   %i = nn.constant dense<[0, 1]> : tensor<2xi64>
@@ -36,15 +36,15 @@ func.func @transformer_reshape(%x: tensor<2x8x32xf32>) -> tensor<*xf32> {
 // CHECK: nn.flatten {{.*}} -> tensor<4x16xf32>
 // CHECK: nn.gemm {{.*}} -> tensor<4x10xf32>
 func.func @cnn_block(%x: tensor<4x3x224x224xf32>) -> tensor<*xf32> {
-  %w = nn.param "conv.weight" {source = "inline"} : tensor<16x3x7x7xf32>
+  %w = nn.param "conv.weight" {source = #nn.param_source<inline>} : tensor<16x3x7x7xf32>
   %c = nn.conv %x, %w {pads = array<i64: 3, 3, 3, 3>, strides = array<i64: 2, 2>} : (tensor<4x3x224x224xf32>, tensor<16x3x7x7xf32>) -> tensor<*xf32>
-  %g = nn.param "bn.weight" {source = "inline"} : tensor<16xf32>
+  %g = nn.param "bn.weight" {source = #nn.param_source<inline>} : tensor<16xf32>
   %b:3 = nn.batch_norm %c, %g, %g, %g, %g {training_mode = 1 : i64} : (tensor<*xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<*xf32>, tensor<*xf32>, tensor<*xf32>)
   %r = nn.relu %b#0 : (tensor<*xf32>) -> tensor<*xf32>
   %p = nn.max_pool %r {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<*xf32>) -> tensor<*xf32>
   %a = nn.global_average_pool %p : (tensor<*xf32>) -> tensor<*xf32>
   %f = nn.flatten %a : (tensor<*xf32>) -> tensor<*xf32>
-  %fc = nn.param "fc.weight" {source = "inline"} : tensor<10x16xf32>
+  %fc = nn.param "fc.weight" {source = #nn.param_source<inline>} : tensor<10x16xf32>
   %y = nn.gemm %f, %fc {transB = 1 : i64} : (tensor<*xf32>, tensor<10x16xf32>) -> tensor<*xf32>
   return %y : tensor<*xf32>
 }

@@ -5,10 +5,10 @@
 func.func @values(%shape: tensor<2xi64>) -> (tensor<2x3xf32>, tensor<4x4xf32>, tensor<?xi64>) {
   // CHECK: nn.constant dense<1.000000e+00> : tensor<2x3xf32>
   %c = nn.constant dense<1.0> : tensor<2x3xf32>
-  // CHECK: nn.param "fc.weight" {length = 64 : i64, offset = 128 : i64, source = "file"} : tensor<4x4xf32>
-  %p = nn.param "fc.weight" {source = "file", offset = 128, length = 64} : tensor<4x4xf32>
-  // CHECK: nn.param "bn.running_mean" {source = "inline", trainable = false} : tensor<4xf32>
-  %m = nn.param "bn.running_mean" {source = "inline", trainable = false} : tensor<4xf32>
+  // CHECK: nn.param "fc.weight" {length = 64 : i64, offset = 128 : i64, source = #nn.param_source<file>} : tensor<4x4xf32>
+  %p = nn.param "fc.weight" {source = #nn.param_source<file>, offset = 128, length = 64} : tensor<4x4xf32>
+  // CHECK: nn.param "bn.running_mean" {source = #nn.param_source<inline>, trainable = false} : tensor<4xf32>
+  %m = nn.param "bn.running_mean" {source = #nn.param_source<inline>, trainable = false} : tensor<4xf32>
   // CHECK: nn.constant_of_shape
   %z = nn.constant_of_shape %shape {value = dense<0.0> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<*xf32>
   %s = nn.constant dense<0> : tensor<i64>

@@ -22,7 +22,7 @@ pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"
   pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
     %c = nn.constant dense<1.0> : tensor<2xf32>
     // expected-error @+1 {{[pipeline_c2] has no matching pipe.recv in stage 1}}
-    pipe.send %c {peer = 1, tag = 7, kind = "activation"} : tensor<2xf32>
+    pipe.send %c {peer = 1, tag = 7, kind = #pipe.transfer_kind<activation>} : tensor<2xf32>
     pipe.return
   }
   pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
@@ -36,12 +36,12 @@ pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"
   pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
     %c = nn.constant dense<1.0> : tensor<2xf32>
     // expected-error @+1 {{[pipeline_c3] sends 'tensor<2xf32>' but the matching receive expects 'tensor<3xf32>'}}
-    pipe.send %c {peer = 1, tag = 7, kind = "activation"} : tensor<2xf32>
+    pipe.send %c {peer = 1, tag = 7, kind = #pipe.transfer_kind<activation>} : tensor<2xf32>
     pipe.return
   }
   pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
     // expected-note @+1 {{the receive}}
-    %r = pipe.recv {peer = 0, tag = 7, kind = "activation"} : tensor<3xf32>
+    %r = pipe.recv {peer = 0, tag = 7, kind = #pipe.transfer_kind<activation>} : tensor<3xf32>
     pipe.return
   }
 }
@@ -54,7 +54,7 @@ pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"
   }
   pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
     // expected-error @+1 {{[pipeline_c2] has no matching pipe.send in stage 0}}
-    %r = pipe.recv {peer = 0, tag = 3, kind = "gradient"} : tensor<3xf32>
+    %r = pipe.recv {peer = 0, tag = 3, kind = #pipe.transfer_kind<gradient>} : tensor<3xf32>
     pipe.return
   }
 }
@@ -64,8 +64,9 @@ pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"
 pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"} {
   pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
     %c = nn.constant dense<1.0> : tensor<2xf32>
-    // expected-error @+1 {{[send_c1] kind must be 'activation' or 'gradient', got 'weights'}}
-    pipe.send %c {peer = 1, tag = 0, kind = "weights"} : tensor<2xf32>
+    // [send_c1]: the kind is a #pipe.transfer_kind (activation or gradient).
+    // expected-error @+1 {{attribute 'kind' failed to satisfy constraint: what a transfer carries}}
+    pipe.send %c {peer = 1, tag = 0, kind = "activation"} : tensor<2xf32>
     pipe.return
   }
   pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
@@ -79,7 +80,7 @@ pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"
   pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
     %c = nn.constant dense<1.0> : tensor<2xf32>
     // expected-error @+1 {{[send_c2] peer stage 0 is the stage itself}}
-    pipe.send %c {peer = 0, tag = 0, kind = "activation"} : tensor<2xf32>
+    pipe.send %c {peer = 0, tag = 0, kind = #pipe.transfer_kind<activation>} : tensor<2xf32>
     pipe.return
   }
   pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
@@ -91,8 +92,10 @@ pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"
 
 pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"} {
   pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
-    // expected-error @+1 {{[recv_c1] kind must be 'activation' or 'gradient', got 'other'}}
-    %r = pipe.recv {peer = 1, tag = 0, kind = "other"} : tensor<2xf32>
+    // [recv_c1]: the kind is a #pipe.transfer_kind (activation or gradient).
+    // expected-error @+2 {{expected ::pipe::pipeline::TransferKind to be one of: activation, gradient}}
+    // expected-error @+1 {{failed to parse Pipe_TransferKindAttr parameter 'value'}}
+    %r = pipe.recv {peer = 1, tag = 0, kind = #pipe.transfer_kind<other>} : tensor<2xf32>
     pipe.return
   }
   pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
@@ -105,7 +108,7 @@ pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"
 pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"} {
   pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
     // expected-error @+1 {{[recv_c2] peer stage 5 does not exist}}
-    %r = pipe.recv {peer = 5, tag = 0, kind = "activation"} : tensor<2xf32>
+    %r = pipe.recv {peer = 5, tag = 0, kind = #pipe.transfer_kind<activation>} : tensor<2xf32>
     pipe.return
   }
   pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
@@ -117,8 +120,9 @@ pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"
 
 pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
   pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
-    // expected-error @+1 {{[param_c1] source must be 'file', 'external' or 'inline'}}
-    %w = pipe.param "w" {source = "tape", owner = 0, users = array<i64: 0>} : tensor<2xf32>
+    // [param_c1]: the source is an #nn.param_source.
+    // expected-error @+1 {{attribute 'source' failed to satisfy constraint: where the parameter's values are stored (#nn.param_source)}}
+    %w = pipe.param "w" {source = "file", owner = 0, users = array<i64: 0>} : tensor<2xf32>
     pipe.return
   }
 }
@@ -128,7 +132,7 @@ pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"
 pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
   pipe.stage @s0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {
     // expected-error @+1 {{[param_c2] owner stage 1 is not among its users}}
-    %w = pipe.param "w" {source = "inline", owner = 1, users = array<i64: 0>} : tensor<2xf32>
+    %w = pipe.param "w" {source = #nn.param_source<inline>, owner = 1, users = array<i64: 0>} : tensor<2xf32>
     pipe.return
   }
 }
@@ -141,7 +145,7 @@ pipe.pipeline @p attributes {num_stages = 2, microbatches = 1, schedule = "1f1b"
   }
   pipe.stage @s1 attributes {index = 1, device = 1, model_inputs = array<i64>, model_outputs = array<i64>} {
     // expected-error @+1 {{[param_c3] stage 1 uses the parameter but is not among its users}}
-    %w = pipe.param "w" {source = "inline", owner = 0, users = array<i64: 0>} : tensor<2xf32>
+    %w = pipe.param "w" {source = #nn.param_source<inline>, owner = 0, users = array<i64: 0>} : tensor<2xf32>
     pipe.return
   }
 }
@@ -254,7 +258,7 @@ pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"
     pipe.return
   } backward {
     %g = pipe.output_grad 0 : tensor<2xf32>
-    %m = pipe.param "bn.running_mean" {source = "inline", trainable = false, owner = 0, users = array<i64: 0>} : tensor<2xf32>
+    %m = pipe.param "bn.running_mean" {source = #nn.param_source<inline>, trainable = false, owner = 0, users = array<i64: 0>} : tensor<2xf32>
     // expected-error @+1 {{[accumulate_grad_c1] parameter 'bn.running_mean' is not trainable}}
     pipe.accumulate_grad %g into %m : tensor<2xf32>
     pipe.return
@@ -270,7 +274,7 @@ pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"
     pipe.return
   } backward {
     %g = pipe.output_grad 0 : tensor<2xf16>
-    %w = pipe.param "w" {source = "inline", owner = 0, users = array<i64: 0>} : tensor<2xf32>
+    %w = pipe.param "w" {source = #nn.param_source<inline>, owner = 0, users = array<i64: 0>} : tensor<2xf32>
     // expected-error @+1 {{failed to verify that all of {gradient, param} have same type}}
     "pipe.accumulate_grad"(%g, %w) : (tensor<2xf16>, tensor<2xf32>) -> ()
     pipe.return

@@ -29,7 +29,7 @@
 // MSE-NEXT: pipe.loss %[[MEAN]] : tensor<f32>
 // MSE-NEXT: return %[[Y]]
 func.func @classes(%x: tensor<4x16xf32>) -> tensor<4x10xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<16x10xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<16x10xf32>
   %y = nn.matmul %x, %w : (tensor<4x16xf32>, tensor<16x10xf32>) -> tensor<4x10xf32>
   return %y : tensor<4x10xf32>
 }
@@ -52,7 +52,7 @@ func.func @classes(%x: tensor<4x16xf32>) -> tensor<4x10xf32> {
 // MSE: pipe.label 0 {range = 0 : i64} : tensor<2x8x32xf32>
 // MSE: nn.reduce_mean {{.*}} : (tensor<2x8x32xf32>) -> tensor<f32>
 func.func @tokens(%x: tensor<2x8x16xf32>) -> tensor<2x8x32xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<16x32xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<16x32xf32>
   %y = nn.matmul %x, %w : (tensor<2x8x16xf32>, tensor<16x32xf32>) -> tensor<2x8x32xf32>
   return %y : tensor<2x8x32xf32>
 }
@@ -68,7 +68,7 @@ func.func @tokens(%x: tensor<2x8x16xf32>) -> tensor<2x8x32xf32> {
 // CHECK: return %[[Y]], %[[FEATURES]]
 func.func @two_outputs(%x: tensor<4x16xf32>) -> (tensor<4x10xf32>, tensor<4x16xf32>) {
   %h = nn.relu %x : (tensor<4x16xf32>) -> tensor<4x16xf32>
-  %w = nn.param "w" {source = "inline"} : tensor<16x10xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<16x10xf32>
   %y = nn.matmul %h, %w : (tensor<4x16xf32>, tensor<16x10xf32>) -> tensor<4x10xf32>
   return %y, %h : tensor<4x10xf32>, tensor<4x16xf32>
 }

@@ -18,8 +18,8 @@
 // CHECK: pipe.return saved(%[[X]] : tensor<2x8xf32>)
 // CHECK-NEXT: } backward {
 // CHECK-NEXT: ^bb0(%[[SX:[^:]+]]: tensor<2x8xf32>):
-// CHECK-NEXT: %[[FROM2:.*]] = pipe.recv {kind = "gradient", peer = 2 : i64, tag = 2 : i64} : tensor<2x8xf32>
-// CHECK-NEXT: %[[FROM1:.*]] = pipe.recv {kind = "gradient", peer = 1 : i64, tag = 0 : i64} : tensor<2x8xf32>
+// CHECK-NEXT: %[[FROM2:.*]] = pipe.recv {kind = #pipe.transfer_kind<gradient>, peer = 2 : i64, tag = 2 : i64} : tensor<2x8xf32>
+// CHECK-NEXT: %[[FROM1:.*]] = pipe.recv {kind = #pipe.transfer_kind<gradient>, peer = 1 : i64, tag = 0 : i64} : tensor<2x8xf32>
 // CHECK-NEXT: %[[DX0:.*]] = nn.add %[[FROM2]], %[[FROM1]] : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
 // CHECK-NEXT: %[[DW0:.*]] = nn.gemm %[[SX]], %[[DX0]] {transA = 1 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<8x8xf32>
 // CHECK-NEXT: %[[W0:.*]] = pipe.param "w" {{{.*}}owner = 0 : i64{{.*}}users = array<i64: 0, 2>}
@@ -30,9 +30,9 @@
 // CHECK: pipe.return saved(%[[H]] : tensor<2x8xf32>)
 // CHECK-NEXT: } backward {
 // CHECK-NEXT: ^bb0(%[[SH:[^:]+]]: tensor<2x8xf32>):
-// CHECK-NEXT: %[[DH:.*]] = pipe.recv {kind = "gradient", peer = 2 : i64, tag = 1 : i64}
+// CHECK-NEXT: %[[DH:.*]] = pipe.recv {kind = #pipe.transfer_kind<gradient>, peer = 2 : i64, tag = 1 : i64}
 // CHECK-NEXT: %[[DA:.*]] = nn.unary_grad %[[SH]], %[[DH]] {function = #nn.unary_function<relu>}
-// CHECK-NEXT: pipe.send %[[DA]] {kind = "gradient", peer = 0 : i64, tag = 0 : i64}
+// CHECK-NEXT: pipe.send %[[DA]] {kind = #pipe.transfer_kind<gradient>, peer = 0 : i64, tag = 0 : i64}
 // CHECK-NEXT: pipe.return
 // CHECK: pipe.stage @stage2
 // Labels are cloned into the stage that uses them, like constants.
@@ -54,15 +54,15 @@
 // CHECK-NEXT: %[[W2:.*]] = pipe.param "w" {{{.*}}owner = 0 : i64{{.*}}users = array<i64: 0, 2>}
 // CHECK-NEXT: %[[DS:.*]] = nn.gemm %[[DY]], %[[W2]] {transB = 1 : i64}
 // CHECK-NEXT: pipe.accumulate_grad %[[DW2]] into %[[W2]] : tensor<8x8xf32>
-// CHECK-NEXT: pipe.send %[[DS]] {kind = "gradient", peer = 0 : i64, tag = 2 : i64}
-// CHECK-NEXT: pipe.send %[[DS]] {kind = "gradient", peer = 1 : i64, tag = 1 : i64}
+// CHECK-NEXT: pipe.send %[[DS]] {kind = #pipe.transfer_kind<gradient>, peer = 0 : i64, tag = 2 : i64}
+// CHECK-NEXT: pipe.send %[[DS]] {kind = #pipe.transfer_kind<gradient>, peer = 1 : i64, tag = 1 : i64}
 // CHECK-NEXT: pipe.return
 // SAVED: stage 0: keeps 1 values, 64 bytes; memory model 64 bytes: equal
 // SAVED-NEXT: stage 1: keeps 1 values, 64 bytes; memory model 64 bytes: equal
 // SAVED-NEXT: stage 2: keeps 3 values, 144 bytes; memory model 144 bytes: equal
-module attributes {pipe.plan = {stages = 3 : i64, microbatches = 4 : i64, schedule = "1f1b"}} {
+module attributes {pipe.plan = #pipe.plan<stages = 3, microbatches = 4>} {
   func.func @main(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
-    %w = nn.param "w" {source = "inline"} : tensor<8x8xf32>
+    %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<8x8xf32>
     %x0 = nn.matmul %x, %w {pipe.stage = 0 : i64} : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
     %h = nn.relu %x0 {pipe.stage = 1 : i64} : (tensor<2x8xf32>) -> tensor<2x8xf32>
     %s = nn.add %h, %x0 {pipe.stage = 2 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
@@ -91,10 +91,10 @@ module attributes {pipe.plan = {stages = 3 : i64, microbatches = 4 : i64, schedu
 // CHECK-NEXT: nn.reshape %[[DLOGITS]], %[[SHAPE]] : (tensor<8x16xf32>, tensor<3xi64>) -> tensor<2x4x16xf32>
 // SAVED: stage 0: keeps 0 values, 0 bytes; memory model 0 bytes: equal
 // SAVED-NEXT: stage 1: keeps 3 values, 832 bytes; memory model 832 bytes: equal
-module attributes {pipe.plan = {stages = 2 : i64, microbatches = 1 : i64, schedule = "1f1b"}} {
+module attributes {pipe.plan = #pipe.plan<stages = 2, microbatches = 1>} {
   func.func @tokens(%x: tensor<2x4x8xf32>) -> tensor<2x4x16xf32> {
-    %b = nn.param "b" {source = "inline"} : tensor<8xf32>
-    %w = nn.param "w" {source = "inline"} : tensor<8x16xf32>
+    %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<8xf32>
+    %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<8x16xf32>
     %h = nn.add %x, %b {pipe.stage = 0 : i64} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
     %y = nn.matmul %h, %w {pipe.stage = 1 : i64} : (tensor<2x4x8xf32>, tensor<8x16xf32>) -> tensor<2x4x16xf32>
     %labels = pipe.label 0 {range = 16 : i64, pipe.stage = 1 : i64} : tensor<2x4xi64>
@@ -115,24 +115,24 @@ module attributes {pipe.plan = {stages = 2 : i64, microbatches = 1 : i64, schedu
 // differentiate: an empty backward, no accumulation for %w.
 // CHECK-LABEL: pipe.pipeline @no_gradient_back
 // CHECK: pipe.stage @stage0
-// CHECK-NOT: kind = "gradient"
+// CHECK-NOT: kind = #pipe.transfer_kind<gradient>
 // CHECK: pipe.return{{$}}
 // CHECK-NEXT: } backward {
 // CHECK-NEXT: pipe.return
 // CHECK-NEXT: }
 // CHECK: pipe.stage @stage1
-// CHECK-NOT: kind = "gradient"
+// CHECK-NOT: kind = #pipe.transfer_kind<gradient>
 // CHECK: pipe.accumulate_grad
-// CHECK-NOT: kind = "gradient"
+// CHECK-NOT: kind = #pipe.transfer_kind<gradient>
 // CHECK: pipe.return
 // SAVED: stage 0: keeps 0 values, 0 bytes; memory model 0 bytes: equal
 // SAVED-NEXT: stage 1: keeps 3 values, 144 bytes; memory model 144 bytes: equal
-module attributes {pipe.plan = {stages = 2 : i64, microbatches = 3 : i64, schedule = "1f1b"}} {
+module attributes {pipe.plan = #pipe.plan<stages = 2, microbatches = 3>} {
   func.func @no_gradient_back(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
-    %w = nn.param "w" {source = "inline"} : tensor<8x8xf32>
+    %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<8x8xf32>
     %h = nn.matmul %x, %w {pipe.stage = 0 : i64} : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
     %f = nn.floor %h {pipe.stage = 1 : i64} : (tensor<2x8xf32>) -> tensor<2x8xf32>
-    %v = nn.param "v" {source = "inline"} : tensor<8xf32>
+    %v = nn.param "v" {source = #nn.param_source<inline>} : tensor<8xf32>
     %y = nn.mul %f, %v {pipe.stage = 1 : i64} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
     %labels = pipe.label 0 {range = 8 : i64, pipe.stage = 1 : i64} : tensor<2xi64>
     %loss, %log_prob = nn.softmax_cross_entropy_loss %y, %labels {pipe.stage = 1 : i64} : (tensor<2x8xf32>, tensor<2xi64>) -> (tensor<f32>, tensor<2x8xf32>)

@@ -31,7 +31,7 @@
 // CHECK-NEXT: pipe.return
 // SAVED: stage 0: keeps 2 values, 256 bytes; memory model 256 bytes: equal
 func.func @unary(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
-  %w = nn.param "w" {source = "inline"} : tensor<4x8xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<4x8xf32>
   %h = nn.add %x, %w : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %r = nn.relu %h : (tensor<4x8xf32>) -> tensor<4x8xf32>
   %g = nn.gelu %h : (tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -62,7 +62,7 @@ func.func @unary(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
 // CHECK: pipe.accumulate_grad %[[D5]] into
 // SAVED: stage 0: keeps 5 values, 640 bytes; memory model 640 bytes: equal
 func.func @unary_parameters(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<4x8xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<4x8xf32>
   %h = nn.add %x, %w : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %0 = nn.leaky_relu %h {alpha = 0.25 : f32} : (tensor<4x8xf32>) -> tensor<4x8xf32>
   %lo = nn.constant dense<-1.0> : tensor<f32>
@@ -120,8 +120,8 @@ func.func @unary_parameters(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK-NEXT: pipe.accumulate_grad %[[DCOL]] into %[[BCOL]] : tensor<3x1xf32>
 // SAVED: stage 0: keeps 2 values, 192 bytes; memory model 192 bytes: equal
 func.func @broadcast(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
-  %row = nn.param "row" {source = "inline"} : tensor<4xf32>
-  %col = nn.param "col" {source = "inline"} : tensor<3x1xf32>
+  %row = nn.param "row" {source = #nn.param_source<inline>} : tensor<4xf32>
+  %col = nn.param "col" {source = #nn.param_source<inline>} : tensor<3x1xf32>
   %0 = nn.add %x, %row : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
   %1 = nn.mul %0, %col : (tensor<2x3x4xf32>, tensor<3x1xf32>) -> tensor<2x3x4xf32>
   %2 = nn.sub %1, %row : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
@@ -153,8 +153,8 @@ func.func @broadcast(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
 // CHECK: pipe.accumulate_grad %[[DW]] into %[[W]] : tensor<8x4xf32>
 // SAVED: stage 0: keeps 1 values, 320 bytes; memory model 320 bytes: equal
 func.func @matmul_weight(%x: tensor<2x5x8xf32>) -> tensor<2x5x4xf32> {
-  %b = nn.param "b" {source = "inline"} : tensor<8xf32>
-  %w = nn.param "w" {source = "inline"} : tensor<8x4xf32>
+  %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<8xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<8x4xf32>
   %h = nn.add %x, %b : (tensor<2x5x8xf32>, tensor<8xf32>) -> tensor<2x5x8xf32>
   %y = nn.matmul %h, %w : (tensor<2x5x8xf32>, tensor<8x4xf32>) -> tensor<2x5x4xf32>
   return %y : tensor<2x5x4xf32>
@@ -180,8 +180,8 @@ func.func @matmul_weight(%x: tensor<2x5x8xf32>) -> tensor<2x5x4xf32> {
 // CHECK: nn.reduce_sum %[[DA]]
 // SAVED: stage 0: keeps 2 values, 2560 bytes; memory model 2560 bytes: equal
 func.func @matmul_batched(%q: tensor<2x4x5x8xf32>, %k: tensor<2x4x8x5xf32>) -> tensor<2x4x5x5xf32> {
-  %bq = nn.param "bq" {source = "inline"} : tensor<8xf32>
-  %bk = nn.param "bk" {source = "inline"} : tensor<5xf32>
+  %bq = nn.param "bq" {source = #nn.param_source<inline>} : tensor<8xf32>
+  %bk = nn.param "bk" {source = #nn.param_source<inline>} : tensor<5xf32>
   %a = nn.add %q, %bq : (tensor<2x4x5x8xf32>, tensor<8xf32>) -> tensor<2x4x5x8xf32>
   %b = nn.add %k, %bk : (tensor<2x4x8x5xf32>, tensor<5xf32>) -> tensor<2x4x8x5xf32>
   %y = nn.matmul %a, %b : (tensor<2x4x5x8xf32>, tensor<2x4x8x5xf32>) -> tensor<2x4x5x5xf32>
@@ -216,9 +216,9 @@ func.func @matmul_batched(%q: tensor<2x4x5x8xf32>, %k: tensor<2x4x8x5xf32>) -> t
 // CHECK-NEXT: pipe.accumulate_grad %[[DC]] into %[[C]] : tensor<6xf32>
 // SAVED: stage 0: keeps 2 values, 256 bytes; memory model 256 bytes: equal
 func.func @gemm(%x: tensor<8x4xf32>) -> tensor<4x6xf32> {
-  %s = nn.param "s" {source = "inline"} : tensor<8x4xf32>
-  %w = nn.param "w" {source = "inline"} : tensor<6x8xf32>
-  %c = nn.param "c" {source = "inline"} : tensor<6xf32>
+  %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<8x4xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<6x8xf32>
+  %c = nn.param "c" {source = #nn.param_source<inline>} : tensor<6xf32>
   %a = nn.mul %x, %s : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
   %y = nn.gemm %a, %w, %c {transA = 1 : i64, transB = 1 : i64, alpha = 2.0 : f32, beta = 0.5 : f32} : (tensor<8x4xf32>, tensor<6x8xf32>, tensor<6xf32>) -> tensor<4x6xf32>
   return %y : tensor<4x6xf32>
@@ -247,9 +247,9 @@ func.func @gemm(%x: tensor<8x4xf32>) -> tensor<4x6xf32> {
 // CHECK-NEXT: pipe.accumulate_grad %[[DB]] into %[[B]] : tensor<6xf32>
 // SAVED: stage 0: keeps 2 values, 5184 bytes; memory model 5184 bytes: equal
 func.func @conv(%x: tensor<2x4x9x9xf32>) -> tensor<2x6x5x5xf32> {
-  %s = nn.param "s" {source = "inline"} : tensor<4x1x1xf32>
-  %w = nn.param "w" {source = "inline"} : tensor<6x2x3x3xf32>
-  %b = nn.param "b" {source = "inline"} : tensor<6xf32>
+  %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<4x1x1xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<6x2x3x3xf32>
+  %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<6xf32>
   %a = nn.mul %x, %s : (tensor<2x4x9x9xf32>, tensor<4x1x1xf32>) -> tensor<2x4x9x9xf32>
   %y = nn.conv %a, %w, %b {group = 2 : i64, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<2x4x9x9xf32>, tensor<6x2x3x3xf32>, tensor<6xf32>) -> tensor<2x6x5x5xf32>
   return %y : tensor<2x6x5x5xf32>
@@ -268,7 +268,7 @@ func.func @conv(%x: tensor<2x4x9x9xf32>) -> tensor<2x6x5x5xf32> {
 // CHECK-NEXT: nn.max_pool_grad %[[DY]], %[[SI]] {input_shape = array<i64: 2, 3, 8, 8>} : (tensor<2x3x4x4xf32>, tensor<2x3x4x4xi64>) -> tensor<2x3x8x8xf32>
 // SAVED: stage 0: keeps 2 values, 2304 bytes; memory model 2304 bytes: equal
 func.func @max_pool(%x: tensor<2x3x8x8xf32>) -> tensor<2x3x4x4xf32> {
-  %s = nn.param "s" {source = "inline"} : tensor<3x1x1xf32>
+  %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<3x1x1xf32>
   %a = nn.mul %x, %s : (tensor<2x3x8x8xf32>, tensor<3x1x1xf32>) -> tensor<2x3x8x8xf32>
   %y = nn.max_pool %a {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<2x3x8x8xf32>) -> tensor<2x3x4x4xf32>
   return %y : tensor<2x3x4x4xf32>
@@ -295,7 +295,7 @@ func.func @max_pool(%x: tensor<2x3x8x8xf32>) -> tensor<2x3x4x4xf32> {
 // The parameter's gradient keeps only the mul's input.
 // SAVED: stage 0: keeps 1 values, 1536 bytes; memory model 1536 bytes: equal
 func.func @average_pool(%x: tensor<2x3x8x8xf32>) -> (tensor<2x3x4x4xf32>, tensor<2x3x1x1xf32>) {
-  %s = nn.param "s" {source = "inline"} : tensor<3x1x1xf32>
+  %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<3x1x1xf32>
   %a = nn.mul %x, %s : (tensor<2x3x8x8xf32>, tensor<3x1x1xf32>) -> tensor<2x3x8x8xf32>
   %y = nn.average_pool %a {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, auto_pad = "SAME_UPPER", count_include_pad = 1 : i64} : (tensor<2x3x8x8xf32>) -> tensor<2x3x4x4xf32>
   %g = nn.global_average_pool %a : (tensor<2x3x8x8xf32>) -> tensor<2x3x1x1xf32>
@@ -325,11 +325,11 @@ func.func @average_pool(%x: tensor<2x3x8x8xf32>) -> (tensor<2x3x4x4xf32>, tensor
 // CHECK: pipe.return
 // SAVED: stage 0: keeps 4 values, 792 bytes; memory model 792 bytes: equal
 func.func @batch_norm(%x: tensor<2x3x4x4xf32>) -> tensor<2x3x4x4xf32> {
-  %s = nn.param "s" {source = "inline"} : tensor<3x1x1xf32>
-  %scale = nn.param "bn.weight" {source = "inline"} : tensor<3xf32>
-  %bias = nn.param "bn.bias" {source = "inline"} : tensor<3xf32>
-  %mean = nn.param "bn.running_mean" {source = "inline", trainable = false} : tensor<3xf32>
-  %var = nn.param "bn.running_var" {source = "inline", trainable = false} : tensor<3xf32>
+  %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<3x1x1xf32>
+  %scale = nn.param "bn.weight" {source = #nn.param_source<inline>} : tensor<3xf32>
+  %bias = nn.param "bn.bias" {source = #nn.param_source<inline>} : tensor<3xf32>
+  %mean = nn.param "bn.running_mean" {source = #nn.param_source<inline>, trainable = false} : tensor<3xf32>
+  %var = nn.param "bn.running_var" {source = #nn.param_source<inline>, trainable = false} : tensor<3xf32>
   %a = nn.mul %x, %s : (tensor<2x3x4x4xf32>, tensor<3x1x1xf32>) -> tensor<2x3x4x4xf32>
   %y = nn.batch_norm %a, %scale, %bias, %mean, %var {training_mode = 1 : i64, epsilon = 1.0e-3 : f32} : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4x4xf32>
   return %y : tensor<2x3x4x4xf32>
@@ -354,9 +354,9 @@ func.func @batch_norm(%x: tensor<2x3x4x4xf32>) -> tensor<2x3x4x4xf32> {
 // CHECK-NEXT: pipe.accumulate_grad %[[DBIAS]] into %[[BIAS]] : tensor<8xf32>
 // SAVED: stage 0: keeps 3 values, 400 bytes; memory model 400 bytes: equal
 func.func @layer_norm(%x: tensor<2x5x8xf32>) -> tensor<2x5x8xf32> {
-  %b = nn.param "b" {source = "inline"} : tensor<8xf32>
-  %scale = nn.param "ln.weight" {source = "inline"} : tensor<8xf32>
-  %bias = nn.param "ln.bias" {source = "inline"} : tensor<8xf32>
+  %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<8xf32>
+  %scale = nn.param "ln.weight" {source = #nn.param_source<inline>} : tensor<8xf32>
+  %bias = nn.param "ln.bias" {source = #nn.param_source<inline>} : tensor<8xf32>
   %a = nn.add %x, %b : (tensor<2x5x8xf32>, tensor<8xf32>) -> tensor<2x5x8xf32>
   %y = nn.layer_norm %a, %scale, %bias {axis = -1 : i64} : (tensor<2x5x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x5x8xf32>
   return %y : tensor<2x5x8xf32>
@@ -376,8 +376,8 @@ func.func @layer_norm(%x: tensor<2x5x8xf32>) -> tensor<2x5x8xf32> {
 // CHECK: pipe.accumulate_grad %[[DBIAS]] into
 // SAVED: stage 0: keeps 3 values, 400 bytes; memory model 400 bytes: equal
 func.func @layer_norm_parameters_only(%x: tensor<2x5x8xf32>) -> tensor<2x5x8xf32> {
-  %scale = nn.param "ln.weight" {source = "inline"} : tensor<8xf32>
-  %bias = nn.param "ln.bias" {source = "inline"} : tensor<8xf32>
+  %scale = nn.param "ln.weight" {source = #nn.param_source<inline>} : tensor<8xf32>
+  %bias = nn.param "ln.bias" {source = #nn.param_source<inline>} : tensor<8xf32>
   %y = nn.layer_norm %x, %scale, %bias {axis = -1 : i64} : (tensor<2x5x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x5x8xf32>
   return %y : tensor<2x5x8xf32>
 }
@@ -399,7 +399,7 @@ func.func @layer_norm_parameters_only(%x: tensor<2x5x8xf32>) -> tensor<2x5x8xf32
 // CHECK-NEXT: nn.add %[[D1]], %[[D2]]
 // SAVED: stage 0: keeps 2 values, 640 bytes; memory model 640 bytes: equal
 func.func @softmax(%x: tensor<2x5x8xf32>) -> (tensor<2x5x8xf32>, tensor<2x5x8xf32>) {
-  %b = nn.param "b" {source = "inline"} : tensor<8xf32>
+  %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<8xf32>
   %a = nn.add %x, %b : (tensor<2x5x8xf32>, tensor<8xf32>) -> tensor<2x5x8xf32>
   %s = nn.softmax %a {axis = 1 : i64} : (tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
   %l = nn.log_softmax %a : (tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
@@ -422,7 +422,7 @@ func.func @softmax(%x: tensor<2x5x8xf32>) -> (tensor<2x5x8xf32>, tensor<2x5x8xf3
 // CHECK-NEXT: nn.where %[[SM]], %[[SCALED]], %[[ZERO]] : (tensor<2x5x8xi1>, tensor<2x5x8xf32>, tensor<f32>) -> tensor<2x5x8xf32>
 // SAVED: stage 0: keeps 1 values, 80 bytes; memory model 80 bytes: equal
 func.func @dropout(%x: tensor<2x5x8xf32>) -> tensor<2x5x8xf32> {
-  %b = nn.param "b" {source = "inline"} : tensor<8xf32>
+  %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<8xf32>
   %a = nn.add %x, %b : (tensor<2x5x8xf32>, tensor<8xf32>) -> tensor<2x5x8xf32>
   %ratio = nn.constant dense<0.25> : tensor<f32>
   %train = nn.constant dense<true> : tensor<i1>
@@ -463,7 +463,7 @@ func.func @dropout(%x: tensor<2x5x8xf32>) -> tensor<2x5x8xf32> {
 // CHECK-NEXT: nn.add %[[ACC]], %[[DA_SUM]]
 // SAVED: stage 0: keeps 2 values, 360 bytes; memory model 360 bytes: equal
 func.func @reduce(%x: tensor<2x5x8xf32>) -> (tensor<2x5xf32>, tensor<2x1x8xf32>, tensor<2x5x1xf32>) {
-  %b = nn.param "b" {source = "inline"} : tensor<8xf32>
+  %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<8xf32>
   %a = nn.add %x, %b : (tensor<2x5x8xf32>, tensor<8xf32>) -> tensor<2x5x8xf32>
   %last = nn.constant dense<[-1]> : tensor<1xi64>
   %mid = nn.constant dense<[1]> : tensor<1xi64>
@@ -494,7 +494,7 @@ func.func @reduce(%x: tensor<2x5x8xf32>) -> (tensor<2x5xf32>, tensor<2x1x8xf32>,
 // CHECK-NEXT: nn.add %[[ACC]], %[[G3]]
 // SAVED: stage 0: keeps 0 values, 0 bytes; memory model 0 bytes: equal
 func.func @reshape_transpose_expand(%x: tensor<2x3x4xf32>) -> (tensor<6x4xf32>, tensor<2x4x3xf32>, tensor<4x2x3x4xf32>) {
-  %b = nn.param "b" {source = "inline"} : tensor<4xf32>
+  %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<4xf32>
   %a = nn.add %x, %b : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
   %shape = nn.constant dense<[6, -1]> : tensor<2xi64>
   %0 = nn.reshape %a, %shape : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<6x4xf32>
@@ -529,7 +529,7 @@ func.func @reshape_transpose_expand(%x: tensor<2x3x4xf32>) -> (tensor<6x4xf32>, 
 // CHECK: pipe.return
 // SAVED: stage 0: keeps 0 values, 0 bytes; memory model 0 bytes: equal
 func.func @concat_split_tile(%x: tensor<2x3x4xf32>) -> (tensor<2x6x2xf32>, tensor<2x6x4xf32>) {
-  %b = nn.param "b" {source = "inline"} : tensor<4xf32>
+  %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<4xf32>
   %a = nn.add %x, %b : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
   %cat = nn.concat %a, %x {axis = 1 : i64} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x6x4xf32>
   %parts:2 = nn.split %cat {axis = 2 : i64} : (tensor<2x6x4xf32>) -> (tensor<2x6x2xf32>, tensor<2x6x2xf32>)
@@ -564,7 +564,7 @@ func.func @concat_split_tile(%x: tensor<2x3x4xf32>) -> (tensor<2x6x2xf32>, tenso
 // CHECK-NEXT: nn.add %[[ACC2]], %[[G4]]
 // SAVED: stage 0: keeps 1 values, 40 bytes; memory model 40 bytes: equal
 func.func @slice_gather_pad_trilu(%x: tensor<2x3x4xf32>, %i: tensor<5xi64>) -> (tensor<2x3x2xf32>, tensor<2x3x5xf32>, tensor<2x3x7xf32>, tensor<2x3x4xf32>) {
-  %b = nn.param "b" {source = "inline"} : tensor<4xf32>
+  %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<4xf32>
   %a = nn.add %x, %b : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
   %starts = nn.constant dense<[1]> : tensor<1xi64>
   %ends = nn.constant dense<[4]> : tensor<1xi64>
@@ -600,7 +600,7 @@ func.func @slice_gather_pad_trilu(%x: tensor<2x3x4xf32>, %i: tensor<5xi64>) -> (
 // CHECK: pipe.return
 // SAVED: stage 0: keeps 1 values, 6 bytes; memory model 6 bytes: equal
 func.func @where_cast(%x: tensor<2x3xf32>, %c: tensor<2x3xi1>) -> tensor<2x3xf32> {
-  %b = nn.param "b" {source = "inline"} : tensor<3xf32>
+  %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<3xf32>
   %a = nn.add %x, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
   %h = nn.cast %a {to = f16} : (tensor<2x3xf32>) -> tensor<2x3xf16>
   %f = nn.cast %h {to = f32} : (tensor<2x3xf16>) -> tensor<2x3xf32>
@@ -627,7 +627,7 @@ func.func @where_cast(%x: tensor<2x3xf32>, %c: tensor<2x3xi1>) -> tensor<2x3xf32
 // CHECK-NEXT: pipe.accumulate_grad %[[DW]] into %[[W]]
 // SAVED: stage 0: keeps 2 values, 256 bytes; memory model 256 bytes: equal
 func.func @skip(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<8x8xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<8x8xf32>
   %h = nn.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   %r = nn.relu %h : (tensor<4x8xf32>) -> tensor<4x8xf32>
   %y = nn.add %r, %h : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -652,7 +652,7 @@ func.func @skip(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK: pipe.return
 // SAVED: stage 0: keeps 2 values, 256 bytes; memory model 256 bytes: equal
 func.func @tied(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<8x8xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<8x8xf32>
   %h = nn.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   %y = nn.matmul %h, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
@@ -677,7 +677,7 @@ func.func @tied(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK-NEXT: pipe.accumulate_grad %[[DW]] into %[[W]]
 // SAVED: stage 0: keeps 1 values, 128 bytes; memory model 128 bytes: equal
 func.func @recompute(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<8x8xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<8x8xf32>
   %t = nn.transpose %w {perm = array<i64: 1, 0>} : (tensor<8x8xf32>) -> tensor<8x8xf32>
   %s = nn.sigmoid %t : (tensor<8x8xf32>) -> tensor<8x8xf32>
   %y = nn.matmul %x, %s : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
@@ -689,7 +689,7 @@ func.func @recompute(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // Ops with no gradient rule on a path from a parameter to the output: one
 // error naming the op and why.
 func.func @pad_reflect(%x: tensor<2x3x4xf32>) -> tensor<2x3x7xf32> {
-  %b = nn.param "b" {source = "inline"} : tensor<4xf32>
+  %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<4xf32>
   %a = nn.add %x, %b : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
   %pads = nn.constant dense<[1, 2]> : tensor<2xi64>
   %zero = nn.constant dense<0.0> : tensor<f32>
@@ -702,7 +702,7 @@ func.func @pad_reflect(%x: tensor<2x3x4xf32>) -> tensor<2x3x7xf32> {
 // -----
 
 func.func @matmul_vector(%x: tensor<2x4xf32>) -> tensor<2xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<4xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<4xf32>
   // expected-error @+1 {{'nn.matmul' op has no gradient rule: MatMul with a 1-D operand}}
   %y = nn.matmul %x, %w : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2xf32>
   return %y : tensor<2xf32>
@@ -711,7 +711,7 @@ func.func @matmul_vector(%x: tensor<2x4xf32>) -> tensor<2xf32> {
 // -----
 
 func.func @clip_input_bound(%x: tensor<2x4xf32>, %low: tensor<f32>) -> tensor<2x4xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<2x4xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<2x4xf32>
   %a = nn.mul %x, %w : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
   %high = nn.constant dense<6.0> : tensor<f32>
   // expected-error @+1 {{'nn.clip' op has no gradient rule: Clip bounds must be constants}}
@@ -722,7 +722,7 @@ func.func @clip_input_bound(%x: tensor<2x4xf32>, %low: tensor<f32>) -> tensor<2x
 // -----
 
 func.func @average_pool_dilations(%x: tensor<1x2x8x8xf32>) -> tensor<1x2x4x4xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<2x1x1xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<2x1x1xf32>
   %a = nn.mul %x, %w : (tensor<1x2x8x8xf32>, tensor<2x1x1xf32>) -> tensor<1x2x8x8xf32>
   // expected-error @+1 {{'nn.average_pool' op has no gradient rule: AveragePool with dilations}}
   %y = nn.average_pool %a {kernel_shape = array<i64: 3, 3>, dilations = array<i64: 2, 2>} : (tensor<1x2x8x8xf32>) -> tensor<1x2x4x4xf32>
@@ -744,7 +744,7 @@ func.func @no_rule_off_path(%x: tensor<2x4xf32>) -> tensor<2x7xf32> {
   %zero = nn.constant dense<0.0> : tensor<f32>
   %axes = nn.constant dense<[1]> : tensor<1xi64>
   %p = nn.pad %x, %pads, %zero, %axes {mode = "reflect"} : (tensor<2x4xf32>, tensor<2xi64>, tensor<f32>, tensor<1xi64>) -> tensor<2x7xf32>
-  %w = nn.param "w" {source = "inline"} : tensor<7xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<7xf32>
   %y = nn.mul %p, %w : (tensor<2x7xf32>, tensor<7xf32>) -> tensor<2x7xf32>
   return %y : tensor<2x7xf32>
 }

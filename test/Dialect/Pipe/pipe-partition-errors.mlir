@@ -14,8 +14,8 @@
 // expected-note @+2 {{advice: --dtype=bf16 halves the saved activations (2.10 MB -> 1.05 MB per micro-batch)}}
 // expected-note @+1 {{advice: recomputation (activation checkpointing) would trade time for activation memory; pipe-opt does not offer it yet}}
 func.func @main(%x: tensor<256x1024xf32>) -> tensor<256x1024xf32> {
-  %w0 = nn.param "w0" {source = "inline"} : tensor<1024x1024xf32> loc("w0")
-  %w1 = nn.param "w1" {source = "inline"} : tensor<1024x1024xf32> loc("w1")
+  %w0 = nn.param "w0" {source = #nn.param_source<inline>} : tensor<1024x1024xf32> loc("w0")
+  %w1 = nn.param "w1" {source = #nn.param_source<inline>} : tensor<1024x1024xf32> loc("w1")
   %0 = nn.matmul %x, %w0 : (tensor<256x1024xf32>, tensor<1024x1024xf32>) -> tensor<256x1024xf32> loc("fc0")
   %1 = nn.matmul %0, %w1 : (tensor<256x1024xf32>, tensor<1024x1024xf32>) -> tensor<256x1024xf32> loc("fc1")
   return %1 : tensor<256x1024xf32>
@@ -29,6 +29,6 @@ func.func @main(%x: tensor<256x1024xf32>) -> tensor<256x1024xf32> {
 // than a plan nothing follows.
 // expected-error @+1 {{layer 'w' of the plan has no operation to place}}
 func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %w = nn.param "w" {source = "inline"} : tensor<4xf32> loc("w")
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<4xf32> loc("w")
   return %w : tensor<4xf32>
 }

@@ -12,34 +12,34 @@
 // CHECK: ^bb0(%[[X:.*]]: tensor<2x8xf32>):
 // CHECK: %[[W0:.*]] = pipe.param "w" {{{.*}}owner = 0 : i64{{.*}}users = array<i64: 0, 2>} : tensor<8x8xf32>
 // CHECK: %[[X0:.*]] = nn.matmul %[[X]], %[[W0]]
-// CHECK-NEXT: pipe.send %[[X0]] {kind = "activation", peer = 1 : i64, tag = 0 : i64}
-// CHECK-NEXT: pipe.send %[[X0]] {kind = "activation", peer = 2 : i64, tag = 2 : i64}
-// CHECK: pipe.recv {kind = "gradient", peer = 2 : i64, tag = 2 : i64}
-// CHECK: pipe.recv {kind = "gradient", peer = 1 : i64, tag = 0 : i64}
+// CHECK-NEXT: pipe.send %[[X0]] {kind = #pipe.transfer_kind<activation>, peer = 1 : i64, tag = 0 : i64}
+// CHECK-NEXT: pipe.send %[[X0]] {kind = #pipe.transfer_kind<activation>, peer = 2 : i64, tag = 2 : i64}
+// CHECK: pipe.recv {kind = #pipe.transfer_kind<gradient>, peer = 2 : i64, tag = 2 : i64}
+// CHECK: pipe.recv {kind = #pipe.transfer_kind<gradient>, peer = 1 : i64, tag = 0 : i64}
 // CHECK: pipe.return
 // CHECK: pipe.stage @stage1
-// CHECK: %[[A:.*]] = pipe.recv {kind = "activation", peer = 0 : i64, tag = 0 : i64} : tensor<2x8xf32>
+// CHECK: %[[A:.*]] = pipe.recv {kind = #pipe.transfer_kind<activation>, peer = 0 : i64, tag = 0 : i64} : tensor<2x8xf32>
 // CHECK: %[[H:.*]] = nn.relu %[[A]]
-// CHECK: pipe.send %[[H]] {kind = "activation", peer = 2 : i64, tag = 1 : i64}
-// CHECK: pipe.recv {kind = "gradient", peer = 2 : i64, tag = 1 : i64}
+// CHECK: pipe.send %[[H]] {kind = #pipe.transfer_kind<activation>, peer = 2 : i64, tag = 1 : i64}
+// CHECK: pipe.recv {kind = #pipe.transfer_kind<gradient>, peer = 2 : i64, tag = 1 : i64}
 // CHECK: %[[G:.*]] = pipe.grad %[[A]]
-// CHECK: pipe.send %[[G]] {kind = "gradient", peer = 0 : i64, tag = 0 : i64}
+// CHECK: pipe.send %[[G]] {kind = #pipe.transfer_kind<gradient>, peer = 0 : i64, tag = 0 : i64}
 // CHECK: pipe.stage @stage2
 // CHECK-SAME: model_inputs = array<i64>, model_outputs = array<i64: 0>
 // Receives come first, ordered by peer and then by the peer's send order.
-// CHECK: %[[SKIP:.*]] = pipe.recv {kind = "activation", peer = 0 : i64, tag = 2 : i64}
-// CHECK: %[[H2:.*]] = pipe.recv {kind = "activation", peer = 1 : i64, tag = 1 : i64}
+// CHECK: %[[SKIP:.*]] = pipe.recv {kind = #pipe.transfer_kind<activation>, peer = 0 : i64, tag = 2 : i64}
+// CHECK: %[[H2:.*]] = pipe.recv {kind = #pipe.transfer_kind<activation>, peer = 1 : i64, tag = 1 : i64}
 // CHECK: %[[S:.*]] = nn.add %[[H2]], %[[SKIP]]
 // CHECK: %[[W2:.*]] = pipe.param "w" {{{.*}}owner = 0 : i64{{.*}}users = array<i64: 0, 2>}
 // CHECK: %[[Y:.*]] = nn.matmul %[[S]], %[[W2]]
 // CHECK: %[[G2:.*]] = pipe.grad %[[SKIP]]
-// CHECK: pipe.send %[[G2]] {kind = "gradient", peer = 0 : i64, tag = 2 : i64}
+// CHECK: pipe.send %[[G2]] {kind = #pipe.transfer_kind<gradient>, peer = 0 : i64, tag = 2 : i64}
 // CHECK: %[[G1:.*]] = pipe.grad %[[H2]]
-// CHECK: pipe.send %[[G1]] {kind = "gradient", peer = 1 : i64, tag = 1 : i64}
+// CHECK: pipe.send %[[G1]] {kind = #pipe.transfer_kind<gradient>, peer = 1 : i64, tag = 1 : i64}
 // CHECK: pipe.return %[[Y]] : tensor<2x8xf32>
-module attributes {pipe.plan = {stages = 3 : i64, microbatches = 4 : i64, schedule = "1f1b"}} {
+module attributes {pipe.plan = #pipe.plan<stages = 3, microbatches = 4>} {
   func.func @main(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
-    %w = nn.param "w" {source = "inline"} : tensor<8x8xf32>
+    %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<8x8xf32>
     %x0 = nn.matmul %x, %w {pipe.stage = 0 : i64} : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
     %h = nn.relu %x0 {pipe.stage = 1 : i64} : (tensor<2x8xf32>) -> tensor<2x8xf32>
     %s = nn.add %h, %x0 {pipe.stage = 2 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
@@ -56,9 +56,9 @@ module attributes {pipe.plan = {stages = 3 : i64, microbatches = 4 : i64, schedu
 // CHECK: pipe.stage @stage0
 // CHECK: nn.constant dense<[2, 4]>
 // CHECK: pipe.stage @stage1
-// CHECK: pipe.recv {kind = "activation"
+// CHECK: pipe.recv {kind = #pipe.transfer_kind<activation>
 // CHECK: nn.constant dense<[2, 4]>
-// CHECK-NOT: pipe.recv {kind = "activation"
+// CHECK-NOT: pipe.recv {kind = #pipe.transfer_kind<activation>
 // CHECK: pipe.return
 func.func @consts(%x: tensor<8xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
   %s = nn.constant dense<[2, 4]> : tensor<2xi64>
@@ -80,16 +80,16 @@ func.func @consts(%x: tensor<8xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
 // CHECK-LABEL: pipe.pipeline @order
 // CHECK: pipe.stage @stage0
 // CHECK: nn.relu
-// CHECK-NEXT: pipe.send {{.*}} {kind = "activation", peer = 1 : i64, tag = [[TA:[0-9]+]] : i64}
+// CHECK-NEXT: pipe.send {{.*}} {kind = #pipe.transfer_kind<activation>, peer = 1 : i64, tag = [[TA:[0-9]+]] : i64}
 // CHECK: nn.tanh
-// CHECK-NEXT: pipe.send {{.*}} {kind = "activation", peer = 1 : i64, tag = [[TB:[0-9]+]] : i64}
+// CHECK-NEXT: pipe.send {{.*}} {kind = #pipe.transfer_kind<activation>, peer = 1 : i64, tag = [[TB:[0-9]+]] : i64}
 // CHECK: nn.equal
-// CHECK-NEXT: pipe.send {{.*}} {kind = "activation", peer = 1 : i64, tag = [[TM:[0-9]+]] : i64}
+// CHECK-NEXT: pipe.send {{.*}} {kind = #pipe.transfer_kind<activation>, peer = 1 : i64, tag = [[TM:[0-9]+]] : i64}
 // CHECK-NOT: tag = [[TM]] : i64
 // CHECK: pipe.stage @stage1
-// CHECK-NEXT: pipe.recv {kind = "activation", peer = 0 : i64, tag = [[TA]] : i64}
-// CHECK-NEXT: pipe.recv {kind = "activation", peer = 0 : i64, tag = [[TB]] : i64}
-// CHECK-NEXT: pipe.recv {kind = "activation", peer = 0 : i64, tag = [[TM]] : i64}
+// CHECK-NEXT: pipe.recv {kind = #pipe.transfer_kind<activation>, peer = 0 : i64, tag = [[TA]] : i64}
+// CHECK-NEXT: pipe.recv {kind = #pipe.transfer_kind<activation>, peer = 0 : i64, tag = [[TB]] : i64}
+// CHECK-NEXT: pipe.recv {kind = #pipe.transfer_kind<activation>, peer = 0 : i64, tag = [[TM]] : i64}
 // CHECK-NOT: tag = [[TM]] : i64
 // CHECK: pipe.return
 func.func @order(%x: tensor<4xf32>) -> tensor<4xf32> {

@@ -45,9 +45,9 @@ struct TestCheckSavedValuesPass
     // loss) the model outputs end it.
     llvm::DenseSet<std::pair<int64_t, int64_t>> gradientSent, gradientReceived;
     stage.getBackward().walk([&](Operation *op) {
-      if (auto send = dyn_cast<SendOp>(op); send && send.getKind() == "gradient")
+      if (auto send = dyn_cast<SendOp>(op); send && send.getKind() == pipe::pipeline::TransferKind::gradient)
         gradientSent.insert({send.getPeer(), send.getTag()});
-      if (auto recv = dyn_cast<RecvOp>(op); recv && recv.getKind() == "gradient")
+      if (auto recv = dyn_cast<RecvOp>(op); recv && recv.getKind() == pipe::pipeline::TransferKind::gradient)
         gradientReceived.insert({recv.getPeer(), recv.getTag()});
     });
     auto pipeline = stage->getParentOfType<PipelineOp>();
@@ -67,7 +67,7 @@ struct TestCheckSavedValuesPass
                                       llvm::is_contained(ret.getValues(), v)))
               return true;
             if (auto send = dyn_cast<SendOp>(user);
-                send && send.getKind() == "activation" &&
+                send && send.getKind() == pipe::pipeline::TransferKind::activation &&
                 gradientReceived.contains({send.getPeer(), send.getTag()}))
               return true;
           }

@@ -23,7 +23,8 @@ namespace pipe {
 /// are, which rank owns it (applies the optimizer) and which ranks use it.
 struct ProgramParameter {
   int32_t id = 0;
-  std::string name, source, path;
+  std::string name, path;
+  nn::ParamSource source = nn::ParamSource::inline_;
   std::string dtype; ///< "f32", "i64", ...
   std::vector<int64_t> shape;
   int64_t offset = -1, length = -1;

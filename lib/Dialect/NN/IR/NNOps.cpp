@@ -99,13 +99,12 @@ LogicalResult pipe::nn::verifyInferredTypes(Operation *op) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ParamOp::verify() {
-  StringRef source = getSource();
-  if (source != "file" && source != "external" && source != "inline")
-    return emitOpError("[param_c1] source must be 'file', 'external' or 'inline', got '")
-           << source << "'";
-  if (source != "inline" && (getOffset() < 0 || getLength() < 0))
-    return emitOpError("[param_c2] a '") << source << "' parameter needs offset and length";
-  if (source == "external" && getPath().empty())
+  // [param_c1] (source is file, external or inline) is the attribute's type.
+  ParamSource source = getSource();
+  if (source != ParamSource::inline_ && (getOffset() < 0 || getLength() < 0))
+    return emitOpError("[param_c2] a '")
+           << stringifyParamSource(source) << "' parameter needs offset and length";
+  if (source == ParamSource::external && getPath().empty())
     return emitOpError("[param_c3] an external parameter needs the data file's path");
   auto type = dyn_cast<RankedTensorType>(getType());
   if (!type || !type.hasStaticShape())

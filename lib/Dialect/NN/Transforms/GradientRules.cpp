@@ -299,7 +299,10 @@ LogicalResult extremumGrad(OpT, RuleBuilder &r) {
   Value a = r.operand(0), c = r.operand(1);
   Type element = typeOf(r.dy()).getElementType();
   Value zero = r.scalar(0.0, element);
-  Value tie = r.where(r.compare<EqualOp>(a, c), r.mul(r.dy(), r.scalar(0.5, element)), zero);
+  // One op per statement: the order of a call's arguments is unspecified in
+  // C++, and the IR (and its tests) must not depend on the compiler.
+  Value half = r.mul(r.dy(), r.scalar(0.5, element));
+  Value tie = r.where(r.compare<EqualOp>(a, c), half, zero);
   Value aWins = IsMax ? r.compare<GreaterOp>(a, c) : r.compare<LessOp>(a, c);
   Value cWins = IsMax ? r.compare<LessOp>(a, c) : r.compare<GreaterOp>(a, c);
   if (r.needs(0))
@@ -646,7 +649,8 @@ LogicalResult reduceGrad(OpT op, RuleBuilder &r) {
     Value ones = r.make<CastOp>(r.like(input.getShape(), r.dy()), {hit},
                                 {r.attr("to", TypeAttr::get(element))});
     Value count = r.reduceSum(ones, *axes, /*keep=*/true);
-    r.give(0, r.where(hit, r.div(dy, count), r.scalar(0.0, element)));
+    Value zero = r.scalar(0.0, element);
+    r.give(0, r.where(hit, r.div(dy, count), zero));
   }
   return success();
 }

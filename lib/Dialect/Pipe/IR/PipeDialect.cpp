@@ -59,6 +59,81 @@ FailureOr<FloatAttr> pipe::pipeline::parseF64Attr(AsmParser &parser) {
   return FloatAttr::get(Float64Type::get(parser.getContext()), value);
 }
 
+PlanAttr pipe::pipeline::getModulePlan(Operation *module) {
+  auto *dialect = module->getContext()->getOrLoadDialect<PipeDialect>();
+  return dialect->getPlanAttrHelper().getAttr(module);
+}
+
+void pipe::pipeline::setModulePlan(Operation *module, PlanAttr plan) {
+  auto *dialect = module->getContext()->getOrLoadDialect<PipeDialect>();
+  dialect->getPlanAttrHelper().setAttr(module, plan);
+}
+
+FailureOr<llvm::APFloat> pipe::pipeline::parseDouble(AsmParser &parser) {
+  double value;
+  if (parser.parseFloat(value))
+    return failure();
+  return llvm::APFloat(value);
+}
+
+LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               StringRef algorithm, StringRef schedule, StringRef objective,
+                               int64_t stages, int64_t gpus, int64_t microbatches,
+                               int64_t microBatchSize, StringRef target, StringRef dtype,
+                               StringRef optimizer, StringRef memoryLimit, StringRef linkModel,
+                               llvm::APFloat periodMs, llvm::APFloat iterationMs,
+                               llvm::APFloat lowerBoundMs, llvm::APFloat bubble,
+                               DenseI64ArrayAttr gpuOfStage,
+                               ArrayAttr stageMetrics, ArrayAttr actions, int64_t parameters,
+                               int64_t forwardFlops) {
+  if (stages < 1 || gpus < 1 || microbatches < 1 || microBatchSize < 0)
+    return emitError() << "plan: stages, gpus and microbatches must be at least 1, "
+                          "micro_batch_size at least 0";
+  if (gpuOfStage) {
+    if (gpuOfStage.size() != stages)
+      return emitError() << "plan: gpu_of_stage has " << gpuOfStage.size() << " entries for "
+                         << stages << " stages";
+    for (int64_t gpu : gpuOfStage.asArrayRef())
+      if (gpu < 0 || gpu >= gpus)
+        return emitError() << "plan: gpu_of_stage names GPU " << gpu << " of " << gpus;
+  }
+  if (stageMetrics) {
+    if (static_cast<int64_t>(stageMetrics.size()) != stages)
+      return emitError() << "plan: stage_metrics has " << stageMetrics.size()
+                         << " entries for " << stages << " stages";
+    if (!llvm::all_of(stageMetrics, [](Attribute a) { return isa<StageMetricsAttr>(a); }))
+      return emitError() << "plan: stage_metrics must hold #pipe.stage_metrics";
+  }
+  if (actions) {
+    if (static_cast<int64_t>(actions.size()) > gpus)
+      return emitError() << "plan: actions has " << actions.size() << " lists for " << gpus
+                         << " GPUs";
+    for (Attribute list : actions) {
+      auto gpuActions = dyn_cast<ArrayAttr>(list);
+      if (!gpuActions)
+        return emitError() << "plan: actions must be a list of #pipe.action per GPU";
+      for (Attribute a : gpuActions) {
+        auto action = dyn_cast<ActionAttr>(a);
+        if (!action)
+          return emitError() << "plan: actions must be a list of #pipe.action per GPU";
+        if (action.getStage() < 0 || action.getStage() >= stages || action.getMb() < 0 ||
+            action.getMb() >= microbatches)
+          return emitError() << "plan: action " << action << " is outside " << stages
+                             << " stages and " << microbatches << " micro-batches";
+      }
+    }
+  }
+  auto nonNegative = [](const llvm::APFloat &value) {
+    return !value.isNaN() && !value.isNegative();
+  };
+  if (!nonNegative(periodMs) || !nonNegative(iterationMs) || !nonNegative(lowerBoundMs) ||
+      !nonNegative(bubble))
+    return emitError() << "plan: times and the bubble must be non-negative";
+  if (parameters < 0 || forwardFlops < 0)
+    return emitError() << "plan: parameters and forward_flops must be non-negative";
+  return success();
+}
+
 void PipeDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST
@@ -86,11 +161,8 @@ static std::optional<int64_t> enclosingStageCount(Operation *op) {
   return std::nullopt;
 }
 
-static LogicalResult verifyTransfer(Operation *op, int64_t peer, StringRef kind,
-                                    StringRef prefix) {
-  if (kind != "activation" && kind != "gradient")
-    return op->emitOpError("[") << prefix << "_c1] kind must be 'activation' or 'gradient', got '"
-                                << kind << "'";
+// [send_c1]/[recv_c1] (kind is activation or gradient) are the attribute's type.
+static LogicalResult verifyTransfer(Operation *op, int64_t peer, StringRef prefix) {
   auto self = enclosingStage(op);
   auto count = enclosingStageCount(op);
   if (peer < 0 || (count && peer >= *count))
@@ -102,17 +174,15 @@ static LogicalResult verifyTransfer(Operation *op, int64_t peer, StringRef kind,
 }
 
 LogicalResult SendOp::verify() {
-  return verifyTransfer(getOperation(), getPeer(), getKind(), "send");
+  return verifyTransfer(getOperation(), getPeer(), "send");
 }
 
 LogicalResult RecvOp::verify() {
-  return verifyTransfer(getOperation(), getPeer(), getKind(), "recv");
+  return verifyTransfer(getOperation(), getPeer(), "recv");
 }
 
 LogicalResult ParamOp::verify() {
-  StringRef source = getSource();
-  if (source != "file" && source != "external" && source != "inline")
-    return emitOpError("[param_c1] source must be 'file', 'external' or 'inline'");
+  // [param_c1] (source is file, external or inline) is the attribute's type.
   if (!llvm::is_contained(getUsers(), getOwner()))
     return emitOpError("[param_c2] owner stage ") << getOwner() << " is not among its users";
   if (auto self = enclosingStage(getOperation()))
@@ -202,20 +272,20 @@ LogicalResult PipelineOp::verifyRegions() {
 
   // Every send has exactly one receive with the same (from, to, tag, kind) and
   // the same type, and vice versa.
-  using Key = std::tuple<int64_t, int64_t, int64_t, std::string>;
+  using Key = std::tuple<int64_t, int64_t, int64_t, TransferKind>;
   std::map<Key, SendOp> sends;
   std::map<Key, RecvOp> recvs;
   for (StageOp stage : stages) {
     WalkResult walk = stage.walk([&](Operation *op) {
       if (auto send = dyn_cast<SendOp>(op)) {
-        Key key{stage.getIndex(), send.getPeer(), send.getTag(), send.getKind().str()};
+        Key key{stage.getIndex(), send.getPeer(), send.getTag(), send.getKind()};
         if (!sends.emplace(key, send).second) {
           send.emitOpError("[pipeline_c2] repeats the tag ") << send.getTag() << " to stage "
                                                              << send.getPeer();
           return WalkResult::interrupt();
         }
       } else if (auto recv = dyn_cast<RecvOp>(op)) {
-        Key key{recv.getPeer(), stage.getIndex(), recv.getTag(), recv.getKind().str()};
+        Key key{recv.getPeer(), stage.getIndex(), recv.getTag(), recv.getKind()};
         if (!recvs.emplace(key, recv).second) {
           recv.emitOpError("[pipeline_c2] repeats the tag ") << recv.getTag() << " from stage "
                                                              << recv.getPeer();

@@ -136,11 +136,11 @@ LogicalResult StageDifferentiator::collectTransfers() {
   // with the same pair brings their gradient back.
   llvm::DenseMap<std::pair<int64_t, int64_t>, SendOp> sentValues;
   for (Operation &op : *forward)
-    if (auto send = dyn_cast<SendOp>(op); send && send.getKind() == "activation")
+    if (auto send = dyn_cast<SendOp>(op); send && send.getKind() == TransferKind::activation)
       sentValues[{send.getPeer(), send.getTag()}] = send;
   SmallVector<Operation *> erase;
   for (Operation &op : *forward) {
-    if (auto recv = dyn_cast<RecvOp>(op); recv && recv.getKind() == "gradient") {
+    if (auto recv = dyn_cast<RecvOp>(op); recv && recv.getKind() == TransferKind::gradient) {
       SendOp sent = sentValues.lookup({recv.getPeer(), recv.getTag()});
       if (!sent)
         return recv.emitOpError("receives a gradient for tag ")
@@ -148,7 +148,7 @@ LogicalResult StageDifferentiator::collectTransfers() {
       gradientsIn.push_back(
           {Value(), sent, recv.getPeer(), recv.getTag(), recv.getLoc(), recv.getType()});
       erase.push_back(recv);
-    } else if (auto send = dyn_cast<SendOp>(op); send && send.getKind() == "gradient") {
+    } else if (auto send = dyn_cast<SendOp>(op); send && send.getKind() == TransferKind::gradient) {
       auto grad = send.getValue().getDefiningOp<GradOp>();
       if (!grad)
         return send.emitOpError("sends a gradient that is not a pipe.grad placeholder");
@@ -315,7 +315,8 @@ LogicalResult StageDifferentiator::run() {
 
   // Seeds: gradients from later stages, the loss, or the output gradients.
   for (const Transfer &in : gradientsIn) {
-    Value received = RecvOp::create(builder, in.loc, in.type, in.peer, in.tag, "gradient");
+    Value received = RecvOp::create(builder, in.loc, in.type, in.peer, in.tag,
+                                    TransferKind::gradient);
     addGradient(in.get(), received);
   }
   for (LossOp lossOp : losses) {
@@ -368,7 +369,7 @@ LogicalResult StageDifferentiator::run() {
     Value gradient = gradients.lookup(out.get());
     if (!gradient)
       gradient = zerosOf(builder, out.loc, out.type);
-    SendOp::create(builder, out.loc, gradient, out.peer, out.tag, "gradient");
+    SendOp::create(builder, out.loc, gradient, out.peer, out.tag, TransferKind::gradient);
   }
   ReturnOp::create(builder, stage.getLoc(), ValueRange());
 

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "pipe/Dialect/Pipe/Transforms/Partition.h"
+#include "pipe/Dialect/Pipe/Transforms/Actions.h"
 #include "pipe/Dialect/Pipe/Transforms/Passes.h"
 
 #include "pipe/Analysis/ChainBuilder.h"
@@ -78,58 +79,36 @@ LogicalResult annotateStages(func::FuncOp func, const PartitionOutcome &outcome)
   return success();
 }
 
-/// Bytes as an integer attribute: a double attribute holding a large whole
-/// number prints as a hexadecimal float.
-IntegerAttr bytesAttr(Builder &b, double bytes) {
-  return b.getI64IntegerAttr(static_cast<int64_t>(std::llround(bytes)));
-}
+/// Bytes as a whole number.
+int64_t roundedBytes(double bytes) { return static_cast<int64_t>(std::llround(bytes)); }
 
-DictionaryAttr planAttribute(MLIRContext *context, const PartitionOutcome &outcome) {
+PlanAttr planAttribute(MLIRContext *context, const PartitionOutcome &outcome) {
+  // The main job calls planPartition outside a pass, on a context that may not
+  // have the pipe dialect (and so its attributes) loaded yet.
+  context->getOrLoadDialect<PipeDialect>();
   Builder b(context);
   const partitioner::PlanResult &plan = *outcome.report.best();
-  SmallVector<NamedAttribute> fields;
-  auto add = [&](StringRef name, Attribute value) { fields.push_back(b.getNamedAttr(name, value)); };
-  add("algorithm", b.getStringAttr(plan.algorithm));
-  add("schedule", b.getStringAttr(partitioner::toString(plan.scheduleKind)));
-  add("objective", b.getStringAttr(outcome.objective));
-  add("stages", b.getI64IntegerAttr(plan.allocation.numStages()));
-  add("gpus", b.getI64IntegerAttr(outcome.problem.platform.gpus));
-  add("microbatches", b.getI64IntegerAttr(outcome.problem.training.microbatches));
-  add("micro_batch_size", b.getI64IntegerAttr(outcome.microBatchSize));
-  add("target", b.getStringAttr(outcome.targetName));
-  add("dtype", b.getStringAttr(outcome.dtype));
-  add("optimizer", b.getStringAttr(outcome.optimizer));
-  add("memory_limit", b.getStringAttr(outcome.memoryLimit));
-  add("link_model", b.getStringAttr(outcome.linkModel));
-  add("period_ms", b.getF64FloatAttr(plan.periodMs));
-  add("iteration_ms", b.getF64FloatAttr(plan.iterationMs));
-  add("lower_bound_ms", b.getF64FloatAttr(plan.lowerBoundMs));
-  add("bubble", b.getF64FloatAttr(plan.bubbleFraction));
-  add("gpu_of_stage", b.getDenseI64ArrayAttr(SmallVector<int64_t>(
-                          plan.allocation.gpuOfStage.begin(), plan.allocation.gpuOfStage.end())));
   SmallVector<Attribute> metrics;
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const partitioner::GpuMetrics &gpu = plan.gpus[plan.stages[s].gpu];
-    SmallVector<NamedAttribute> stage{
-        b.getNamedAttr("time_ms", b.getF64FloatAttr(plan.stages[s].computeMs)),
-        b.getNamedAttr("memory_bytes", bytesAttr(b, gpu.memoryBytes))};
+    std::optional<int64_t> limit;
     if (gpu.memoryLimitBytes < partitioner::kInfinity)
-      stage.push_back(b.getNamedAttr("memory_limit_bytes", bytesAttr(b, gpu.memoryLimitBytes)));
-    metrics.push_back(b.getDictionaryAttr(stage));
+      limit = roundedBytes(gpu.memoryLimitBytes);
+    metrics.push_back(StageMetricsAttr::get(context, llvm::APFloat(plan.stages[s].computeMs),
+                                            roundedBytes(gpu.memoryBytes), limit));
   }
-  add("stage_metrics", b.getArrayAttr(metrics));
-  SmallVector<Attribute> actions;
-  for (const auto &list : plan.schedule.actions) {
-    SmallVector<Attribute> gpuActions;
-    for (const partitioner::Action &action : list)
-      gpuActions.push_back(b.getStringAttr(partitioner::toString(action)));
-    actions.push_back(b.getArrayAttr(gpuActions));
-  }
-  add("actions", b.getArrayAttr(actions));
-  add("parameters", b.getI64IntegerAttr(static_cast<int64_t>(std::llround(outcome.parameters))));
-  add("forward_flops",
-      b.getI64IntegerAttr(static_cast<int64_t>(std::llround(outcome.forwardFlops))));
-  return b.getDictionaryAttr(fields);
+  return PlanAttr::get(
+      context, plan.algorithm, partitioner::toString(plan.scheduleKind), outcome.objective,
+      plan.allocation.numStages(), outcome.problem.platform.gpus,
+      outcome.problem.training.microbatches, outcome.microBatchSize, outcome.targetName,
+      outcome.dtype, outcome.optimizer, outcome.memoryLimit, outcome.linkModel,
+      llvm::APFloat(plan.periodMs), llvm::APFloat(plan.iterationMs),
+      llvm::APFloat(plan.lowerBoundMs), llvm::APFloat(plan.bubbleFraction),
+      b.getDenseI64ArrayAttr(SmallVector<int64_t>(plan.allocation.gpuOfStage.begin(),
+                                                  plan.allocation.gpuOfStage.end())),
+      b.getArrayAttr(metrics), scheduleOrderAttr(b, plan.schedule),
+      static_cast<int64_t>(std::llround(outcome.parameters)),
+      static_cast<int64_t>(std::llround(outcome.forwardFlops)));
 }
 
 std::string describeLinks(const partitioner::Platform &platform) {
@@ -327,7 +306,7 @@ LogicalResult pipe::pipeline::planPartition(ModuleOp module, PartitionOutcome &o
   }
   if (failed(annotateStages(func, outcome)))
     return failure();
-  module->setAttr("pipe.plan", planAttribute(module.getContext(), outcome));
+  setModulePlan(module, planAttribute(module.getContext(), outcome));
   return success();
 }
 

@@ -5,6 +5,7 @@
 // communication each F and B implies, from the stage's send/recv ops.
 //
 //===----------------------------------------------------------------------===//
+#include "pipe/Dialect/Pipe/Transforms/Actions.h"
 #include "pipe/Dialect/Pipe/Transforms/Passes.h"
 
 #include "partitioner/Checker.h"
@@ -44,7 +45,7 @@ partitioner::Problem stageGraph(PipelineOp pipeline, int64_t stages, int64_t gpu
   }
   std::set<std::pair<int64_t, int64_t>> edges;
   pipeline.walk([&](SendOp send) {
-    if (send.getKind() == "activation")
+    if (send.getKind() == TransferKind::activation)
       if (auto stage = send->getParentOfType<StageOp>())
         if (send.getPeer() >= 0 && send.getPeer() < stages && stage.getIndex() >= 0 &&
             stage.getIndex() < stages)
@@ -68,56 +69,6 @@ partitioner::Problem stageGraph(PipelineOp pipeline, int64_t stages, int64_t gpu
   return problem;
 }
 
-/// Parses "F3@s1", "B0@s2", "Bi4@s0", "W4@s0".
-FailureOr<partitioner::Action> parseAction(StringRef text) {
-  partitioner::Action action;
-  if (text.consume_front("Bi"))
-    action.kind = partitioner::ActionKind::BackwardInput;
-  else if (text.consume_front("F"))
-    action.kind = partitioner::ActionKind::Forward;
-  else if (text.consume_front("B"))
-    action.kind = partitioner::ActionKind::Backward;
-  else if (text.consume_front("W"))
-    action.kind = partitioner::ActionKind::BackwardWeight;
-  else
-    return failure();
-  auto [mb, stage] = text.split("@s");
-  int mbValue, stageValue;
-  if (mb.getAsInteger(10, mbValue) || stage.getAsInteger(10, stageValue))
-    return failure();
-  action.microbatch = mbValue;
-  action.stage = stageValue;
-  return action;
-}
-
-/// The checked order as the typed attribute the lowering reads.
-ArrayAttr typedOrder(Builder &b, const partitioner::Schedule &order) {
-  SmallVector<Attribute> gpus;
-  for (const auto &list : order.actions) {
-    SmallVector<Attribute> actions;
-    for (const partitioner::Action &action : list) {
-      ActionKind kind = ActionKind::forward;
-      switch (action.kind) {
-      case partitioner::ActionKind::Forward:
-        kind = ActionKind::forward;
-        break;
-      case partitioner::ActionKind::Backward:
-        kind = ActionKind::backward;
-        break;
-      case partitioner::ActionKind::BackwardInput:
-        kind = ActionKind::backward_input;
-        break;
-      case partitioner::ActionKind::BackwardWeight:
-        kind = ActionKind::backward_weight;
-        break;
-      }
-      actions.push_back(ActionAttr::get(b.getContext(), kind, action.microbatch, action.stage));
-    }
-    gpus.push_back(b.getArrayAttr(actions));
-  }
-  return b.getArrayAttr(gpus);
-}
-
 struct Transfers {
   SmallVector<RecvOp> activationIn, gradientIn;
   SmallVector<SendOp> activationOut, gradientOut;
@@ -128,22 +79,13 @@ Transfers collectTransfers(StageOp stage) {
   Transfers t;
   stage.walk([&](Operation *op) {
     if (auto recv = dyn_cast<RecvOp>(op))
-      (recv.getKind() == "activation" ? t.activationIn : t.gradientIn).push_back(recv);
+      (recv.getKind() == TransferKind::activation ? t.activationIn : t.gradientIn).push_back(recv);
     else if (auto send = dyn_cast<SendOp>(op))
-      (send.getKind() == "activation" ? t.activationOut : t.gradientOut).push_back(send);
+      (send.getKind() == TransferKind::activation ? t.activationOut : t.gradientOut).push_back(send);
     else if (auto param = dyn_cast<ParamOp>(op))
       t.tiedParameters |= param.getUsers().size() > 1;
   });
   return t;
-}
-
-/// The partitioner's transfer action (one vocabulary with plan.json) and the
-/// tensor it moves: "SEND_F3@s1->s2 tag=7".
-std::string transfer(bool send, bool gradient, int microbatch, int64_t from, int64_t to,
-                     int64_t tag) {
-  return partitioner::transferAction(send, gradient, microbatch, static_cast<int>(from),
-                                     static_cast<int>(to)) +
-         " tag=" + std::to_string(tag);
 }
 
 struct PipeSchedulePass : pipe::pipeline::impl::PipeScheduleBase<PipeSchedulePass> {
@@ -182,23 +124,16 @@ struct PipeSchedulePass : pipe::pipeline::impl::PipeScheduleBase<PipeSchedulePas
     partitioner::Schedule order;
     order.kind = kind;
     order.microbatches = static_cast<int>(microbatches);
-    ArrayAttr planned;
-    if (auto plan = pipeline.getPlanAttr())
-      planned = plan.getAs<ArrayAttr>("actions");
+    PlanAttr plan = pipeline.getPlanAttr();
+    ArrayAttr planned = plan ? plan.getActions() : ArrayAttr();
     if (planned) {
+      // The plan attribute's verifier has checked the lists' element types.
       for (Attribute gpuList : planned) {
-        auto list = dyn_cast<ArrayAttr>(gpuList);
-        if (!list)
-          return pipeline.emitOpError("plan.actions must be a list per GPU");
         order.actions.emplace_back();
-        for (Attribute a : list) {
-          auto text = dyn_cast<StringAttr>(a);
-          FailureOr<partitioner::Action> action =
-              text ? parseAction(text.getValue()) : FailureOr<partitioner::Action>(failure());
-          if (failed(action))
-            return pipeline.emitOpError("cannot read plan action ") << a;
-          order.splitBackward |= action->kind == partitioner::ActionKind::BackwardInput;
-          order.actions.back().push_back(*action);
+        for (Attribute a : cast<ArrayAttr>(gpuList)) {
+          partitioner::Action action = partitionerAction(cast<ActionAttr>(a));
+          order.splitBackward |= action.kind == partitioner::ActionKind::BackwardInput;
+          order.actions.back().push_back(action);
         }
       }
     } else {
@@ -229,39 +164,47 @@ struct PipeSchedulePass : pipe::pipeline::impl::PipeScheduleBase<PipeSchedulePas
         return stage.emitOpError("device ") << gpu << " has no action list";
       Transfers t = collectTransfers(stage);
       SmallVector<Attribute> actions;
-      auto add = [&](const std::string &s) { actions.push_back(b.getStringAttr(s)); };
+      MLIRContext *ctx = b.getContext();
+      auto transfer = [&](TransferDirection direction, TransferKind kind, int64_t mb,
+                          int64_t from, int64_t to, int64_t tag) {
+        actions.push_back(TransferAttr::get(ctx, direction, kind, mb, from, to, tag));
+      };
       int64_t self = stage.getIndex();
       for (const partitioner::Action &action : order.actions[gpu]) {
         if (action.stage != self)
           continue;
-        int mb = action.microbatch;
+        int64_t mb = action.microbatch;
         switch (action.kind) {
         case partitioner::ActionKind::Forward:
           for (RecvOp r : t.activationIn)
-            add(transfer(false, false, mb, r.getPeer(), self, r.getTag()));
-          add(partitioner::toString(action));
+            transfer(TransferDirection::recv, TransferKind::activation, mb, r.getPeer(), self,
+                     r.getTag());
+          actions.push_back(actionAttr(ctx, action));
           for (SendOp s : t.activationOut)
-            add(transfer(true, false, mb, self, s.getPeer(), s.getTag()));
+            transfer(TransferDirection::send, TransferKind::activation, mb, self, s.getPeer(),
+                     s.getTag());
           break;
         case partitioner::ActionKind::Backward:
         case partitioner::ActionKind::BackwardInput:
           for (RecvOp r : t.gradientIn)
-            add(transfer(false, true, mb, r.getPeer(), self, r.getTag()));
-          add(partitioner::toString(action));
+            transfer(TransferDirection::recv, TransferKind::gradient, mb, r.getPeer(), self,
+                     r.getTag());
+          actions.push_back(actionAttr(ctx, action));
           for (SendOp s : t.gradientOut)
-            add(transfer(true, true, mb, self, s.getPeer(), s.getTag()));
+            transfer(TransferDirection::send, TransferKind::gradient, mb, self, s.getPeer(),
+                     s.getTag());
           break;
         case partitioner::ActionKind::BackwardWeight:
-          add(partitioner::toString(action));
+          actions.push_back(actionAttr(ctx, action));
           break;
         }
       }
       if (t.tiedParameters)
-        add(partitioner::kReduceTiedGradientsAction);
-      add(partitioner::kOptimizerStepAction);
+        actions.push_back(StepActionAttr::get(ctx, StepAction::reduce_tied_gradients));
+      actions.push_back(StepActionAttr::get(ctx, StepAction::optimizer_step));
       stage.setActionsAttr(b.getArrayAttr(actions));
     }
-    pipeline.setOrderAttr(typedOrder(b, order));
+    pipeline.setOrderAttr(scheduleOrderAttr(b, order));
     return success();
   }
 };

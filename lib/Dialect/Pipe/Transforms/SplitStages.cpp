@@ -89,9 +89,8 @@ LogicalResult Splitter::assignStages() {
     maxStage = std::max(maxStage, attr.getInt());
   }
   int64_t count = maxStage + 1;
-  if (auto plan = module->getAttrOfType<DictionaryAttr>("pipe.plan"))
-    if (auto planned = plan.getAs<IntegerAttr>("stages"))
-      count = std::max(count, planned.getInt());
+  if (PlanAttr plan = getModulePlan(module))
+    count = std::max(count, plan.getStages());
   if (count <= 0)
     return func.emitError("nothing to split: the function has no ops");
   stages.resize(count);
@@ -150,9 +149,11 @@ Value Splitter::valueInStage(Value v, int64_t stage) {
   while (point != sourceBlock->end() && isa<SendOp>(*point))
     ++point;
   sourceBuilder.setInsertionPoint(sourceBlock, point);
-  auto send = SendOp::create(sourceBuilder, def->getLoc(), sent, stage, tag, "activation");
+  auto send = SendOp::create(sourceBuilder, def->getLoc(), sent, stage, tag,
+                             TransferKind::activation);
   builder.setInsertionPointToEnd(target.block);
-  auto recv = RecvOp::create(builder, def->getLoc(), v.getType(), from, tag, "activation");
+  auto recv = RecvOp::create(builder, def->getLoc(), v.getType(), from, tag,
+                             TransferKind::activation);
   target.mapping.map(v, recv.getValue());
   crossings.push_back({from, stage, tag, v, sent, recv.getValue(), send});
   return recv.getValue();
@@ -164,24 +165,23 @@ LogicalResult Splitter::run() {
   int64_t count = stages.size();
   int64_t microbatches = 1;
   std::string schedule = "1f1b";
-  DictionaryAttr plan = module->getAttrOfType<DictionaryAttr>("pipe.plan");
+  PlanAttr plan = getModulePlan(module);
   if (plan) {
-    if (auto m = plan.getAs<IntegerAttr>("microbatches"))
-      microbatches = m.getInt();
-    if (auto s = plan.getAs<StringAttr>("schedule"))
-      schedule = s.str();
+    microbatches = plan.getMicrobatches();
+    schedule = plan.getSchedule().str();
   }
   builder.setInsertionPoint(func);
   auto pipeline = PipelineOp::create(builder, func.getLoc(), func.getSymName(), count,
                                      microbatches, schedule, plan, ArrayAttr(),
                                      TrainingAttr());
+  // The plan moves onto the pipeline it describes.
+  if (plan)
+    module->removeAttr(PipeDialect::PlanAttrHelper::getNameStr());
   Block *pipelineBody = new Block();
   pipeline.getBody().push_back(pipelineBody);
   builder.setInsertionPointToEnd(pipelineBody);
   // The plan may put several stages on one GPU (interleaved schedules).
-  DenseI64ArrayAttr gpuOfStage;
-  if (plan)
-    gpuOfStage = plan.getAs<DenseI64ArrayAttr>("gpu_of_stage");
+  DenseI64ArrayAttr gpuOfStage = plan ? plan.getGpuOfStage() : DenseI64ArrayAttr();
   for (int64_t s = 0; s < count; ++s) {
     int64_t device = gpuOfStage && s < gpuOfStage.size() ? gpuOfStage[s] : s;
     auto stage = StageOp::create(builder, func.getLoc(), "stage" + std::to_string(s), s, device,
@@ -241,10 +241,11 @@ LogicalResult Splitter::run() {
     if (!needsGrad.contains(c.original))
       continue;
     builder.setInsertionPointToEnd(at(c.from).block);
-    RecvOp::create(builder, c.sent.getLoc(), c.sent.getType(), c.to, c.tag, "gradient");
+    RecvOp::create(builder, c.sent.getLoc(), c.sent.getType(), c.to, c.tag,
+                   TransferKind::gradient);
     builder.setInsertionPointToEnd(at(c.to).block);
     auto grad = GradOp::create(builder, c.received.getLoc(), c.received.getType(), c.received);
-    SendOp::create(builder, c.received.getLoc(), grad, c.from, c.tag, "gradient");
+    SendOp::create(builder, c.received.getLoc(), grad, c.from, c.tag, TransferKind::gradient);
   }
   for (StageBuild &stage : stages) {
     builder.setInsertionPointToEnd(stage.block);

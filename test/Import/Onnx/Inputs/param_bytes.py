@@ -18,8 +18,9 @@ PARAM = re.compile(r'nn\.param "([^"]+)" \{([^}]*)\}')
 
 def attributes(text):
     out = {}
-    for key, value in re.findall(r'(\w+) = ("[^"]*"|-?\d+)', text):
-        out[key] = value.strip('"')
+    for key, value in re.findall(r'(\w+) = ("[^"]*"|-?\d+|#nn\.param_source<\w+>)', text):
+        enum = re.fullmatch(r'#nn\.param_source<(\w+)>', value)
+        out[key] = enum.group(1) if enum else value.strip('"')
     return out
 
 

@@ -12,6 +12,7 @@ include "pipe/Dialect/NN/IR/NNBase.td"
 include "pipe/Dialect/NN/IR/NNInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 // A signless 64-bit integer attribute read as a signed value: ONNX axes and
@@ -43,6 +44,17 @@ def NN_ConstantOp : NN_Op<"constant", [ConstantLike]> {
   let hasFolder = 1;
 }
 
+def NN_ParamSource : I32EnumAttr<"ParamSource", "where a parameter's values are stored", [
+    I32EnumAttrCase<"file", 0>, I32EnumAttrCase<"external", 1>,
+    I32EnumAttrCase<"inline_", 2, "inline">]> {
+  let cppNamespace = "::pipe::nn";
+  let genSpecializedAttr = 0;
+}
+
+def NN_ParamSourceAttr : EnumAttr<NN_Dialect, NN_ParamSource, "param_source"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def NN_ParamOp : NN_Op<"param"> {
   let summary = "A reference to a trainable parameter (an ONNX initializer)";
   let description = [{
@@ -53,7 +65,7 @@ def NN_ParamOp : NN_Op<"param"> {
     `trainable` is false for buffers such as batch-norm running statistics
     and for integer initializers: they get no gradient or optimizer state.
   }];
-  let arguments = (ins StrAttr:$name, StrAttr:$source,
+  let arguments = (ins StrAttr:$name, NN_ParamSourceAttr:$source,
                        DefaultValuedStrAttr<StrAttr, "">:$path,
                        DefaultValuedAttr<NN_I64Attr, "-1">:$offset,
                        DefaultValuedAttr<NN_I64Attr, "-1">:$length,

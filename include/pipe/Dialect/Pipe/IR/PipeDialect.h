@@ -15,7 +15,13 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "pipe/Dialect/NN/IR/NNOps.h"
 
+// The attributes come before the dialect class, whose helper for the
+// discardable `pipe.plan` attribute uses PlanAttr.
+#include "pipe/Dialect/Pipe/IR/PipeEnums.h.inc"
+#define GET_ATTRDEF_CLASSES
+#include "pipe/Dialect/Pipe/IR/PipeAttrs.h.inc"
 
 #include "pipe/Dialect/Pipe/IR/PipeOpsDialect.h.inc"
 
@@ -31,11 +37,14 @@ inline bool isAddedNodeName(llvm::StringRef name) { return name.starts_with("pip
 std::string formatDouble(double value);
 /// Parses a float literal (as formatDouble writes it) into an f64 attribute.
 mlir::FailureOr<mlir::FloatAttr> parseF64Attr(mlir::AsmParser &parser);
-} // namespace pipe::pipeline
+/// Parses a float literal (as formatDouble writes it) as a double's APFloat.
+mlir::FailureOr<llvm::APFloat> parseDouble(mlir::AsmParser &parser);
 
-#include "pipe/Dialect/Pipe/IR/PipeEnums.h.inc"
-#define GET_ATTRDEF_CLASSES
-#include "pipe/Dialect/Pipe/IR/PipeAttrs.h.inc"
+/// The plan `pipe-partition` puts on the module (`pipe.plan`) and
+/// `pipe-split-stages` moves onto the pipeline; null when there is none.
+PlanAttr getModulePlan(mlir::Operation *module);
+void setModulePlan(mlir::Operation *module, PlanAttr plan);
+} // namespace pipe::pipeline
 
 #define GET_OP_CLASSES
 #include "pipe/Dialect/Pipe/IR/PipeOps.h.inc"

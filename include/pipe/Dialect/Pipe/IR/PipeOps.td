@@ -21,6 +21,9 @@ def Pipe_Dialect : Dialect {
   let summary = "Pipelined execution: stages, transfers, parameter references";
   let usePropertiesForAttributes = 1;
   let useDefaultAttributePrinterParser = 1;
+  // The plan the partitioner chose, on the module until pipe-split-stages
+  // moves it onto the pipeline: PipeDialect::getPlanAttrHelper().
+  let discardableAttrs = (ins "::pipe::pipeline::PlanAttr":$plan);
 }
 
 include "pipe/Dialect/Pipe/IR/PipeAttrs.td"
@@ -28,6 +31,18 @@ include "pipe/Dialect/Pipe/IR/PipeAttrs.td"
 def Pipe_I64Attr : TypedSignlessIntegerAttrBase<I64, "int64_t",
                                                 "64-bit signless integer attribute"> {
   let convertFromStorage = "$_self.getValue().getSExtValue()";
+}
+
+// nn.param's source, on pipe.param too: one enum for both dialects. (An
+// EnumAttr of the nn dialect cannot be included here: tablegen would emit its
+// enum into the pipe dialect's files as well.)
+def Pipe_ParamSourceAttr
+    : Attr<CPred<"::llvm::isa<::pipe::nn::ParamSourceAttr>($_self)">,
+           "where the parameter's values are stored (#nn.param_source)"> {
+  let storageType = "::pipe::nn::ParamSourceAttr";
+  let returnType = "::pipe::nn::ParamSource";
+  let convertFromStorage = "$_self.getValue()";
+  let constBuilderCall = "::pipe::nn::ParamSourceAttr::get($_builder.getContext(), $0)";
 }
 
 class Pipe_Op<string mnemonic, list<Trait> traits = []>
@@ -44,7 +59,7 @@ def Pipe_PipelineOp : Pipe_Op<"pipeline", [Symbol, SymbolTable, NoTerminator,
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Pipe_I64Attr:$num_stages,
                        Pipe_I64Attr:$microbatches, StrAttr:$schedule,
-                       OptionalAttr<DictionaryAttr>:$plan,
+                       OptionalAttr<Pipe_PlanAttr>:$plan,
                        OptionalAttr<Pipe_ScheduleOrderAttr>:$order,
                        OptionalAttr<Pipe_TrainingAttr>:$training);
   let regions = (region SizedRegion<1>:$body);
@@ -73,7 +88,7 @@ def Pipe_StageOp : Pipe_Op<"stage", [Symbol,
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Pipe_I64Attr:$index, Pipe_I64Attr:$device,
                        DenseI64ArrayAttr:$model_inputs, DenseI64ArrayAttr:$model_outputs,
-                       OptionalAttr<ArrayAttr>:$actions);
+                       OptionalAttr<Pipe_StageActionsAttr>:$actions);
   let regions = (region SizedRegion<1>:$body, MaxSizedRegion<1>:$backward);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body (`backward` $backward^)?";
   let hasVerifier = 1;
@@ -103,14 +118,14 @@ def Pipe_SendOp : Pipe_Op<"send"> {
     `pipe.recv` of the peer stage.
   }];
   let arguments = (ins AnyTensor:$value, Pipe_I64Attr:$peer, Pipe_I64Attr:$tag,
-                       StrAttr:$kind);
+                       Pipe_TransferKindAttr:$kind);
   let assemblyFormat = "$value attr-dict `:` type($value)";
   let hasVerifier = 1;
 }
 
 def Pipe_RecvOp : Pipe_Op<"recv"> {
   let summary = "Receive a tensor from another stage";
-  let arguments = (ins Pipe_I64Attr:$peer, Pipe_I64Attr:$tag, StrAttr:$kind);
+  let arguments = (ins Pipe_I64Attr:$peer, Pipe_I64Attr:$tag, Pipe_TransferKindAttr:$kind);
   let results = (outs AnyTensor:$value);
   let assemblyFormat = "attr-dict `:` type($value)";
   let hasVerifier = 1;
@@ -136,7 +151,7 @@ def Pipe_ParamOp : Pipe_Op<"param", [Pure]> {
     by several stages (tied weights) is owned by `owner`, which applies the
     optimizer step; the users' gradients are reduced into the owner.
   }];
-  let arguments = (ins StrAttr:$name, StrAttr:$source,
+  let arguments = (ins StrAttr:$name, Pipe_ParamSourceAttr:$source,
                        DefaultValuedStrAttr<StrAttr, "">:$path,
                        DefaultValuedAttr<Pipe_I64Attr, "-1">:$offset,
                        DefaultValuedAttr<Pipe_I64Attr, "-1">:$length,
