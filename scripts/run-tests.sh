@@ -2,9 +2,10 @@
 # Runs every test: the lit suite (dialects, importer, passes, tools), the
 # partitioner's gtest suite through ctest, the Python package's tests, the
 # runtime's kernel conformance suite, the install check (scripts/test-install.sh:
-# examples/downstream built against cmake --install, one test), and the fuzz
-# harnesses (ASan + UBSan, FUZZ_SECONDS each, default 40; FUZZ_SECONDS=0 skips
-# them), each harness counting as one test.
+# examples/downstream built against cmake --install, one test), lit and ctest
+# again under ASan + UBSan (scripts/sanitize.sh; SANITIZE=0 skips them), and the
+# fuzz harnesses (FUZZ_SECONDS each, default 30; FUZZ_SECONDS=0 skips them),
+# each harness counting as one test.
 # Ends with one line `N passed, M failed` and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -90,7 +91,22 @@ else
   failed=$((failed + 1))
 fi
 
-FUZZ_SECONDS=${FUZZ_SECONDS:-40}
+# The lit suite and ctest again on the ASan + UBSan build (scripts/sanitize.sh,
+# which builds it: the same build directory the fuzz harnesses use). SANITIZE=0
+# skips it.
+if [ "${SANITIZE:-1}" != 0 ]; then
+  echo "== sanitizers"
+  JOBS="$JOBS" scripts/sanitize.sh | tee "$report/sanitize.log"
+  summary=$(tail -1 "$report/sanitize.log")
+  if [[ "$summary" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    passed=$((passed + BASH_REMATCH[1]))
+    failed=$((failed + BASH_REMATCH[2]))
+  else
+    failed=$((failed + 1))
+  fi
+fi
+
+FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 if [ "$FUZZ_SECONDS" != 0 ]; then
   echo "== fuzz"
   FUZZ_JOBS=${FUZZ_JOBS:-$JOBS} scripts/fuzz.sh "$FUZZ_SECONDS" | tee "$report/fuzz.log"

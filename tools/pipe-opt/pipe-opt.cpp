@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "pipe/Driver/MainJob.h"
 #include "pipe/Import/Onnx/OnnxImporter.h"
+#include "pipe/Dialect/NN/IR/NNDialect.h"
 #include "pipe/InitAll.h"
 
 #include "partitioner/Problem.h"
@@ -16,10 +17,12 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -295,8 +298,11 @@ static LogicalResult checkUsage(pipe::onnx_import::ImportOptions &importOptions)
   return success();
 }
 
-static LogicalResult runOnOnnx(DialectRegistry &registry,
-                               const pipe::onnx_import::ImportOptions &options) {
+/// An ONNX model (imported), or for the main job an MLIR module: one that
+/// `pipe-opt model.onnx -o model.mlir` wrote, whose `nn.model_file` names the
+/// model its parameters are read from.
+static LogicalResult runOnModel(DialectRegistry &registry,
+                                const pipe::onnx_import::ImportOptions &options) {
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
   MLIRContext context(registry);
   // ONNX users get one line per problem, located at the node; the IR dump
@@ -306,11 +312,26 @@ static LogicalResult runOnOnnx(DialectRegistry &registry,
     printDiagnostic(diag, llvm::errs());
     return success();
   });
-  auto module = pipe::onnx_import::importOnnxFile(inputFilename, &context, options);
+  const bool onnx = pipe::onnx_import::isOnnxFile(inputFilename);
+  OwningOpRef<ModuleOp> module =
+      onnx ? pipe::onnx_import::importOnnxFile(inputFilename, &context, options)
+           : parseSourceFile<ModuleOp>(inputFilename, &context);
   if (!module)
     return failure();
-  if (pipelineStages > 0)
-    return pipe::driver::runMainJob(*module, mainJobOptions(), llvm::outs());
+  if (pipelineStages > 0) {
+    pipe::driver::MainJobOptions job = mainJobOptions();
+    if (!onnx) {
+      auto *nn = context.getOrLoadDialect<pipe::nn::NNDialect>();
+      StringAttr modelFile = nn->getModelFileAttrHelper().getAttr(*module);
+      if (!modelFile)
+        return emitError(module->getLoc())
+               << "the module names no model file (nn.model_file): the main job reads the "
+                  "parameters from the ONNX model; write the module with pipe-opt MODEL.onnx "
+                  "-o " << llvm::sys::path::filename(inputFilename.getValue());
+      job.modelPath = modelFile.str();
+    }
+    return pipe::driver::runMainJob(*module, job, llvm::outs());
+  }
   PassManager pm(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)) || failed(config.setupPassPipeline(pm)))
     return failure();
@@ -358,15 +379,8 @@ int main(int argc, char **argv) {
   pipe::onnx_import::ImportOptions importOptions;
   if (failed(checkUsage(importOptions)))
     return 2;
-  if (pipe::onnx_import::isOnnxFile(inputFilename))
-    return failed(runOnOnnx(registry, importOptions)) ? 1 : 0;
-  if (pipelineStages > 0) {
-    llvm::errs() << "pipe-opt: error: --pipeline-stages runs the main job on an ONNX model "
-                    "(.onnx, .onnxtext); on MLIR input use "
-                    "--pass-pipeline='builtin.module(pipe-partition{stages=N},pipe-split-stages,"
-                    "pipe-schedule)'\n";
-    return 2;
-  }
+  if (pipe::onnx_import::isOnnxFile(inputFilename) || pipelineStages > 0)
+    return failed(runOnModel(registry, importOptions)) ? 1 : 0;
   return asMainReturnCode(
       MlirOptMain(argc, argv, inputFilename.getValue(), outputFilename.getValue(), registry));
 }

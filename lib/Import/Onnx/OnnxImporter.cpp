@@ -564,7 +564,14 @@ OwningOpRef<ModuleOp> pipe::onnx_import::importOnnxFile(llvm::StringRef path,
   context->loadDialect<nn::NNDialect, func::FuncDialect>();
   std::string error;
   auto file = readModelFile(path, error);
-  return importModel(std::move(file), error, path, context, options);
+  OwningOpRef<ModuleOp> module = importModel(std::move(file), error, path, context, options);
+  if (module) {
+    llvm::SmallString<256> absolute(path);
+    (void)llvm::sys::fs::make_absolute(absolute);
+    context->getOrLoadDialect<nn::NNDialect>()->getModelFileAttrHelper().setAttr(
+        *module, StringAttr::get(context, absolute));
+  }
+  return module;
 }
 
 OwningOpRef<ModuleOp> pipe::onnx_import::importOnnxBuffer(llvm::StringRef bytes,

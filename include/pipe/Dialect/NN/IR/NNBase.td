@@ -23,6 +23,10 @@ def NN_Dialect : Dialect {
   let hasConstantMaterializer = 1;
   let usePropertiesForAttributes = 1;
   let useDefaultAttributePrinterParser = 1;
+  // The ONNX file a module was imported from (absolute), on the module: where
+  // the parameters with source `file` or `external` are read from, so that
+  // the main job on the printed module writes the same programs.
+  let discardableAttrs = (ins "::mlir::StringAttr":$model_file);
 }
 
 #endif // PIPE_NN_BASE
