@@ -17,13 +17,20 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 
-void pipe::registerAllDialectsAndPasses(mlir::DialectRegistry &registry) {
+void pipe::registerAllDialects(mlir::DialectRegistry &registry) {
   // The importer builds nn ops inside func.func, and every pass walks them.
   registry.insert<mlir::func::FuncDialect, nn::NNDialect, pipeline::PipeDialect>();
   registerCostModelInterfaces(registry);
   nn::registerGradientInterfaces(registry);
+}
 
+void pipe::registerAllPasses() {
   nn::registerNNPasses();
   pipeline::registerPipePasses();
   registerConversionPasses();
+}
+
+void pipe::registerAllDialectsAndPasses(mlir::DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registerAllPasses();
 }

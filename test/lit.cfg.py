@@ -16,7 +16,11 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 
 tool_dirs = [os.path.join(config.pipe_obj_root, "bin"), config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["pipe-opt", "pipe-plan", "mlir-translate"], tool_dirs)
+llvm_config.add_tool_substitutions(["pipe-opt", "pipe-plan", "mlir-translate", "mlir-opt"],
+                                   tool_dirs)
+# The dialect and pass plugin for upstream's mlir-opt (tools/pipe-opt-plugin).
+config.substitutions.append(
+    ("%pipe_plugin", os.path.join(config.pipe_obj_root, "lib", "pipe-opt-plugin.so")))
 config.substitutions.append(("%fixtures", os.path.join(config.test_source_root, "Fixtures")))
 config.substitutions.append(("%python", "/usr/bin/python3"))
 

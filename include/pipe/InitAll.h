@@ -20,6 +20,11 @@ namespace pipe {
 /// upstream dialects and passes stay the tool's choice
 /// (mlir/InitAllDialects.h, mlir/InitAllPasses.h).
 void registerAllDialectsAndPasses(mlir::DialectRegistry &registry);
+
+/// The two halves of registerAllDialectsAndPasses, for hosts that load them
+/// separately (pipe-opt-plugin.so: mlir-opt's dialect and pass plugins).
+void registerAllDialects(mlir::DialectRegistry &registry);
+void registerAllPasses();
 } // namespace pipe
 
 #endif // PIPE_INITALL_H

@@ -441,6 +441,8 @@ namespace partitioner::testing {
 namespace {
 
 TEST(AlgorithmOracle, IlpEqualsBruteForceOverMonotoneAllocations) {
+  if (!haveMipSolver())
+    GTEST_SKIP() << "built without CBC";
   std::mt19937 rng(2024);
   const Algorithm *ilp = findAlgorithm("ilp");
   ASSERT_NE(ilp, nullptr);

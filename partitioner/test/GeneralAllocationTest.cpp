@@ -120,6 +120,8 @@ Problem randomSmallChain(std::mt19937 &rng, int layers, int gpus, int variant) {
 }
 
 TEST(GeneralAllocation, IlpGeneralEqualsBruteForceOverAllMaps) {
+  if (!haveMipSolver())
+    GTEST_SKIP() << "built without CBC";
   std::mt19937 rng(77);
   const Algorithm *ilp = findAlgorithm("ilp-general");
   ASSERT_NE(ilp, nullptr);
@@ -192,6 +194,8 @@ TEST(GeneralAllocation, IlpGeneralEqualsBruteForceOverAllMaps) {
 }
 
 TEST(GeneralAllocation, PaperExampleSixAgainstNine) {
+  if (!haveMipSolver())
+    GTEST_SKIP() << "built without CBC";
   // P = 3, w = (6, 3, 6, 3): the best contiguous split has period 9, a general
   // allocation ({1}, {3}, {2, 4}) has 6, and the 1F1B schedule reaches it.
   Problem problem;
@@ -263,6 +267,8 @@ TEST(GeneralAllocation, SchedulesOfRandomGeneralAllocationsPassTheChecker) {
 }
 
 TEST(GeneralAllocation, HeuristicIsValidAndNeverBelowTheExactOptimum) {
+  if (!haveMipSolver())
+    GTEST_SKIP() << "built without CBC";
   std::mt19937 rng(31);
   const Algorithm *general = findAlgorithm("general");
   const Algorithm *ilp = findAlgorithm("ilp-general");

@@ -61,6 +61,10 @@ std::unique_ptr<Algorithm> makeIlpAlgorithm();
 std::unique_ptr<Algorithm> makeGeneralAlgorithm();
 std::unique_ptr<Algorithm> makeIlpGeneralAlgorithm();
 
+/// Whether the MIP algorithms (ilp, ilp-general) were built with CBC; without
+/// it they return no allocation and say why.
+bool haveMipSolver();
+
 } // namespace partitioner
 
 #endif

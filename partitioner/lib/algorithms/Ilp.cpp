@@ -285,4 +285,6 @@ public:
 
 std::unique_ptr<Algorithm> makeIlpAlgorithm() { return std::make_unique<IlpAlgorithm>(); }
 
+bool haveMipSolver() { return true; }
+
 } // namespace partitioner
