@@ -22,6 +22,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -338,15 +339,16 @@ static LogicalResult runOnModel(DialectRegistry &registry,
   pm.enableVerifier(config.shouldVerifyPasses());
   if (failed(pm.run(*module)))
     return failure();
-  std::string error;
-  auto output = openOutputFile(outputFilename, &error);
-  if (!output) {
-    llvm::errs() << "pipe-opt: error: " << error << "\n";
+  // Written to a temporary file beside -o and renamed over it: a failed run
+  // leaves the previous file, never a part of the new one.
+  if (llvm::Error error = llvm::writeToOutput(outputFilename, [&](llvm::raw_ostream &os) {
+        module->print(os);
+        os << "\n";
+        return llvm::Error::success();
+      })) {
+    llvm::errs() << "pipe-opt: error: " << llvm::toString(std::move(error)) << "\n";
     return failure();
   }
-  module->print(output->os());
-  output->os() << "\n";
-  output->keep();
   return success();
 }
 
@@ -379,8 +381,18 @@ int main(int argc, char **argv) {
   pipe::onnx_import::ImportOptions importOptions;
   if (failed(checkUsage(importOptions)))
     return 2;
-  if (pipe::onnx_import::isOnnxFile(inputFilename) || pipelineStages > 0)
-    return failed(runOnModel(registry, importOptions)) ? 1 : 0;
+  if (pipe::onnx_import::isOnnxFile(inputFilename) || pipelineStages > 0) {
+    const bool ok = succeeded(runOnModel(registry, importOptions));
+    // The report (or the module) on standard output is part of the result: a
+    // failed write is an error, reported here rather than by LLVM at exit.
+    llvm::outs().flush();
+    if (llvm::outs().has_error()) {
+      llvm::outs().clear_error();
+      llvm::errs() << "pipe-opt: error: cannot write to standard output\n";
+      return 1;
+    }
+    return ok ? 0 : 1;
+  }
   return asMainReturnCode(
       MlirOptMain(argc, argv, inputFilename.getValue(), outputFilename.getValue(), registry));
 }
