@@ -13,28 +13,19 @@ BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-2}
 ninja -C "$BUILD_DIR" -j"$JOBS" || { echo "0 passed, 1 failed"; exit 1; }
 
+source scripts/test-counts.sh
 passed=0
 failed=0
 report=$(mktemp -d)
 
 echo "== lit"
 /usr/lib/llvm-22/bin/lit -sv -j"$JOBS" --xunit-xml-output "$report/lit.xml" "$BUILD_DIR/test"
-lit_total=$(grep -o '<testcase ' "$report/lit.xml" | wc -l)
-lit_failed=$(grep -o '<failure' "$report/lit.xml" | wc -l)
-lit_skipped=$(grep -o '<skipped' "$report/lit.xml" | wc -l)
-passed=$((passed + lit_total - lit_failed - lit_skipped))
-failed=$((failed + lit_failed))
+count_lit "$report/lit.xml"
 
 if [ -f "$BUILD_DIR/CTestTestfile.cmake" ]; then
   echo "== ctest"
   (cd "$BUILD_DIR" && ctest -j"$JOBS" --output-on-failure --output-junit "$report/ctest.xml") || true
-  if [ -f "$report/ctest.xml" ]; then
-    ct_total=$(grep -o '<testcase ' "$report/ctest.xml" | wc -l)
-    ct_failed=$(grep -c 'status="fail"' "$report/ctest.xml" || true)
-    ct_skipped=$(grep -c 'status="notrun"\|status="disabled"' "$report/ctest.xml" || true)
-    passed=$((passed + ct_total - ct_failed - ct_skipped))
-    failed=$((failed + ct_failed))
-  fi
+  count_ctest "$report/ctest.xml"
 fi
 
 echo "== python"

@@ -13,6 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
 source scripts/sanitizer-build.sh
+source scripts/test-counts.sh
 configure_sanitizer_build || { echo "0 passed, 1 failed"; exit 1; }
 echo "== sanitizer build ($SANITIZER_BUILD)"
 ninja -C "$SANITIZER_BUILD" -j"$JOBS" > "$SANITIZER_BUILD/build.log" 2>&1 ||
@@ -23,23 +24,8 @@ failed=0
 
 echo "== lit (sanitized)"
 /usr/lib/llvm-22/bin/lit -sv -j"$JOBS" --xunit-xml-output "$report/lit.xml" "$SANITIZER_BUILD/test"
-total=$(grep -o '<testcase ' "$report/lit.xml" | wc -l)
-bad=$(grep -o '<failure' "$report/lit.xml" | wc -l)
-skipped=$(grep -o '<skipped' "$report/lit.xml" | wc -l)
-passed=$((passed + total - bad - skipped))
-failed=$((failed + bad))
+count_lit "$report/lit.xml"
 
-count_ctest() {
-  if [ -f "$1" ]; then
-    total=$(grep -o '<testcase ' "$1" | wc -l)
-    bad=$(grep -c 'status="fail"' "$1" || true)
-    skipped=$(grep -c 'status="notrun"\|status="disabled"' "$1" || true)
-    passed=$((passed + total - bad - skipped))
-    failed=$((failed + bad))
-  else
-    failed=$((failed + 1))
-  fi
-}
 echo "== ctest (sanitized)"
 (cd "$SANITIZER_BUILD" && ctest -j"$JOBS" -E "mpi|Mpi" --output-on-failure \
    --output-junit "$report/ctest.xml") || true
