@@ -18,6 +18,10 @@ config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 tool_dirs = [os.path.join(config.pipe_obj_root, "bin"), config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["pipe-opt", "pipe-plan", "mlir-translate", "mlir-opt"],
                                    tool_dirs)
+# An AddressSanitizer build (scripts/sanitize.sh).
+if getattr(config, "pipe_asan", 0):
+    config.available_features.add("asan")
+
 # The dialect and pass plugin for upstream's mlir-opt (tools/pipe-opt-plugin).
 config.substitutions.append(
     ("%pipe_plugin", os.path.join(config.pipe_obj_root, "lib", "pipe-opt-plugin.so")))

@@ -225,7 +225,7 @@ TEST(PipeRun, RelayTrainsTheSameWithMpi) {
   EXPECT_TRUE(fs::exists(dir + "/measured.trace.json"));
 }
 
-TEST(PipeRun, SyntheticDataIsTheSameOnBothTransports) {
+TEST(PipeRun, SyntheticDataIsTheSameOnThreadsAndMpi) {
   std::string dir = copyProgram("relay");
   CommandResult threads = pipeRun({dir, "--steps", "2", "--seed", "4", "--transport", "threads"});
   CommandResult mpi = mpiRun(2, {dir, "--steps", "2", "--seed", "4"});
