@@ -19,7 +19,6 @@
 
 #include "partitioner/Allocation.h"
 #include "partitioner/Error.h"
-#include "partitioner/LatticeDp.h"
 #include "partitioner/Output.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -397,30 +397,6 @@ double greedyUpperBound(const StageModel &model, const MinMaxOptions &options) {
   return found;
 }
 
-std::string formatBytes(double bytes, ByteUnits units) {
-  char buffer[64];
-  if (bytes == kInfinity)
-    return "unbounded";
-  if (units == ByteUnits::Binary) {
-    const double gib = 1024.0 * 1024 * 1024, mib = 1024.0 * 1024;
-    if (bytes >= gib)
-      std::snprintf(buffer, sizeof buffer, "%.2f GiB", bytes / gib);
-    else if (bytes >= mib)
-      std::snprintf(buffer, sizeof buffer, "%.2f MiB", bytes / mib);
-    else if (bytes >= 1024)
-      std::snprintf(buffer, sizeof buffer, "%.2f KiB", bytes / 1024);
-    else
-      std::snprintf(buffer, sizeof buffer, "%.0f B", bytes);
-    return buffer;
-  }
-  if (bytes >= 1e9)
-    std::snprintf(buffer, sizeof buffer, "%.2f GB", bytes / 1e9);
-  else if (bytes >= 1e6)
-    std::snprintf(buffer, sizeof buffer, "%.2f MB", bytes / 1e6);
-  else
-    std::snprintf(buffer, sizeof buffer, "%.0f B", bytes);
-  return buffer;
-}
 
 std::string explainMemoryInfeasibility(const StageModel &model, int maxStages,
                                        ScheduleKind inFlightRule) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 #include <unordered_map>
 
@@ -351,6 +352,31 @@ int weightVersions(const TrainingSettings &settings, int inFlight) {
   default:
     return 1;
   }
+}
+
+std::string formatBytes(double bytes, ByteUnits units) {
+  char buffer[64];
+  if (bytes == kInfinity)
+    return "unbounded";
+  if (units == ByteUnits::Binary) {
+    const double gib = 1024.0 * 1024 * 1024, mib = 1024.0 * 1024;
+    if (bytes >= gib)
+      std::snprintf(buffer, sizeof buffer, "%.2f GiB", bytes / gib);
+    else if (bytes >= mib)
+      std::snprintf(buffer, sizeof buffer, "%.2f MiB", bytes / mib);
+    else if (bytes >= 1024)
+      std::snprintf(buffer, sizeof buffer, "%.2f KiB", bytes / 1024);
+    else
+      std::snprintf(buffer, sizeof buffer, "%.0f B", bytes);
+    return buffer;
+  }
+  if (bytes >= 1e9)
+    std::snprintf(buffer, sizeof buffer, "%.2f GB", bytes / 1e9);
+  else if (bytes >= 1e6)
+    std::snprintf(buffer, sizeof buffer, "%.2f MB", bytes / 1e6);
+  else
+    std::snprintf(buffer, sizeof buffer, "%.0f B", bytes);
+  return buffer;
 }
 
 } // namespace partitioner

@@ -65,8 +65,6 @@ double greedyUpperBound(const StageModel &model, const MinMaxOptions &options);
 std::string explainMemoryInfeasibility(const StageModel &model, int maxStages,
                                        ScheduleKind inFlightRule);
 
-/// "18.20 GB" (or "16.95 GiB" in binary units) formatting used in messages and tables.
-std::string formatBytes(double bytes, ByteUnits units = ByteUnits::Decimal);
 
 } // namespace partitioner
 

@@ -163,6 +163,9 @@ double parseBytes(const std::string &text);
 double parseMemorySize(const std::string &text);
 /// Binary when `text` names a binary unit ("80GiB", "512 MiB"), else decimal.
 ByteUnits byteUnitsOf(const std::string &text);
+/// "18.20 GB" (or "16.95 GiB" in binary units): the reverse of parseBytes, as
+/// messages and tables print sizes.
+std::string formatBytes(double bytes, ByteUnits units = ByteUnits::Decimal);
 /// "25GB/s", "100Gb/s", "inf" -> bytes per second.
 double parseBandwidth(const std::string &text);
 /// Number of weight versions of a stage that keeps `inFlight` micro-batches.

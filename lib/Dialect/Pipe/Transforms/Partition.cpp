@@ -14,7 +14,6 @@
 #include "pipe/Dialect/NN/IR/NNOps.h"
 
 #include "partitioner/Error.h"
-#include "partitioner/LatticeDp.h"
 #include "partitioner/Schedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
