@@ -115,11 +115,6 @@ def structural_mutants(model, rng):
             return False
         m.graph.node[1].name = m.graph.node[0].name
 
-    def bad_utf8_name(m):
-        # The protobuf runtime refuses to serialise invalid UTF-8 in a string
-        # field, so the bytes are patched after serialisation.
-        return False
-
     def no_outputs(m):
         del m.graph.output[:]
 
@@ -135,7 +130,8 @@ def structural_mutants(model, rng):
                          ("initializer-short", short_data), ("repeated-name", repeat_name),
                          ("no-outputs", no_outputs), ("input-type", input_type)]:
         variant(name, change)
-    # A node name with an invalid UTF-8 byte, patched into the serialised bytes.
+    # A node name with an invalid UTF-8 byte, patched into the serialised bytes
+    # (protobuf refuses to serialise invalid UTF-8 in a string field).
     named = [n.name for n in model.graph.node if len(n.name) >= 2]
     if named:
         data = model.SerializeToString()
