@@ -1,4 +1,5 @@
-// Schedule generators (per-GPU action orders). Timing is the simulator's job.
+// Schedule generators (per-GPU action orders). Timing is the simulator's job:
+// the generators call the simulator, never the other way round.
 #include "partitioner/Schedule.h"
 #include "partitioner/Error.h"
 #include "partitioner/Simulator.h"
@@ -9,31 +10,6 @@
 #include <cmath>
 
 namespace partitioner {
-
-std::string toString(const Action &action) {
-  const char *kind = "F";
-  switch (action.kind) {
-  case ActionKind::Forward:
-    kind = "F";
-    break;
-  case ActionKind::Backward:
-    kind = "B";
-    break;
-  case ActionKind::BackwardInput:
-    kind = "Bi";
-    break;
-  case ActionKind::BackwardWeight:
-    kind = "W";
-    break;
-  }
-  return std::string(kind) + std::to_string(action.microbatch) + "@s" +
-         std::to_string(action.stage);
-}
-
-std::string transferAction(bool send, bool gradient, int microbatch, int from, int to) {
-  return std::string(send ? "SEND_" : "RECV_") + (gradient ? "B" : "F") +
-         std::to_string(microbatch) + "@s" + std::to_string(from) + "->s" + std::to_string(to);
-}
 
 namespace {
 
@@ -491,6 +467,28 @@ Schedule makeSchedule(ScheduleKind kind, const Problem &problem, const Allocatio
   }
   }
   throw Error("unknown schedule kind");
+}
+
+SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,
+                              ScheduleKind kind, Schedule *scheduleOut) {
+  const int m = problem.training.microbatches;
+  Schedule schedule = makeSchedule(kind, problem, allocation, m);
+  SimulationResult result = simulate(problem, allocation, schedule);
+  if (result.completed) {
+    Schedule longer = makeSchedule(kind, problem, allocation, 2 * m);
+    SimulationResult twice = simulate(problem, allocation, longer);
+    if (twice.completed)
+      result.periodMs = (twice.iterationMs - result.iterationMs) / m;
+    else
+      result.periodMs = result.iterationMs / m;
+    // No schedule beats the busiest GPU's work per micro-batch; the marginal estimate
+    // can undershoot it when the m-micro-batch run has not reached its steady state.
+    for (double busy : result.gpuBusyMs)
+      result.periodMs = std::max(result.periodMs, busy / m);
+  }
+  if (scheduleOut)
+    *scheduleOut = std::move(schedule);
+  return result;
 }
 
 } // namespace partitioner

@@ -418,31 +418,5 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
   return result;
 }
 
-Schedule buildSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
-                       int microbatches) {
-  return makeSchedule(kind, problem, allocation, microbatches);
-}
-
-SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,
-                              ScheduleKind kind, Schedule *scheduleOut) {
-  const int m = problem.training.microbatches;
-  Schedule schedule = buildSchedule(kind, problem, allocation, m);
-  SimulationResult result = simulate(problem, allocation, schedule);
-  if (result.completed) {
-    Schedule longer = buildSchedule(kind, problem, allocation, 2 * m);
-    SimulationResult twice = simulate(problem, allocation, longer);
-    if (twice.completed)
-      result.periodMs = (twice.iterationMs - result.iterationMs) / m;
-    else
-      result.periodMs = result.iterationMs / m;
-    // No schedule beats the busiest GPU's work per micro-batch; the marginal estimate
-    // can undershoot it when the m-micro-batch run has not reached its steady state.
-    for (double busy : result.gpuBusyMs)
-      result.periodMs = std::max(result.periodMs, busy / m);
-  }
-  if (scheduleOut)
-    *scheduleOut = std::move(schedule);
-  return result;
-}
 
 } // namespace partitioner

@@ -82,6 +82,13 @@ double bottleneckPeriod(const Problem &problem, const Allocation &allocation);
 Schedule makeSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
                       int microbatches);
 
+struct SimulationResult; // Simulator.h
+
+/// Generates `kind` for the allocation (makeSchedule), simulates m micro-batches and
+/// measures the period as the marginal cost of micro-batches: (time(2m) - time(m)) / m.
+SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,
+                              ScheduleKind kind, Schedule *scheduleOut = nullptr);
+
 } // namespace partitioner
 
 #endif

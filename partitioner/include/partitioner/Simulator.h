@@ -61,14 +61,6 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
 Schedule greedySchedule(const Problem &problem, const Allocation &allocation, ScheduleKind kind,
                         int microbatches, const std::vector<int> &caps);
 
-/// The schedule plan() uses (same as makeSchedule; kept for callers of older code).
-Schedule buildSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
-                       int microbatches);
-
-/// Generates `kind` for the allocation, simulates m micro-batches and measures the
-/// period as the marginal cost of micro-batches: (time(2m) - time(m)) / m.
-SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,
-                              ScheduleKind kind, Schedule *scheduleOut = nullptr);
 
 /// The dependency rules shared by the simulator and the checker: what an action waits
 /// for (stage, micro-batch, kind of the producing action, bytes to transfer).
