@@ -68,9 +68,9 @@ step configure locked cmake -S examples/downstream -B "$work/build" -G Ninja \
 grep -q "PipeOpt from $prefix/" "$work/configure.log" || fail "PipeOpt was not found in $prefix"
 step build locked ninja -C "$work/build" -j"$JOBS"
 
-echo "== downstream-opt: the planning passes on test/Dialect/Pipe/pipe-partition.mlir"
+echo "== downstream-opt: the planning pipeline on test/Dialect/Pipe/pipe-partition.mlir"
 input=test/Dialect/Pipe/pipe-partition.mlir
-pipeline='builtin.module(pipe-partition{stages=2 microbatches=4 target=h100 algo=balanced},pipe-split-stages,pipe-schedule)'
+pipeline='builtin.module(pipe-plan-pipeline{stages=2 microbatches=4 target=h100 algo=balanced train=false})'
 step downstream-opt "$work/build/downstream-opt" "$input" --pass-pipeline="$pipeline" \
   -o "$work/downstream.mlir"
 # Four matmuls on two GPUs: two per stage, the activation sent forward and its

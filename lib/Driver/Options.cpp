@@ -21,17 +21,41 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include <cmath>
 
 using namespace mlir;
 
 LogicalResult pipe::driver::checkMainJobOptions(const MainJobOptions &options,
                                                 std::string &error) {
-  const pipeline::PartitionOptions &partition = options.partition;
+  const pipeline::PipePlanPipelineOptions &partition = options.plan;
   auto refuse = [&](const std::string &message) {
     error = message;
     return failure();
   };
+  auto text = [](auto value) {
+    std::string printed;
+    llvm::raw_string_ostream(printed) << value;
+    return printed;
+  };
+  if (partition.stages < 1)
+    return refuse("--pipeline-stages is the number of GPUs, at least 1; got " +
+                  text(partition.stages));
+  if (partition.stages > partitioner::kMaxGpus)
+    return refuse("--pipeline-stages must be at most " + text(partitioner::kMaxGpus) +
+                  ", got " + text(partition.stages));
+  if (partition.microbatches < 1 || partition.microbatches > partitioner::kMaxMicrobatches)
+    return refuse("--microbatches must be in 1.." +
+                  std::to_string(partitioner::kMaxMicrobatches) + ", got " +
+                  std::to_string(partition.microbatches));
+  if (partition.microBatchSize < 0)
+    return refuse("--micro-batch-size must be at least 1, got " +
+                  std::to_string(partition.microBatchSize));
+  // NaN fails every comparison; infinity is no limit a solver can take.
+  if (!(partition.timeLimit > 0 && partition.timeLimit <= 86400))
+    return refuse("--time-limit must be a number of seconds in (0, 86400], got " +
+                  text(partition.timeLimit));
   if (auto target = pipe::lookupTarget(partition.target); !target)
     return refuse("--target: " + llvm::toString(target.takeError()));
   if (!pipe::parseComputeDtype(partition.dtype))
@@ -56,16 +80,16 @@ LogicalResult pipe::driver::checkMainJobOptions(const MainJobOptions &options,
   } catch (const partitioner::Error &e) {
     return refuse(std::string("--objective: ") + e.what());
   }
-  if (partition.algorithm != "best" && !partitioner::findAlgorithm(partition.algorithm)) {
+  if (partition.algo != "best" && !partitioner::findAlgorithm(partition.algo)) {
     std::string known;
     for (const auto &algorithm : partitioner::algorithmRegistry())
       known += (known.empty() ? "" : ", ") + algorithm->name();
-    return refuse("--algo: unknown algorithm '" + partition.algorithm + "' (known: " + known +
+    return refuse("--algo: unknown algorithm '" + partition.algo + "' (known: " + known +
                   ", best)");
   }
-  if (!options.training.codegen)
+  if (!partition.train)
     return success();
-  const TrainingOptions &training = options.training;
+  const pipeline::PipePlanPipelineOptions &training = partition;
   for (auto [name, value] : {std::pair<const char *, double>{"--lr", training.lr},
                              {"--momentum", training.momentum},
                              {"--beta1", training.beta1},

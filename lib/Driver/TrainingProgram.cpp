@@ -16,7 +16,8 @@ using namespace pipe;
 using namespace pipe::driver;
 
 FailureOr<StageWorkspace>
-pipe::driver::computeStageWorkspace(ModuleOp module, const pipeline::PartitionOptions &options) {
+pipe::driver::computeStageWorkspace(ModuleOp module,
+                                    const pipeline::PipePartitionOptions &options) {
   func::FuncOp func = pipeline::mainFunction(module);
   if (!func)
     return module.emitError("no partitioned function to measure");

@@ -94,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return module;
   }();
 
-  pipe::pipeline::PartitionOptions options;
+  pipe::pipeline::PipePartitionOptions options;
   options.stages = 2;
   options.microbatches = 4;
   llvm::StringRef text(reinterpret_cast<const char *>(data), size);
@@ -121,7 +121,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     else if (key == "schedule")
       options.schedule = value.str();
     else if (key == "algo")
-      options.algorithm = value.str();
+      options.algo = value.str();
     else if (key == "dtype")
       options.dtype = value.str();
     else if (key == "optimizer")
@@ -136,6 +136,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       (options.microbatches > 64 && options.microbatches <= partitioner::kMaxMicrobatches))
     return 0;
   OwningOpRef<ModuleOp> module = cast<ModuleOp>((*base)->clone());
-  (void)pipe::pipeline::partitionModule(*module, options);
+  auto outcome = pipe::pipeline::buildPartitionProblem(*module, options);
+  if (succeeded(outcome))
+    (void)pipe::pipeline::planPartition(*module, *outcome, options);
   return 0;
 }

@@ -6,11 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "pipe/Driver/MainJob.h"
+#include "pipe/Dialect/Pipe/Transforms/Partition.h"
 #include "pipe/Import/Onnx/OnnxImporter.h"
-#include "pipe/Dialect/NN/IR/NNDialect.h"
 #include "pipe/InitAll.h"
-
-#include "partitioner/Problem.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -38,7 +36,8 @@ void registerTestAnalysisPasses(); // test/lib/Analysis
 // lists categories by name, which is why these names start as they do.
 static llvm::cl::OptionCategory
     jobCategory("Main job (pipe-opt MODEL.onnx --pipeline-stages=N --micro-batch-size=B -o DIR)");
-static llvm::cl::OptionCategory planCategory("Main job: planning settings");
+static llvm::cl::OptionCategory
+    planCategory("Main job: planning settings (pipe-plan-pipeline's options)");
 static llvm::cl::OptionCategory importCategory("ONNX import");
 static llvm::cl::OptionCategory
     mlirCategory("Passes on MLIR input (pipe-opt INPUT.mlir --pass-pipeline=...)");
@@ -58,49 +57,6 @@ static llvm::cl::opt<int> pipelineStages(
     llvm::cl::desc("Plan pipelined training on N GPUs and write the outputs (a plan may run "
                    "several stages on one GPU; the report says how many)"),
     llvm::cl::value_desc("N"), llvm::cl::init(0), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<int64_t> microBatchSize(
-    "micro-batch-size",
-    llvm::cl::desc("Samples per micro-batch, bound to the symbolic batch dim of the inputs "
-                   "(required when the batch is symbolic)"),
-    llvm::cl::value_desc("B"), llvm::cl::init(0), llvm::cl::cat(jobCategory));
-static llvm::cl::opt<int>
-    jobMicrobatches("microbatches", llvm::cl::desc("Micro-batches per iteration (default: 32)"),
-                    llvm::cl::value_desc("M"), llvm::cl::init(32), llvm::cl::cat(planCategory));
-static llvm::cl::opt<std::string>
-    jobTarget("target",
-              llvm::cl::desc("GPU: h100, a100-80gb, ... or a target JSON file (default: h100)"),
-              llvm::cl::init("h100"), llvm::cl::cat(planCategory));
-static llvm::cl::opt<std::string> jobMemory(
-    "memory",
-    llvm::cl::desc("Memory per GPU with its unit, e.g. 80GB or 80GiB (default: the target's)"),
-    llvm::cl::value_desc("size"), llvm::cl::init(""), llvm::cl::cat(planCategory));
-static llvm::cl::opt<std::string>
-    jobDtype("dtype", llvm::cl::desc("Compute dtype: fp32, tf32, bf16, fp16, fp8 (default: fp32)"),
-             llvm::cl::init("fp32"), llvm::cl::cat(planCategory));
-static llvm::cl::opt<std::string>
-    jobOptimizer("optimizer", llvm::cl::desc("sgd, momentum, adam or adamw (default: adam)"),
-                 llvm::cl::init("adam"), llvm::cl::cat(planCategory));
-static llvm::cl::opt<std::string> jobSchedule(
-    "schedule",
-    llvm::cl::desc("gpipe, 1f1b, interleaved, 1f1b-stash, zb-h1, periodic (default: the best "
-                   "of 1f1b and interleaved)"),
-    llvm::cl::init(""), llvm::cl::cat(planCategory));
-static llvm::cl::opt<std::string>
-    jobAlgorithm("algo", llvm::cl::desc("Partitioning algorithm, or best / all (default: best)"),
-                 llvm::cl::init("best"), llvm::cl::cat(planCategory));
-static llvm::cl::opt<std::string> jobObjective(
-    "objective",
-    llvm::cl::desc("What best minimises: iteration (the time of one training step of M "
-                   "micro-batches) or period (the steady state) (default: iteration)"),
-    llvm::cl::init("iteration"), llvm::cl::cat(planCategory));
-static llvm::cl::opt<double>
-    jobTimeLimit("time-limit",
-                 llvm::cl::desc("Wall-clock seconds each MIP algorithm (ilp, ilp-general) may take "
-                                "(default: 10)"),
-                 llvm::cl::value_desc("seconds"), llvm::cl::init(10), llvm::cl::cat(planCategory));
-static llvm::cl::opt<std::string>
-    jobProfile("profile", llvm::cl::desc("Measured per-node times (JSON keyed by ONNX node name)"),
-               llvm::cl::value_desc("file"), llvm::cl::init(""), llvm::cl::cat(planCategory));
 static llvm::cl::opt<std::string>
     writeOnnxPlan("write-onnx-plan",
                   llvm::cl::desc("Also write the model with each node's stage as node metadata"),
@@ -119,34 +75,69 @@ static llvm::cl::opt<bool>
     printOnnxOps("print-onnx-ops", llvm::cl::desc("Print the supported ONNX op types and exit"),
                  llvm::cl::init(false), llvm::cl::cat(importCategory));
 
-static llvm::cl::OptionCategory trainCategory("Main job: training step (rankK.cpp)");
 static llvm::cl::opt<bool>
     noCodegen("no-codegen",
-              llvm::cl::desc("Plan only: no backward programs, no rankK.cpp/program.json"),
-              llvm::cl::init(false), llvm::cl::cat(trainCategory));
+              llvm::cl::desc("Plan only: no backward programs, no rankK.cpp/program.json "
+                             "(the same as --train=false)"),
+              llvm::cl::init(false), llvm::cl::cat(jobCategory));
 static llvm::cl::opt<bool> disableDropout(
     "disable-dropout",
     llvm::cl::desc("Train without dropout (the identity), e.g. to compare with a reference"),
-    llvm::cl::init(false), llvm::cl::cat(trainCategory));
-static llvm::cl::opt<std::string>
-    jobLoss("loss",
-            llvm::cl::desc("Training loss on model output 0: cross-entropy, mse or none "
-                           "(default: cross-entropy)"),
-            llvm::cl::init("cross-entropy"), llvm::cl::cat(trainCategory));
-static llvm::cl::opt<double> jobLr("lr", llvm::cl::desc("Learning rate (default: 0.001)"),
-                                   llvm::cl::init(1e-3), llvm::cl::cat(trainCategory));
-static llvm::cl::opt<double> jobMomentum("momentum",
-                                         llvm::cl::desc("SGD momentum (default: 0.9)"),
-                                         llvm::cl::init(0.9), llvm::cl::cat(trainCategory));
-static llvm::cl::opt<double> jobBeta1("beta1", llvm::cl::desc("Adam beta1 (default: 0.9)"),
-                                      llvm::cl::init(0.9), llvm::cl::cat(trainCategory));
-static llvm::cl::opt<double> jobBeta2("beta2", llvm::cl::desc("Adam beta2 (default: 0.999)"),
-                                      llvm::cl::init(0.999), llvm::cl::cat(trainCategory));
-static llvm::cl::opt<double> jobEps("eps", llvm::cl::desc("Adam epsilon (default: 1e-8)"),
-                                    llvm::cl::init(1e-8), llvm::cl::cat(trainCategory));
-static llvm::cl::opt<double> jobWeightDecay("weight-decay",
-                                            llvm::cl::desc("Weight decay (default: 0)"),
-                                            llvm::cl::init(0.0), llvm::cl::cat(trainCategory));
+    llvm::cl::init(false), llvm::cl::cat(jobCategory));
+
+/// The main job's planning and training options are pipe-plan-pipeline's (declared
+/// once, with the pass): each is offered here as `--NAME=VALUE` under the same
+/// name and description, and what the user gives is parsed by the pass.
+class PlanOptionFlags {
+  static llvm::StringRef valueKind(pipe::pipeline::PlanOptionInfo::Kind kind) {
+    switch (kind) {
+    case pipe::pipeline::PlanOptionInfo::Integer: return "integer";
+    case pipe::pipeline::PlanOptionInfo::Number: return "number";
+    case pipe::pipeline::PlanOptionInfo::Flag: return "true|false";
+    case pipe::pipeline::PlanOptionInfo::String: break;
+    }
+    return "string";
+  }
+
+public:
+  void registerFlags() {
+    for (pipe::pipeline::PlanOptionInfo &info : pipe::pipeline::planOptionInfo()) {
+      // --pipeline-stages names the GPUs on this command line.
+      if (info.name == "stages")
+        continue;
+      std::string description = info.description;
+      if (!info.defaultValue.empty() && !llvm::StringRef(description).contains("default"))
+        description += " (default: " + info.defaultValue + ")";
+      descriptions.push_back(std::make_unique<std::string>(std::move(description)));
+      names.push_back(std::make_unique<std::string>(info.name));
+      auto flag = std::make_unique<llvm::cl::opt<std::string>>(
+          llvm::StringRef(*names.back()), llvm::cl::desc(*descriptions.back()),
+          llvm::cl::cat(planCategory),
+          info.flag() ? llvm::cl::ValueOptional : llvm::cl::ValueRequired,
+          llvm::cl::value_desc(valueKind(info.kind)));
+      flags.push_back({std::move(flag), info.flag()});
+    }
+  }
+
+  /// (name, value) of each flag given, for pipe-plan-pipeline.
+  std::vector<std::pair<std::string, std::string>> given() const {
+    std::vector<std::pair<std::string, std::string>> values;
+    for (const auto &[flag, isFlag] : flags) {
+      if (!flag->getNumOccurrences())
+        continue;
+      std::string value = flag->getValue();
+      if (isFlag && value.empty())
+        value = "true";
+      values.emplace_back(flag->ArgStr.str(), std::move(value));
+    }
+    return values;
+  }
+
+private:
+  std::vector<std::unique_ptr<std::string>> names, descriptions;
+  std::vector<std::pair<std::unique_ptr<llvm::cl::opt<std::string>>, bool>> flags;
+};
+static PlanOptionFlags planFlags;
 
 /// Keeps pipe-opt's own options and a few MLIR ones in --help; every other
 /// option moves to --help-hidden. The generic options (--help, --version)
@@ -159,7 +150,6 @@ static void arrangeHelp() {
   for (auto &[name, option] : llvm::cl::getRegisteredOptions()) {
     if (llvm::is_contained(option->Categories, &jobCategory) ||
         llvm::is_contained(option->Categories, &planCategory) ||
-        llvm::is_contained(option->Categories, &trainCategory) ||
         llvm::is_contained(option->Categories, &importCategory))
       continue;
     if (llvm::is_contained(mlirVisible, name)) {
@@ -175,127 +165,57 @@ static void arrangeHelp() {
   }
 }
 
-/// One line per diagnostic: `model.onnx: node 'name': error: message`.
-static void printDiagnostic(Diagnostic &diag, llvm::raw_ostream &os) {
-  Location loc = diag.getLocation();
-  if (auto file = loc->findInstanceOf<FileLineColLoc>())
-    os << file.getFilename().getValue() << ": ";
-  if (auto name = loc->findInstanceOf<NameLoc>()) {
-    std::string node = name.getName().str();
-    for (char &c : node)
-      if (static_cast<unsigned char>(c) < 0x20)
-        c = '?';
-    os << "node '" << node << "': ";
-  }
-  switch (diag.getSeverity()) {
-  case DiagnosticSeverity::Error: os << "error: "; break;
-  case DiagnosticSeverity::Warning: os << "warning: "; break;
-  case DiagnosticSeverity::Remark: os << "remark: "; break;
-  case DiagnosticSeverity::Note: os << "note: "; break;
-  }
-  // One line, whatever bytes a corrupt model put into its names.
-  std::string message = diag.str();
-  for (char &c : message)
-    if (static_cast<unsigned char>(c) < 0x20)
-      c = ' ';
-  os << message << "\n";
-  for (Diagnostic &note : diag.getNotes())
-    printDiagnostic(note, os);
-}
-
-static LogicalResult parseDimBindings(pipe::onnx_import::ImportOptions &options) {
-  for (const std::string &binding : dimBindings) {
-    auto [name, value] = llvm::StringRef(binding).split('=');
-    int64_t size;
-    if (name.empty() || value.getAsInteger(10, size) || size < 1) {
-      llvm::errs() << "pipe-opt: error: --dim expects NAME=VALUE with VALUE >= 1, got '"
-                   << binding << "'\n";
-      return failure();
-    }
-    options.dims[name] = size;
-  }
-  // 0 is the option's "not given"; given explicitly it would plan empty tensors.
-  if (microBatchSize < 0 || (microBatchSize.getNumOccurrences() && microBatchSize < 1)) {
-    llvm::errs() << "pipe-opt: error: --micro-batch-size must be at least 1, got "
-                 << microBatchSize << "\n";
+/// The main job's options: the driver's own, and pipe-plan-pipeline's as given.
+/// Gives failure after printing one line (a usage error: exit status 2).
+static LogicalResult parseJobOptions(pipe::driver::MainJobOptions &job,
+                                     pipe::onnx_import::ImportOptions &import) {
+  auto usageError = [](const llvm::Twine &message) {
+    llvm::errs() << "pipe-opt: error: " << message << "\n";
     return failure();
-  }
-  if (pipelineStages > 0 &&
-      (jobMicrobatches < 1 || jobMicrobatches > partitioner::kMaxMicrobatches)) {
-    llvm::errs() << "pipe-opt: error: --microbatches must be in 1.."
-                 << partitioner::kMaxMicrobatches << ", got " << jobMicrobatches << "\n";
-    return failure();
-  }
-  if (pipelineStages > partitioner::kMaxGpus) {
-    llvm::errs() << "pipe-opt: error: --pipeline-stages must be at most "
-                 << partitioner::kMaxGpus << ", got " << pipelineStages << "\n";
-    return failure();
-  }
-  // No default: a symbolic batch dim without --micro-batch-size is an import
-  // error that names the input and the option, rather than a silent 1.
-  if (microBatchSize > 0)
-    options.microBatchSize = microBatchSize;
-  options.inferShapes = !noShapeInference;
-  return success();
-}
-
-/// The main job's options as given on the command line.
-static pipe::driver::MainJobOptions mainJobOptions() {
-  pipe::driver::MainJobOptions job;
-  job.partition.stages = pipelineStages;
-  job.partition.target = jobTarget;
-  job.partition.memory = jobMemory;
-  // Only a size the user gave is checked against the model: a model with a
-  // fixed batch plans at that batch.
-  job.partition.microBatchSize = microBatchSize;
-  job.partition.microbatches = jobMicrobatches;
-  job.partition.schedule = jobSchedule;
-  job.partition.algorithm = jobAlgorithm;
-  job.partition.dtype = jobDtype;
-  job.partition.optimizer = jobOptimizer;
-  job.partition.profile = jobProfile;
-  job.partition.objective = jobObjective;
-  job.partition.timeLimitSeconds = jobTimeLimit;
+  };
+  std::vector<std::pair<std::string, std::string>> given = planFlags.given();
+  std::string error;
+  auto plan = pipe::pipeline::parsePlanOptions(given, error);
+  if (failed(plan))
+    return usageError(error);
+  job.plan = std::move(*plan);
+  job.plan.stages = pipelineStages;
+  if (noCodegen)
+    job.plan.train = false;
   job.modelPath = inputFilename.getValue();
   job.outputDir = outputFilename == "-" ? "out" : outputFilename.getValue();
   job.onnxWithPlan = writeOnnxPlan;
   job.progress = !noProgress;
-  job.training.codegen = !noCodegen;
-  job.training.dropout = !disableDropout;
-  job.training.loss = jobLoss;
-  job.training.lr = jobLr;
-  job.training.momentum = jobMomentum;
-  job.training.beta1 = jobBeta1;
-  job.training.beta2 = jobBeta2;
-  job.training.eps = jobEps;
-  job.training.weightDecay = jobWeightDecay;
-  job.microBatchSizeGiven = microBatchSize > 0;
-  return job;
-}
+  job.dropout = !disableDropout;
 
-/// Usage errors: option values out of range or unknown, checked before any
-/// input is read. Prints one line and gives failure (pipe-opt exits 2).
-static LogicalResult checkUsage(pipe::onnx_import::ImportOptions &importOptions) {
-  if (pipelineStages.getNumOccurrences() > 0 && pipelineStages < 1) {
-    llvm::errs() << "pipe-opt: error: --pipeline-stages is the number of GPUs, at least 1; got "
-                 << pipelineStages << "\n";
-    return failure();
+  // 0 is the option's "not given"; given explicitly it would plan empty tensors.
+  const bool batchGiven = llvm::any_of(given, [](const auto &option) {
+    return option.first == "micro-batch-size";
+  });
+  if (batchGiven && job.plan.microBatchSize < 1)
+    return usageError("--micro-batch-size must be at least 1, got " +
+                      llvm::Twine(job.plan.microBatchSize));
+  if (pipelineStages.getNumOccurrences() == 0)
+    for (const auto &[name, value] : given)
+      if (name != "micro-batch-size")
+        return usageError("--" + name +
+                          " is an option of the main job: give --pipeline-stages=N too");
+  if (pipelineStages.getNumOccurrences() > 0 &&
+      failed(pipe::driver::checkMainJobOptions(job, error)))
+    return usageError(error);
+
+  for (const std::string &binding : dimBindings) {
+    auto [name, value] = llvm::StringRef(binding).split('=');
+    int64_t size;
+    if (name.empty() || value.getAsInteger(10, size) || size < 1)
+      return usageError("--dim expects NAME=VALUE with VALUE >= 1, got '" + binding + "'");
+    import.dims[name] = size;
   }
-  // NaN fails every comparison; infinity is no limit a solver can take.
-  if (!(jobTimeLimit > 0 && jobTimeLimit <= 86400)) {
-    llvm::errs() << "pipe-opt: error: --time-limit must be a number of seconds in (0, 86400], got "
-                 << jobTimeLimit << "\n";
-    return failure();
-  }
-  if (failed(parseDimBindings(importOptions)))
-    return failure();
-  if (pipelineStages > 0) {
-    std::string error;
-    if (failed(pipe::driver::checkMainJobOptions(mainJobOptions(), error))) {
-      llvm::errs() << "pipe-opt: error: " << error << "\n";
-      return failure();
-    }
-  }
+  // No default: a symbolic batch dim without --micro-batch-size is an import
+  // error that names the input and the option, rather than a silent 1.
+  if (job.plan.microBatchSize > 0)
+    import.microBatchSize = job.plan.microBatchSize;
+  import.inferShapes = !noShapeInference;
   return success();
 }
 
@@ -303,36 +223,28 @@ static LogicalResult checkUsage(pipe::onnx_import::ImportOptions &importOptions)
 /// `pipe-opt model.onnx -o model.mlir` wrote, whose `nn.model_file` names the
 /// model its parameters are read from.
 static LogicalResult runOnModel(DialectRegistry &registry,
-                                const pipe::onnx_import::ImportOptions &options) {
+                                const pipe::onnx_import::ImportOptions &options,
+                                pipe::driver::MainJobOptions job) {
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
   MLIRContext context(registry);
   // ONNX users get one line per problem, located at the node; the IR dump
   // that MLIR attaches by default would be noise to them.
   context.printOpOnDiagnostic(false);
   ScopedDiagnosticHandler handler(&context, [](Diagnostic &diag) {
-    printDiagnostic(diag, llvm::errs());
+    pipe::driver::printDiagnostic(diag, llvm::errs());
     return success();
   });
-  const bool onnx = pipe::onnx_import::isOnnxFile(inputFilename);
+  if (pipelineStages > 0) {
+    OwningOpRef<ModuleOp> module =
+        pipe::driver::loadMainJobInput(inputFilename, &context, options, job.modelPath);
+    return module ? pipe::driver::runMainJob(*module, job, llvm::outs()) : failure();
+  }
   OwningOpRef<ModuleOp> module =
-      onnx ? pipe::onnx_import::importOnnxFile(inputFilename, &context, options)
-           : parseSourceFile<ModuleOp>(inputFilename, &context);
+      pipe::onnx_import::isOnnxFile(inputFilename)
+          ? pipe::onnx_import::importOnnxFile(inputFilename, &context, options)
+          : parseSourceFile<ModuleOp>(inputFilename, &context);
   if (!module)
     return failure();
-  if (pipelineStages > 0) {
-    pipe::driver::MainJobOptions job = mainJobOptions();
-    if (!onnx) {
-      auto *nn = context.getOrLoadDialect<pipe::nn::NNDialect>();
-      StringAttr modelFile = nn->getModelFileAttrHelper().getAttr(*module);
-      if (!modelFile)
-        return emitError(module->getLoc())
-               << "the module names no model file (nn.model_file): the main job reads the "
-                  "parameters from the ONNX model; write the module with pipe-opt MODEL.onnx "
-                  "-o " << llvm::sys::path::filename(inputFilename.getValue());
-      job.modelPath = modelFile.str();
-    }
-    return pipe::driver::runMainJob(*module, job, llvm::outs());
-  }
   PassManager pm(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)) || failed(config.setupPassPipeline(pm)))
     return failure();
@@ -361,6 +273,7 @@ int main(int argc, char **argv) {
   pipe::test::registerTestAnalysisPasses();
 
   (void)registerCLIOptions("pipe-opt", registry);
+  planFlags.registerFlags();
   arrangeHelp();
   llvm::cl::SetVersionPrinter(
       [](llvm::raw_ostream &os) { os << pipe::driver::toolVersion() << "\n"; });
@@ -379,10 +292,11 @@ int main(int argc, char **argv) {
     return 0;
   }
   pipe::onnx_import::ImportOptions importOptions;
-  if (failed(checkUsage(importOptions)))
+  pipe::driver::MainJobOptions job;
+  if (failed(parseJobOptions(job, importOptions)))
     return 2;
   if (pipe::onnx_import::isOnnxFile(inputFilename) || pipelineStages > 0) {
-    const bool ok = succeeded(runOnModel(registry, importOptions));
+    const bool ok = succeeded(runOnModel(registry, importOptions, std::move(job)));
     // The report (or the module) on standard output is part of the result: a
     // failed write is an error, reported here rather than by LLVM at exit.
     llvm::outs().flush();

@@ -26,7 +26,7 @@ struct StageWorkspace {
   std::vector<double> transientBytes; ///< per stage
 };
 mlir::FailureOr<StageWorkspace> computeStageWorkspace(mlir::ModuleOp module,
-                                                      const pipeline::PartitionOptions &options);
+                                                      const pipeline::PipePartitionOptions &options);
 
 /// The files of the training program, by name: rankK.cpp and program.json.
 /// `module` holds the differentiated, scheduled pipeline (it is not changed).

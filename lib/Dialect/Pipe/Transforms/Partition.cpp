@@ -199,8 +199,8 @@ std::map<std::string, int> pipe::pipeline::stageOfNodes(const PartitionOutcome &
   return stageOf;
 }
 
-FailureOr<PartitionOutcome> pipe::pipeline::buildPartitionProblem(ModuleOp module,
-                                                                  const PartitionOptions &options) {
+FailureOr<PartitionOutcome>
+pipe::pipeline::buildPartitionProblem(ModuleOp module, const PipePartitionOptions &options) {
   func::FuncOp func = mainFunction(module);
   if (!func)
     return module.emitError("pipe-partition needs a function with a body");
@@ -228,7 +228,7 @@ FailureOr<PartitionOutcome> pipe::pipeline::buildPartitionProblem(ModuleOp modul
   outcome.targetName = settings->target.name;
   outcome.dtype = pipe::toString(settings->dtype).str();
   outcome.optimizer = pipe::toString(policy->optimizer).str();
-  outcome.timeLimitSeconds = options.timeLimitSeconds;
+  outcome.timeLimitSeconds = options.timeLimit;
   pipe::CostAnalysis analysis(func);
   if (failed(analysis.compute(*settings)))
     return failure();
@@ -269,25 +269,26 @@ FailureOr<PartitionOutcome> pipe::pipeline::buildPartitionProblem(ModuleOp modul
 }
 
 LogicalResult pipe::pipeline::planPartition(ModuleOp module, PartitionOutcome &outcome,
-                                            const PartitionOptions &options) {
+                                            const PipePartitionOptions &options,
+                                            const PartitionHooks &hooks) {
   func::FuncOp func = mainFunction(module);
   if (!func)
     return module.emitError("pipe-partition needs a function with a body");
   auto explain = [&](InFlightDiagnostic &diag) {
-    if (options.explainFailure)
-      options.explainFailure(*diag.getUnderlyingDiagnostic());
+    if (hooks.explainFailure)
+      hooks.explainFailure(*diag.getUnderlyingDiagnostic());
   };
   try {
     partitioner::PlanOptions planOptions;
-    planOptions.algorithms = {options.algorithm};
+    planOptions.algorithms = {options.algo};
     // The simulator judges every plan, so the compiler also tries madpipe with
     // the in-flight counts of the 1F1B order it actually runs (docs/partitioner.md).
-    if (options.algorithm == "best")
+    if (options.algo == "best")
       planOptions.algorithms.push_back("madpipe-span");
     planOptions.requireSchedule = !options.schedule.empty();
     planOptions.objective = partitioner::parseObjective(options.objective);
-    planOptions.ilpTimeLimitSeconds = options.timeLimitSeconds;
-    planOptions.onResult = options.onResult;
+    planOptions.ilpTimeLimitSeconds = options.timeLimit;
+    planOptions.onResult = hooks.onResult;
     outcome.report = partitioner::plan(outcome.problem, planOptions);
   } catch (const partitioner::Error &e) {
     auto diag = module.emitError(e.what());
@@ -309,33 +310,39 @@ LogicalResult pipe::pipeline::planPartition(ModuleOp module, PartitionOutcome &o
   return success();
 }
 
-FailureOr<PartitionOutcome> pipe::pipeline::partitionModule(ModuleOp module,
-                                                            const PartitionOptions &options) {
-  auto outcome = buildPartitionProblem(module, options);
-  if (failed(outcome) || failed(planPartition(module, *outcome, options)))
-    return failure();
-  return outcome;
-}
-
 namespace {
 struct PipePartitionPass : pipe::pipeline::impl::PipePartitionBase<PipePartitionPass> {
   using Base::Base;
+  PipePartitionPass(const PipePartitionOptions &options, PartitionHooks hooks)
+      : Base(options), hooks(std::move(hooks)) {}
+
   void runOnOperation() override {
-    PartitionOptions options;
+    ModuleOp module = getOperation();
+    PipePartitionOptions options;
     options.stages = stages;
     options.memory = memory;
     options.target = target;
     options.microBatchSize = microBatchSize;
     options.microbatches = microbatches;
-    options.algorithm = algo;
+    options.algo = algo;
     options.schedule = schedule;
     options.dtype = dtype;
     options.optimizer = optimizer;
     options.profile = profile;
     options.objective = objective;
-    options.timeLimitSeconds = timeLimit;
-    if (failed(partitionModule(getOperation(), options)))
+    options.timeLimit = timeLimit;
+    auto outcome = buildPartitionProblem(module, options);
+    if (failed(outcome) || (hooks.onProblem && failed(hooks.onProblem(*outcome))) ||
+        failed(planPartition(module, *outcome, options, hooks)) ||
+        (hooks.onPlanned && failed(hooks.onPlanned(module, *outcome))))
       signalPassFailure();
   }
+
+  PartitionHooks hooks;
 };
 } // namespace
+
+std::unique_ptr<Pass> pipe::pipeline::createPipePartition(const PipePartitionOptions &options,
+                                                          PartitionHooks hooks) {
+  return std::make_unique<PipePartitionPass>(options, std::move(hooks));
+}

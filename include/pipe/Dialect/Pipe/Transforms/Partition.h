@@ -8,11 +8,14 @@
 #ifndef PIPE_DIALECT_PIPE_TRANSFORMS_PARTITION_H
 #define PIPE_DIALECT_PIPE_TRANSFORMS_PARTITION_H
 
+#include "pipe/Dialect/Pipe/Transforms/Passes.h"
+
 #include "partitioner/Planner.h"
 #include "partitioner/Problem.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <functional>
 #include <map>
@@ -21,35 +24,6 @@
 
 namespace pipe::pipeline {
 
-struct PartitionOptions {
-  /// GPUs in the pipeline (a plan may run several stages on one GPU).
-  int stages = 2;
-  /// Memory per GPU with its unit ("80GB", "80GiB"); empty means the target's
-  /// capacity. A number without a unit is an error.
-  std::string memory;
-  std::string target = "h100";
-  /// Must equal the module's batch dim when given (shapes are bound at import).
-  int64_t microBatchSize = 0;
-  int microbatches = 32;
-  std::string algorithm = "best";
-  /// Schedule family; empty lets `best` pick any (1F1B with flush is planned
-  /// for, interleaved competes). A named family is the only one that can win.
-  std::string schedule;
-  std::string dtype = "fp32";
-  std::string optimizer = "adam";
-  /// Measured per-node times (JSON keyed by ONNX node name), optional.
-  std::string profile;
-  /// What `best` minimises: "iteration" (one training step of `microbatches`)
-  /// or "period" (the steady state).
-  std::string objective = "iteration";
-  /// Wall-clock limit of each MIP algorithm (ilp, ilp-general), in seconds.
-  double timeLimitSeconds = 10;
-  /// Called as each algorithm finishes (progress lines).
-  std::function<void(const partitioner::PlanResult &)> onResult;
-  /// Called with the error when planning fails, to attach notes (the main job
-  /// says where the problem was written and how to replay it).
-  std::function<void(mlir::Diagnostic &)> explainFailure;
-};
 
 /// What the partitioner was given and what it chose, with the assumptions the
 /// plan rests on (recorded in pipe.plan, the report, plan.json, problem.json).
@@ -72,24 +46,67 @@ struct PartitionOutcome {
   double timeLimitSeconds = 10;
 };
 
+/// What the main job observes while pipe-partition runs (progress lines,
+/// problem.json before planning, the outcome for the report). Each may be
+/// empty; pipe-partition run by name has none.
+struct PartitionHooks {
+  /// Called with the problem before planning; a failure stops the pass.
+  std::function<mlir::LogicalResult(const PartitionOutcome &)> onProblem;
+  /// Called as each algorithm finishes.
+  std::function<void(const partitioner::PlanResult &)> onResult;
+  /// Called with the error when planning fails, to attach notes (the main job
+  /// says where the problem was written and how to replay it).
+  std::function<void(mlir::Diagnostic &)> explainFailure;
+  /// Called once the plan is on the module (every op has its pipe.stage).
+  std::function<mlir::LogicalResult(mlir::ModuleOp, PartitionOutcome &)> onPlanned;
+};
+
 /// The stage of every ONNX node the chosen plan places (plan.json's stage_of).
 std::map<std::string, int> stageOfNodes(const PartitionOutcome &outcome);
 
 /// Runs the cost model on the module's function and builds the chain problem
 /// (the module is not changed). Errors are emitted on the module.
 mlir::FailureOr<PartitionOutcome> buildPartitionProblem(mlir::ModuleOp module,
-                                                        const PartitionOptions &options);
+                                                        const PipePartitionOptions &options);
 
 /// Runs the partitioner on `outcome.problem`. On success every op of the
 /// function has `pipe.stage` (the stage of its layer, from the layer's ops,
 /// never from names) and the module has `pipe.plan`; when no plan fits, the
 /// error names the stage, the bytes it needs and the limit, and advises.
 mlir::LogicalResult planPartition(mlir::ModuleOp module, PartitionOutcome &outcome,
-                                  const PartitionOptions &options);
+                                  const PipePartitionOptions &options,
+                                  const PartitionHooks &hooks = {});
 
-/// buildPartitionProblem then planPartition.
-mlir::FailureOr<PartitionOutcome> partitionModule(mlir::ModuleOp module,
-                                                  const PartitionOptions &options);
+/// pipe-partition with hooks: buildPartitionProblem, hooks.onProblem,
+/// planPartition, hooks.onPlanned.
+std::unique_ptr<mlir::Pass> createPipePartition(const PipePartitionOptions &options,
+                                                PartitionHooks hooks);
+
+/// The options of each pass of the planning pipeline, taken from pipe-plan-pipeline's.
+PipePartitionOptions partitionOptions(const PipePlanPipelineOptions &options);
+PipeDifferentiateOptions differentiateOptions(const PipePlanPipelineOptions &options);
+
+/// Adds the planning pipeline (pipe-plan-pipeline's passes) to `pm`, which runs on
+/// builtin.module; `hooks` go to pipe-partition.
+void buildPlanPipeline(mlir::OpPassManager &pm, const PipePlanPipelineOptions &options,
+                       PartitionHooks hooks = {});
+
+/// pipe-plan-pipeline's options from (name, value) pairs, the names as the command
+/// line spells them ("time-limit"); the rest keep their defaults. An unknown
+/// name or a bad value gives failure and one line in `error`.
+mlir::FailureOr<PipePlanPipelineOptions>
+parsePlanOptions(llvm::ArrayRef<std::pair<std::string, std::string>> values, std::string &error);
+
+/// One option of pipe-plan-pipeline, as a command line shows it.
+struct PlanOptionInfo {
+  std::string name;         ///< "memory", "time-limit"
+  std::string description;  ///< its help text
+  std::string defaultValue; ///< "0.9", "adam" ("" for none)
+  enum Kind { String, Integer, Number, Flag } kind = String;
+  bool flag() const { return kind == Flag; } ///< a bool: `--NAME` alone means true
+};
+/// Every option of pipe-plan-pipeline, in declaration order.
+std::vector<PlanOptionInfo> planOptionInfo();
 
 } // namespace pipe::pipeline
 

@@ -4,6 +4,50 @@
 
 include "mlir/Pass/PassBase.td"
 
+// Every option of the planning passes is declared once, here; the passes that
+// take it and pipe-plan-pipeline (the whole pipeline) list it, and pipe-opt's main job
+// takes pipe-plan-pipeline's options as its own (--NAME=VALUE).
+defvar PipeOptimizerOption = Option<"optimizer", "optimizer", "std::string",
+    /*default=*/"\"adam\"", "Optimizer: sgd, momentum, adam or adamw">;
+defvar PipePartitionOptionList = [
+  Option<"stages", "stages", "int", /*default=*/"2",
+         "GPUs in the pipeline (a plan may run several stages on one)">,
+  Option<"memory", "memory", "std::string", /*default=*/"\"\"",
+         "Memory per GPU with its unit, e.g. 80GB or 80GiB (default: the target's)">,
+  Option<"target", "target", "std::string", /*default=*/"\"h100\"",
+         "GPU: h100, a100-80gb, ... or a target JSON file">,
+  Option<"microBatchSize", "micro-batch-size", "int64_t", /*default=*/"0",
+         "Samples per micro-batch, bound to a symbolic batch dim (required when the batch "
+         "is symbolic; default: the model's batch)">,
+  Option<"microbatches", "microbatches", "int", /*default=*/"32",
+         "Micro-batches per iteration">,
+  Option<"algo", "algo", "std::string", /*default=*/"\"best\"",
+         "Partitioning algorithm, or best / all">,
+  Option<"schedule", "schedule", "std::string", /*default=*/"\"\"",
+         "gpipe, 1f1b, interleaved, 1f1b-stash, zb-h1, periodic (default: the best of "
+         "1f1b and interleaved)">,
+  Option<"dtype", "dtype", "std::string", /*default=*/"\"fp32\"",
+         "Compute dtype: fp32, tf32, bf16, fp16, fp8">,
+  PipeOptimizerOption,
+  Option<"profile", "profile", "std::string", /*default=*/"\"\"",
+         "Measured per-node times (JSON keyed by ONNX node name)">,
+  Option<"objective", "objective", "std::string", /*default=*/"\"iteration\"",
+         "What best minimises: iteration (the time of one training step of the "
+         "micro-batches) or period (the steady state)">,
+  Option<"timeLimit", "time-limit", "double", /*default=*/"10",
+         "Wall-clock seconds each MIP algorithm (ilp, ilp-general) may take">,
+];
+defvar PipeLossOption = Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
+    "Training loss on model output 0: cross-entropy, mse or none">;
+defvar PipeStepOptionList = [
+  Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
+  Option<"momentum", "momentum", "double", /*default=*/"0.9", "SGD momentum">,
+  Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
+  Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
+  Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">,
+  Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0", "Weight decay">,
+];
+
 def PipeSplitStages : Pass<"pipe-split-stages", "::mlir::ModuleOp"> {
   let summary = "Split a partitioned function into one pipe.stage per stage";
   let description = [{
@@ -34,30 +78,7 @@ def PipePartition : Pass<"pipe-partition", "::mlir::ModuleOp"> {
     fits, the error names the stage, the bytes it needs and the limit, and
     advises.
   }];
-  let options = [
-    Option<"stages", "stages", "int", /*default=*/"2",
-           "GPUs in the pipeline (a plan may run several stages on one)">,
-    Option<"memory", "memory", "std::string", /*default=*/"\"\"",
-           "Memory per GPU with its unit, e.g. 80GB or 80GiB (default: the target's)">,
-    Option<"target", "target", "std::string", /*default=*/"\"h100\"",
-           "GPU: a built-in name or a target JSON file">,
-    Option<"microBatchSize", "micro-batch-size", "int64_t", /*default=*/"0",
-           "Expected micro-batch size (the model's batch dim)">,
-    Option<"microbatches", "microbatches", "int", /*default=*/"32",
-           "Micro-batches per iteration">,
-    Option<"algo", "algo", "std::string", /*default=*/"\"best\"", "Partitioning algorithm">,
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"\"",
-           "Schedule family; empty lets the partitioner pick (1F1B or interleaved)">,
-    Option<"dtype", "dtype", "std::string", /*default=*/"\"fp32\"", "Compute dtype">,
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adam\"",
-           "Optimizer (sgd, momentum, adam)">,
-    Option<"profile", "profile", "std::string", /*default=*/"\"\"",
-           "Measured per-node times (JSON keyed by ONNX node name)">,
-    Option<"objective", "objective", "std::string", /*default=*/"\"iteration\"",
-           "What best minimises: iteration (time of one training step) or period">,
-    Option<"timeLimit", "time-limit", "double", /*default=*/"10",
-           "Wall-clock limit of each MIP algorithm, in seconds">,
-  ];
+  let options = PipePartitionOptionList;
   let dependentDialects = ["::pipe::pipeline::PipeDialect"];
 }
 
@@ -90,10 +111,7 @@ def PipeAttachLoss : Pass<"pipe-attach-loss", "::mlir::ModuleOp"> {
     the squared difference. `none` attaches nothing: the gradients of the
     outputs become inputs of the backward (see pipe-differentiate).
   }];
-  let options = [
-    Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
-           "Loss: cross-entropy, mse or none">,
-  ];
+  let options = [PipeLossOption];
   let dependentDialects = ["::pipe::pipeline::PipeDialect", "::pipe::nn::NNDialect"];
 }
 
@@ -119,19 +137,29 @@ def PipeDifferentiate : Pass<"pipe-differentiate", "::mlir::ModuleOp"> {
     seeds it with `pipe.output_grad`. The pipeline records the loss and the
     optimizer in its `training` attribute.
   }];
-  let options = [
-    Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
-           "Loss the model carries: cross-entropy, mse or none">,
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adam\"",
-           "Optimizer: sgd, momentum, adam or adamw">,
-    Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
-    Option<"momentum", "momentum", "double", /*default=*/"0.9", "SGD momentum">,
-    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
-    Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
-    Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">,
-    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0", "Weight decay">,
-  ];
+  let options = !listconcat([PipeLossOption, PipeOptimizerOption], PipeStepOptionList);
   let dependentDialects = ["::pipe::pipeline::PipeDialect", "::pipe::nn::NNDialect"];
+}
+
+def PipePlanPipeline : Pass<"pipe-plan-pipeline", "::mlir::ModuleOp"> {
+  let summary = "The planning pipeline: loss, partition, stages, schedule, backward";
+  let description = [{
+    Runs, on an imported model, the passes of pipe-opt's main job with one
+    set of options: pipe-attach-loss, pipe-partition, pipe-split-stages,
+    pipe-schedule and pipe-differentiate (without `train`, only partition,
+    split and schedule). `pipe-opt MODEL --pipeline-stages=N --NAME=VALUE`
+    runs this pipeline with stages=N and the same options, so
+    `--pass-pipeline='builtin.module(pipe-plan-pipeline{stages=N ...})'` gives the
+    main job's pipeline.mlir. From C++, `buildPlanPipeline` adds the same
+    passes to a pass manager.
+  }];
+  let options = !listconcat(PipePartitionOptionList, [
+    PipeLossOption,
+    Option<"train", "train", "bool", /*default=*/"true",
+           "Attach the loss and build the backward programs (false: plan only)">,
+  ], PipeStepOptionList);
+  let dependentDialects = ["::pipe::pipeline::PipeDialect", "::pipe::nn::NNDialect",
+                           "::mlir::func::FuncDialect"];
 }
 
 #endif // PIPE_PIPE_PASSES
