@@ -27,6 +27,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
 PYTHON=${PYTHON:-python3}
+# The scripts import the pipe_opt package from the checkout.
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 OUT=""
 MODELS_DIR=""
 MODELS="resnet50 gpt2 bert mobilenet_v2 densenet121 inception_v3 vgg16"

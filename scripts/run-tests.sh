@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: the lit suite (dialects, importer, passes, tools), the
-# partitioner's gtest suite through ctest, the Python package's tests, the
+# partitioner's gtest suite through ctest, the Python package's tests (pytest), the
 # runtime's kernel conformance suite, the install check (scripts/test-install.sh:
 # examples/downstream built against cmake --install, one test), lit and ctest
 # again under ASan + UBSan (scripts/sanitize.sh; SANITIZE=0 skips them), and the
@@ -28,20 +28,28 @@ if [ -f "$BUILD_DIR/CTestTestfile.cmake" ]; then
   count_ctest "$report/ctest.xml"
 fi
 
+# The Python package's tests (python/tests, pytest) on the package in python/ and
+# its compiled planners, pipe_opt._native, from this build (docs/python.md); the
+# tools they compare with are this build's.
 echo "== python"
-if /usr/bin/python3 -m unittest discover -s python/tests -v > "$report/py.log" 2>&1; then
-  py_ok=1
+if /usr/bin/python3 -c "import pytest" 2> /dev/null; then
+  build_abs=$(cd "$BUILD_DIR" && pwd)
+  PYTHONPATH="$PWD/python:$build_abs/python${PYTHONPATH:+:$PYTHONPATH}" \
+    PIPE_OPT="${PIPE_OPT:-$build_abs/bin/pipe-opt}" PIPE_PLAN="${PIPE_PLAN:-$build_abs/bin/pipe-plan}" \
+    /usr/bin/python3 -m pytest -v -rs -p no:cacheprovider --junitxml="$report/py.xml" \
+    python/tests > "$report/py.log" 2>&1
+  py_status=$?
+  cat "$report/py.log"
+  before=$failed
+  count_pytest "$report/py.xml"
+  # pytest failing with no failed test in its report (it could not start): one failure.
+  if [ "$py_status" != 0 ] && [ "$failed" = "$before" ]; then
+    failed=$((failed + 1))
+  fi
 else
-  py_ok=0
+  echo "python3-pytest is not installed (scripts/setup.sh --tests installs it)"
+  failed=$((failed + 1))
 fi
-cat "$report/py.log"
-py_ran=$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$report/py.log" | tail -1)
-py_skipped=$(grep -c '\.\.\. skipped' "$report/py.log" || true)
-py_failed=$(grep -c '\.\.\. \(FAIL\|ERROR\)$' "$report/py.log" || true)
-py_ran=${py_ran:-0}
-if [ "$py_ok" = 0 ] && [ "$py_failed" = 0 ]; then py_failed=1; fi
-passed=$((passed + py_ran - py_skipped - py_failed))
-failed=$((failed + py_failed))
 
 # The runtime's CPU kernels against PyTorch (runtime/test/conformance), over
 # the first libpiperun.so found: $PIPE_RUNTIME_LIB, the top-level build, the

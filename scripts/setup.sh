@@ -2,9 +2,10 @@
 # Installs what is missing on Debian 12 (apt-get), then configures and builds
 # pipe-opt in build/. Safe to run again: it installs and rebuilds only what
 # changed.
-#   scripts/setup.sh            # what building and running needs
+#   scripts/setup.sh            # what building and running needs (pybind11 included: CMake
+#                               # also builds the Python bindings, pipe_opt._native)
 #   scripts/setup.sh --tests    # also what the tests need (ONNX's node tests, torch,
-#                               # clang and its sanitizer/libFuzzer runtimes)
+#                               # pytest, clang and its sanitizer/libFuzzer runtimes)
 #   BUILD_DIR=out scripts/setup.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,9 +19,10 @@ packages=(
   libgtest-dev libbenchmark-dev coinor-libcbc-dev nlohmann-json3-dev
   libopenblas-dev libopenmpi-dev openmpi-bin
   python3-onnx python3-numpy
+  python3-dev pybind11-dev python3-pybind11
 )
 if [ "${1:-}" = "--tests" ]; then
-  packages+=(libonnx-testdata python3-torch clang-22 libclang-rt-22-dev)
+  packages+=(libonnx-testdata python3-torch python3-pytest clang-22 libclang-rt-22-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

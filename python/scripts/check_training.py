@@ -58,17 +58,21 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
+import onnx
+import onnx.shape_inference
+import onnx.utils
+import torch
+
+try:
+    from pipe_opt.reference import OptimizerConfig, ReferenceTrainer
+except ModuleNotFoundError as error:  # neither installed nor on PYTHONPATH
+    if error.name != "pipe_opt":
+        raise
+    sys.exit(f"{error}: pip install ./python, or run with PYTHONPATH=python (docs/python.md)")
+
 SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(SCRIPT_DIR))
-sys.path.insert(0, os.path.join(REPO_ROOT, "python"))
-
-import numpy as np  # noqa: E402
-import onnx  # noqa: E402
-import onnx.shape_inference  # noqa: E402
-import onnx.utils  # noqa: E402
-import torch  # noqa: E402
-
-from pipe_opt.reference import OptimizerConfig, ReferenceTrainer  # noqa: E402
 
 DEFAULT_TOLERANCE = 1e-5
 

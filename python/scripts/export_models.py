@@ -21,14 +21,14 @@ import time
 import warnings
 from typing import List, NamedTuple
 
-SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_ROOT = os.path.dirname(os.path.dirname(SCRIPT_DIR))
-sys.path.insert(0, os.path.join(REPO_ROOT, "python"))
+import torch
 
-import torch  # noqa: E402
-
-from pipe_opt import export_for_pipeline  # noqa: E402
-from pipe_opt import models  # noqa: E402
+try:
+    from pipe_opt import export_for_pipeline, models
+except ModuleNotFoundError as error:  # neither installed nor on PYTHONPATH
+    if error.name != "pipe_opt":
+        raise
+    sys.exit(f"{error}: pip install ./python, or run with PYTHONPATH=python (docs/python.md)")
 
 DEFAULT_OPSET = 17
 

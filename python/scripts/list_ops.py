@@ -18,11 +18,14 @@ import os
 import sys
 from typing import Dict, List, Set, Tuple
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import onnx
 
-import onnx  # noqa: E402
-
-from pipe_opt.export import onnx_opset, op_counts  # noqa: E402
+try:
+    from pipe_opt.export import onnx_opset, op_counts
+except ModuleNotFoundError as error:  # neither installed nor on PYTHONPATH
+    if error.name != "pipe_opt":
+        raise
+    sys.exit(f"{error}: pip install ./python, or run with PYTHONPATH=python (docs/python.md)")
 
 # Ops taking any number of inputs: their input count is not a form.
 VARIADIC_OPS = {"Concat", "Sum", "Max", "Min", "Mean"}

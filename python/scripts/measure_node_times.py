@@ -16,13 +16,15 @@ import os
 import sys
 import time
 
-SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(SCRIPT_DIR))
+import onnx
+import torch
 
-import onnx  # noqa: E402
-import torch  # noqa: E402
-
-from pipe_opt.measure import MeasureError, measure_model, write_profile  # noqa: E402
+try:
+    from pipe_opt.measure import MeasureError, measure_model, write_profile
+except ModuleNotFoundError as error:  # neither installed nor on PYTHONPATH
+    if error.name != "pipe_opt":
+        raise
+    sys.exit(f"{error}: pip install ./python, or run with PYTHONPATH=python (docs/python.md)")
 
 
 def parse_dim(text: str):

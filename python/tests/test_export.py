@@ -1,8 +1,9 @@
 """Tests of pipe_opt.export_for_pipeline, the model definitions and the
 committed ONNX fixtures.
 
-Run from the repository root with
-    python3 -m unittest discover -s python/tests      (or: python3 -m pytest python/tests)
+Run from the repository root with the package importable (installed with
+`pip install ./python`, or PYTHONPATH=python), e.g.
+    PYTHONPATH=python python3 -m pytest python/tests/test_export.py
 using an interpreter that has torch and onnx; without them the tests skip.
 """
 
@@ -13,7 +14,6 @@ import dataclasses
 import glob
 import importlib.util
 import os
-import sys
 import tempfile
 import unittest
 import warnings
@@ -21,7 +21,6 @@ import warnings
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO_ROOT = os.path.dirname(PYTHON_DIR)
 FIXTURE_DIR = os.path.join(REPO_ROOT, "test", "Fixtures", "models")
-sys.path.insert(0, PYTHON_DIR)
 
 HAVE_ONNX = importlib.util.find_spec("onnx") is not None
 HAVE_TORCH = HAVE_ONNX and importlib.util.find_spec("torch") is not None

@@ -25,7 +25,6 @@ PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO_ROOT = os.path.dirname(PYTHON_DIR)
 FIXTURE_DIR = os.path.join(REPO_ROOT, "test", "Fixtures", "models")
 COMPARE = os.path.join(PYTHON_DIR, "scripts", "compare_cost_model.py")
-sys.path.insert(0, PYTHON_DIR)
 
 HAVE_TORCH = (importlib.util.find_spec("onnx") is not None
               and importlib.util.find_spec("torch") is not None)

@@ -34,7 +34,6 @@ PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO_ROOT = os.path.dirname(PYTHON_DIR)
 FIXTURES = os.path.join(REPO_ROOT, "test", "Fixtures", "models")
 SCRIPT = os.path.join(PYTHON_DIR, "scripts", "check_training.py")
-sys.path.insert(0, PYTHON_DIR)
 
 HAVE_TORCH = all(importlib.util.find_spec(m) is not None for m in ("onnx", "torch", "numpy"))
 if HAVE_TORCH:

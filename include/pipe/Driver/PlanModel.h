@@ -42,7 +42,8 @@ struct PlanModelResult {
 };
 
 /// Imports the model, runs the planning pipeline and writes the outputs.
-/// Thread-compatible: each call has its own MLIR context.
+/// Safe to call from several threads: each call has its own MLIR context, and
+/// the partitioner runs its MIP solves (CBC) one at a time.
 PlanModelResult planModel(const PlanModelRequest &request);
 
 } // namespace pipe::driver

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,18 @@ inline void setTimeLimit(Cbc_Model *model, const Deadline &deadline) {
   Cbc_setParameter(model, "timeMode", "elapsed");
   Cbc_setMaximumSeconds(
       model, std::max(0.01, deadline.remainingSeconds() - 0.1 * deadline.limitSeconds()));
+}
+
+/// Solves `model` within what is left of `deadline`. CBC keeps process-wide
+/// state: two solves at once in one process (two threads planning) interfere,
+/// one of them stopping "without a solution" long before its limit. Solves
+/// therefore take turns; the time limit is set once this one's turn has come,
+/// so that waiting does not count against the search.
+inline void solve(Cbc_Model *model, const Deadline &deadline) {
+  static std::mutex oneSolveAtATime;
+  std::lock_guard<std::mutex> lock(oneSolveAtATime);
+  setTimeLimit(model, deadline);
+  Cbc_solve(model);
 }
 
 /// Gives CBC a starting solution: the named columns with their values.

@@ -230,8 +230,7 @@ public:
       detail::setMipStart(model, names, values);
     }
 
-    detail::setTimeLimit(model, deadline);
-    Cbc_solve(model);
+    detail::solve(model, deadline);
     if (Cbc_isProvenInfeasible(model)) {
       output.reason = "ilp: proven infeasible: no DAG-convex split into at most " +
                       std::to_string(K) + " stages fits " +

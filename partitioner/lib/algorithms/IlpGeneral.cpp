@@ -340,8 +340,7 @@ public:
         }
       }
     }
-    detail::setTimeLimit(model, deadline);
-    Cbc_solve(model);
+    detail::solve(model, deadline);
 
     if (Cbc_isProvenInfeasible(model)) {
       output.reason = "ilp-general: proven infeasible: no general allocation on " +
