@@ -51,6 +51,15 @@ private:
   FailureOr<std::string> externalDataFile(llvm::StringRef tensorName,
                                           llvm::StringRef location, Location loc);
   LogicalResult importNode(const onnx::NodeProto &node, size_t index);
+  /// Why the importer cannot take `node`'s op ("unsupported op 'X' (opset
+  /// N)"), or nothing when it can; `version` is the op version it would use.
+  std::optional<std::string> unsupported(const onnx::NodeProto &node, int &version) const;
+  /// Every unsupported op of the graph at once: one error per distinct op,
+  /// at its first node, with the number of nodes.
+  LogicalResult checkOpsSupported(const onnx::GraphProto &graph);
+  /// `--dim NAME=V` names a symbolic dim of a graph input, and does not bind
+  /// a batch dim that `--micro-batch-size` binds to another size.
+  LogicalResult checkDimBindings(const onnx::GraphProto &graph);
   LogicalResult define(llvm::StringRef name, Value value, Location loc);
   /// Names are UTF-8 and node names unique.
   LogicalResult checkNames(const onnx::GraphProto &graph);
@@ -293,28 +302,113 @@ FailureOr<std::string> GraphImporter::externalDataFile(llvm::StringRef tensorNam
   return full.str().str();
 }
 
-LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t index) {
-  std::string name = nodeDisplayName(node.name(), node.op_type(), index);
-  Location loc = nameLoc(name);
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
-    return emitError(loc) << "unsupported op '" << node.domain() << "." << node.op_type()
-                          << "' (custom domain)";
+std::optional<std::string> GraphImporter::unsupported(const onnx::NodeProto &node,
+                                                      int &version) const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    os << "unsupported op '" << node.domain() << "." << node.op_type() << "' (custom domain)";
+    return text;
+  }
   const OpSupport *support = lookupOp(node.op_type());
-  if (!support)
-    return emitError(loc) << "unsupported op '" << node.op_type() << "' (opset " << opset
-                          << ")";
-  int version = 0;
+  if (!support) {
+    os << "unsupported op '" << node.op_type() << "' (opset " << opset << ")";
+    return text;
+  }
+  version = 0;
   for (int v : support->versions)
     if (v <= opset)
       version = v;
-  if (version == 0)
-    return emitError(loc) << "op '" << node.op_type() << "' does not exist in opset " << opset
-                          << " (it was introduced in opset " << support->versions.front()
-                          << ")";
-  if (version < support->minVersion)
-    return emitError(loc) << "op '" << node.op_type() << "' version " << version << " (opset "
-                          << opset << ") is not supported; the oldest supported version is "
-                          << support->minVersion;
+  if (version == 0) {
+    os << "op '" << node.op_type() << "' does not exist in opset " << opset
+       << " (it was introduced in opset " << support->versions.front() << ")";
+    return text;
+  }
+  if (version < support->minVersion) {
+    os << "op '" << node.op_type() << "' version " << version << " (opset " << opset
+       << ") is not supported; the oldest supported version is " << support->minVersion;
+    return text;
+  }
+  return std::nullopt;
+}
+
+LogicalResult GraphImporter::checkOpsSupported(const onnx::GraphProto &graph) {
+  struct Unsupported {
+    std::string reason, firstNode;
+    int nodes = 0;
+  };
+  // One entry per reason (it names the op), in order of first appearance.
+  std::vector<Unsupported> found;
+  llvm::StringMap<size_t> indexOf;
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    int version = 0;
+    std::optional<std::string> reason = unsupported(node, version);
+    if (!reason)
+      continue;
+    auto [it, first] = indexOf.try_emplace(*reason, found.size());
+    if (first)
+      found.push_back({*reason, nodeDisplayName(node.name(), node.op_type(), index), 0});
+    ++found[it->second].nodes;
+  }
+  for (const Unsupported &entry : found) {
+    InFlightDiagnostic diag = emitError(nameLoc(entry.firstNode)) << entry.reason;
+    if (entry.nodes > 1)
+      diag << ", in " << entry.nodes << " nodes (the first here)";
+  }
+  return failure(!found.empty());
+}
+
+LogicalResult GraphImporter::checkDimBindings(const onnx::GraphProto &graph) {
+  if (options.dims.empty())
+    return success();
+  // Each symbolic dim of the graph's inputs, with where it first appears.
+  std::vector<std::pair<std::string, std::string>> symbols;
+  llvm::StringSet<> seen;
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (!input.type().has_tensor_type() || !input.type().tensor_type().has_shape())
+      continue;
+    const auto &shape = input.type().tensor_type().shape();
+    for (int i = 0; i < shape.dim_size(); ++i) {
+      const auto &dim = shape.dim(i);
+      if (!dim.has_dim_param() || dim.has_dim_value() || dim.dim_param().empty())
+        continue;
+      if (seen.insert(dim.dim_param()).second)
+        symbols.emplace_back(dim.dim_param(),
+                             "input '" + input.name() + "' dim " + std::to_string(i));
+      auto bound = options.dims.find(dim.dim_param());
+      if (i == 0 && bound != options.dims.end() && options.microBatchSize &&
+          *options.microBatchSize != bound->second)
+        return emitError(nameLoc(input.name()))
+               << "--dim " << dim.dim_param() << "=" << bound->second
+               << " and --micro-batch-size=" << *options.microBatchSize << " both bind input '"
+               << input.name() << "' dim 0; give one of them";
+    }
+  }
+  for (const auto &binding : options.dims) {
+    if (seen.contains(binding.getKey()))
+      continue;
+    auto diag = emitError(fileLoc) << "--dim " << binding.getKey()
+                                   << ": the model has no symbolic dim of that name";
+    if (symbols.empty()) {
+      diag << "; its inputs have none";
+    } else {
+      std::string list;
+      for (const auto &[symbol, where] : symbols)
+        list += (list.empty() ? " '" : ", '") + symbol + "' (" + where + ")";
+      diag << "; its symbolic dims are" << list;
+    }
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t index) {
+  std::string name = nodeDisplayName(node.name(), node.op_type(), index);
+  Location loc = nameLoc(name);
+  int version = 0;
+  if (std::optional<std::string> reason = unsupported(node, version))
+    return emitError(loc) << *reason;
+  const OpSupport *support = lookupOp(node.op_type());
   SmallVector<Value> inputs;
   for (const std::string &input : node.input()) {
     if (input.empty()) {
@@ -358,7 +452,8 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   if (graph.sparse_initializer_size())
     return emitError(fileLoc) << "sparse initializers are not supported", nullptr;
 
-  if (failed(checkNames(graph)))
+  if (failed(checkNames(graph)) || failed(checkOpsSupported(graph)) ||
+      failed(checkDimBindings(graph)))
     return nullptr;
   if (graph.output_size() == 0)
     return emitError(fileLoc) << "the graph has no outputs: nothing would be computed",
