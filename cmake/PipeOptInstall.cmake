@@ -16,10 +16,7 @@ include(CMakePackageConfigHelpers)
 # ("requires target ... that is not in any export set").
 set(PIPE_INSTALLED_LIBRARIES
   PipeNNDialect PipeNNTransforms PipePipeDialect PipePipeTransforms PipeAnalysis
-  PipePipeToEmitC PipeOnnxImport PipeDriver PipeInitAll)
-if(TARGET PipeChainBuilder)
-  list(APPEND PIPE_INSTALLED_LIBRARIES PipeChainBuilder)
-endif()
+  PipePipeToEmitC PipeOnnxImport PipeDriver PipeInitAll PipeChainBuilder)
 
 foreach(_lib IN LISTS PIPE_INSTALLED_LIBRARIES)
   # The build tree reaches the headers through include_directories(); an

@@ -4,7 +4,7 @@
 #include "pipe/Dialect/NN/IR/NNOps.h"
 #include "pipe/Dialect/Pipe/IR/PipeDialect.h"
 
-#include "partitioner/ProblemJson.h"
+#include "partitioner/Problem.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"

@@ -11,12 +11,11 @@
 #include "pipe/Analysis/Target.h"
 #include "pipe/Dialect/Pipe/Transforms/Passes.h"
 
-#include "partitioner/Algorithm.h"
-#include "partitioner/Error.h"
 #include "partitioner/Planner.h"
 #include "partitioner/Problem.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -63,27 +62,20 @@ LogicalResult pipe::driver::checkMainJobOptions(const MainJobOptions &options,
   if (!pipe::parseOptimizerKind(partition.optimizer))
     return refuse("--optimizer: unknown optimizer '" + partition.optimizer +
                   "' (sgd, momentum, adam, adamw)");
-  try {
-    if (!partition.memory.empty())
-      (void)partitioner::parseMemorySize(partition.memory);
-  } catch (const partitioner::Error &e) {
-    return refuse(std::string("--memory: ") + e.what());
-  }
-  try {
-    if (!partition.schedule.empty())
-      (void)partitioner::parseScheduleKind(partition.schedule);
-  } catch (const partitioner::Error &e) {
-    return refuse(std::string("--schedule: ") + e.what());
-  }
-  try {
-    (void)partitioner::parseObjective(partition.objective);
-  } catch (const partitioner::Error &e) {
-    return refuse(std::string("--objective: ") + e.what());
-  }
-  if (partition.algo != "best" && !partitioner::findAlgorithm(partition.algo)) {
+  if (!partition.memory.empty())
+    if (auto memory = partitioner::parseMemorySize(partition.memory); !memory)
+      return refuse("--memory: " + memory.error());
+  if (!partition.schedule.empty())
+    if (auto schedule = partitioner::parseScheduleKind(partition.schedule); !schedule)
+      return refuse("--schedule: " + schedule.error());
+  if (auto objective = partitioner::parseObjective(partition.objective); !objective)
+    return refuse("--objective: " + objective.error());
+  const std::vector<partitioner::AlgorithmInfo> algorithms = partitioner::listAlgorithms();
+  if (partition.algo != "best" &&
+      llvm::none_of(algorithms, [&](const auto &a) { return a.name == partition.algo; })) {
     std::string known;
-    for (const auto &algorithm : partitioner::algorithmRegistry())
-      known += (known.empty() ? "" : ", ") + algorithm->name();
+    for (const partitioner::AlgorithmInfo &algorithm : algorithms)
+      known += (known.empty() ? "" : ", ") + algorithm.name;
     return refuse("--algo: unknown algorithm '" + partition.algo + "' (known: " + known +
                   ", best)");
   }

@@ -4,8 +4,6 @@
 #include "pipe/Dialect/NN/IR/NNOps.h"
 #include "pipe/Dialect/Pipe/IR/PipeDialect.h"
 
-#include "partitioner/Allocation.h"
-#include "partitioner/Error.h"
 #include "partitioner/Output.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -29,13 +27,11 @@ void pipe::driver::explainBoundaries(const partitioner::Problem &problem,
   os << "\nWhy each boundary sits where it does (the same plan with the boundary moved one "
         "layer):\n";
   auto describe = [&](partitioner::Allocation moved) -> std::string {
-    try {
-      partitioner::validateAllocation(problem, moved);
-    } catch (const partitioner::Error &) {
-      return "not a valid cut (a tensor would flow backwards)";
-    }
-    partitioner::PlanResult result =
+    auto evaluated =
         partitioner::evaluateAllocation(problem, moved, best.scheduleKind, report.bounds);
+    if (!evaluated)
+      return "not a valid cut (a tensor would flow backwards)";
+    const partitioner::PlanResult &result = *evaluated;
     if (!result.valid)
       return result.reason;
     double change = (result.periodMs / best.periodMs - 1) * 100;

@@ -28,4 +28,11 @@ const Algorithm *findAlgorithm(const std::string &name) {
   return nullptr;
 }
 
+std::vector<AlgorithmInfo> listAlgorithms() {
+  std::vector<AlgorithmInfo> infos;
+  for (const auto &algorithm : algorithmRegistry())
+    infos.push_back({algorithm->name(), algorithm->summary(), algorithm->partOfBest()});
+  return infos;
+}
+
 } // namespace partitioner

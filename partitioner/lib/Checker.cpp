@@ -1,5 +1,6 @@
 // Schedule and timeline checker (independent of the simulator's event loop).
 #include "partitioner/Checker.h"
+#include "partitioner/Error.h"
 
 #include <algorithm>
 #include <map>
@@ -13,8 +14,9 @@ using Key = std::tuple<int, int, int>;
 Key keyOf(const Action &a) { return {static_cast<int>(a.kind), a.stage, a.microbatch}; }
 } // namespace
 
-CheckReport checkSchedule(const Problem &problem, const Allocation &allocation,
-                          const Schedule &schedule) {
+namespace {
+CheckReport checkScheduleOrThrow(const Problem &problem, const Allocation &allocation,
+                                 const Schedule &schedule) {
   CheckReport report;
   const StageGraph graph = buildStageGraph(problem, allocation);
   std::map<Key, int> seen;
@@ -99,6 +101,18 @@ CheckReport checkSchedule(const Problem &problem, const Allocation &allocation,
   }
   return report;
 }
+} // namespace
+
+CheckReport checkSchedule(const Problem &problem, const Allocation &allocation,
+                          const Schedule &schedule) {
+  try {
+    return checkScheduleOrThrow(problem, allocation, schedule);
+  } catch (const Error &e) {
+    CheckReport report;
+    report.violations.push_back(e.what());
+    return report;
+  }
+}
 
 CheckReport checkTimeline(const Problem &problem, const Allocation &allocation,
                           const Schedule &schedule, const std::vector<TimedAction> &timeline) {
@@ -161,6 +175,72 @@ CheckReport checkTimeline(const Problem &problem, const Allocation &allocation,
     }
   }
   return report;
+}
+
+namespace {
+/// The stage pipeline as a problem whose layers are the stages, for the
+/// generators and the checker (unit costs: only the order matters).
+Problem stageProblem(const StagePipeline &pipeline, std::string &error) {
+  Problem problem;
+  problem.name = "stages";
+  const int stages = static_cast<int>(pipeline.gpuOfStage.size());
+  int gpus = 1;
+  for (int s = 0; s < stages; ++s) {
+    Layer layer;
+    layer.name = "stage" + std::to_string(s);
+    layer.nodeIds = {layer.name};
+    layer.forwardMs = 1;
+    layer.backwardMs = 2;
+    problem.layers.push_back(layer);
+    gpus = std::max(gpus, pipeline.gpuOfStage[static_cast<size_t>(s)] + 1);
+  }
+  for (auto [from, to] : pipeline.activationEdges) {
+    if (from < 0 || from >= stages || to < 0 || to >= stages) {
+      error = "edge " + std::to_string(from) + " -> " + std::to_string(to) + " names a stage " +
+              "outside 0.." + std::to_string(stages - 1);
+      return problem;
+    }
+    problem.tensors.push_back(Tensor{from, {to}, 1});
+  }
+  // With no tensor at all, finalize() would assume a chain; one tensor that
+  // nobody consumes says the stages are independent.
+  if (problem.tensors.empty())
+    problem.tensors.push_back(Tensor{0, {}, 0});
+  problem.platform.gpus = gpus;
+  problem.training.microbatches = pipeline.microbatches;
+  problem.training.schedule = pipeline.schedule;
+  if (Status status = problem.finalize(); !status)
+    error = status.error;
+  return problem;
+}
+
+Allocation stageAllocation(const StagePipeline &pipeline) {
+  Allocation allocation;
+  allocation.gpuOfStage = pipeline.gpuOfStage;
+  for (size_t s = 0; s < pipeline.gpuOfStage.size(); ++s)
+    allocation.stageOfLayer.push_back(static_cast<int>(s));
+  return allocation;
+}
+} // namespace
+
+Expected<Schedule> makeSchedule(const StagePipeline &pipeline) {
+  std::string error;
+  Problem problem = stageProblem(pipeline, error);
+  if (!error.empty())
+    return Expected<Schedule>::failure(error);
+  return makeSchedule(pipeline.schedule, problem, stageAllocation(pipeline),
+                      pipeline.microbatches);
+}
+
+CheckReport checkSchedule(const StagePipeline &pipeline, const Schedule &schedule) {
+  std::string error;
+  Problem problem = stageProblem(pipeline, error);
+  if (!error.empty()) {
+    CheckReport report;
+    report.violations.push_back(error);
+    return report;
+  }
+  return checkSchedule(problem, stageAllocation(pipeline), schedule);
 }
 
 } // namespace partitioner

@@ -1,7 +1,7 @@
 // PipeDream / DAPPLE graph.txt reader.
-#include "partitioner/GraphText.h"
+#include "partitioner/Problem.h"
 #include "partitioner/Error.h"
-#include "partitioner/ProblemJson.h"
+#include "partitioner/Problem.h"
 
 #include <algorithm>
 #include <cctype>
@@ -83,7 +83,8 @@ bool numberLess(const std::string &a, const std::string &b) {
 
 } // namespace
 
-Problem readGraphText(std::istream &in, const std::string &name) {
+namespace {
+Problem parseGraphText(std::istream &in, const std::string &name) {
   struct NodeLine {
     std::string id, description;
     double forward = 0, backward = 0, activation = 0, parameters = 0;
@@ -201,21 +202,19 @@ Problem readGraphText(std::istream &in, const std::string &name) {
   if (problem.tensors.empty() && problem.layers.size() > 1)
     throw Error(name + ": " + std::to_string(problem.layers.size()) +
                 " nodes but no edges; a profile must connect its nodes");
-  problem.finalize();
+  orThrow(problem.finalize());
   return problem;
 }
+} // namespace
 
-Problem readGraphTextFile(const std::string &path) {
-  std::ifstream in(path);
-  if (!in)
-    throw Error("cannot open '" + path + "'");
-  return readGraphText(in, path);
+Expected<Problem> readGraphText(std::istream &in, const std::string &name) {
+  return catchErrors([&] { return parseGraphText(in, name); });
 }
 
-Problem readProblemFile(const std::string &path) {
+Expected<Problem> readProblemFile(const std::string &path) {
   std::ifstream in(path);
   if (!in)
-    throw Error("cannot open '" + path + "'");
+    return Expected<Problem>::failure("cannot open '" + path + "'");
   if (path.size() >= 5 && path.substr(path.size() - 5) == ".json")
     return readProblemJson(in, path);
   return readGraphText(in, path);

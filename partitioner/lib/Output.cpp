@@ -1,5 +1,8 @@
 // Table, plan JSON, trace JSON and SVG writers.
 #include "partitioner/Output.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+#include "partitioner/Error.h"
 #include "partitioner/LatticeDp.h"
 
 #include <nlohmann/json.hpp>

@@ -1,5 +1,8 @@
 // plan(): run algorithms, schedule + simulate + check each allocation, keep the best.
 #include "partitioner/Planner.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+#include "partitioner/Error.h"
 #include "partitioner/Error.h"
 #include "partitioner/LatticeDp.h"
 #include "partitioner/Linearize.h"
@@ -21,12 +24,12 @@ std::string toString(Objective objective) {
   return objective == Objective::Period ? "period" : "iteration";
 }
 
-Objective parseObjective(const std::string &text) {
+Expected<Objective> parseObjective(const std::string &text) {
   if (text == "period")
     return Objective::Period;
   if (text == "iteration" || text == "iteration-time")
     return Objective::IterationTime;
-  throw Error("unknown objective '" + text + "' (period, iteration)");
+  return Expected<Objective>::failure("unknown objective '" + text + "' (period, iteration)");
 }
 
 bool betterPlan(const PlanResult &a, const PlanResult &b, Objective objective) {
@@ -68,8 +71,8 @@ Allocation numberGpusInPipelineOrder(const Problem &problem, const Allocation &a
   return relabelled;
 }
 
-PlanResult evaluateAllocation(const Problem &problem, const Allocation &input, ScheduleKind kind,
-                              const LowerBounds &bounds) {
+PlanResult evaluateOrThrow(const Problem &problem, const Allocation &input, ScheduleKind kind,
+                           const LowerBounds &bounds) {
   PlanResult result;
   result.scheduleKind = kind;
   const Allocation allocation = numberGpusInPipelineOrder(problem, input);
@@ -154,9 +157,9 @@ std::string noPlanReason(const PlanningReport &report) {
   return reason;
 }
 
-PlanningReport plan(const Problem &input, const PlanOptions &options) {
+PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
   Problem problem = input;
-  problem.finalize();
+  orThrow(problem.finalize());
   topologicalOrder(problem); // throws on cycles, naming them
   PlanningReport report;
   report.problemName = problem.name;
@@ -195,7 +198,7 @@ PlanningReport plan(const Problem &input, const PlanOptions &options) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     PlanResult result;
     if (output.allocation) {
-      result = evaluateAllocation(problem, *output.allocation,
+      result = evaluateOrThrow(problem, *output.allocation,
                                   output.schedule.value_or(problem.training.schedule), report.bounds);
     } else {
       result.reason = output.reason.empty() ? "no allocation" : output.reason;
@@ -252,6 +255,18 @@ void chooseBest(const Problem &problem, PlanningReport &report, const PlanOption
     candidate.reason = "dropped: its schedule fails the checker: " + check.violations.front();
   }
   report.bestByOtherObjective = pick(other);
+}
+
+Expected<PlanningReport> plan(const Problem &problem, const PlanOptions &options) {
+  return catchErrors([&] { return planOrThrow(problem, options); });
+}
+
+Expected<PlanResult> evaluateAllocation(const Problem &problem, const Allocation &allocation,
+                                        ScheduleKind kind, const LowerBounds &bounds) {
+  return catchErrors([&] {
+    validateAllocation(problem, allocation);
+    return evaluateOrThrow(problem, allocation, kind, bounds);
+  });
 }
 
 } // namespace partitioner

@@ -80,7 +80,14 @@ std::string printableName(const std::string &text) {
   return out;
 }
 
-void Problem::finalize() {
+namespace {
+/// Problem::finalize, throwing Error.
+void finalizeProblem(Problem &problem) {
+  auto &layers = problem.layers;
+  auto &tensors = problem.tensors;
+  auto &name = problem.name;
+  auto &platform = problem.platform;
+  auto &training = problem.training;
   if (layers.empty())
     throw Error("problem '" + name + "' has no layers");
   if (layers.size() > kMaxLayers)
@@ -101,7 +108,7 @@ void Problem::finalize() {
       if (!isValidUtf8(id))
         throw Error("layer " + std::to_string(i) + ": node id '" + printableName(id) +
                     "' is not valid UTF-8");
-    const std::string where = layerLabel(*this, i);
+    const std::string where = layerLabel(problem, i);
     requireFiniteNonNegative(layer.forwardMs, "forward time", where);
     requireFiniteNonNegative(layer.backwardMs, "backward time", where);
     requireFiniteNonNegative(layer.parameterBytes, "parameter bytes", where);
@@ -116,8 +123,8 @@ void Problem::finalize() {
     for (const std::string &id : layers[static_cast<size_t>(i)].nodeIds) {
       auto [it, inserted] = layerOfNode.emplace(id, i);
       if (!inserted && it->second != i)
-        throw Error("node id '" + id + "' belongs to " + layerLabel(*this, it->second) +
-                    " and " + layerLabel(*this, i));
+        throw Error("node id '" + id + "' belongs to " + layerLabel(problem, it->second) +
+                    " and " + layerLabel(problem, i));
     }
   if (tensors.empty()) {
     for (int i = 0; i + 1 < count; ++i)
@@ -129,16 +136,16 @@ void Problem::finalize() {
       throw Error("tensor " + std::to_string(t) + ": producer " +
                   std::to_string(tensor.producer) + " is not a layer index");
     requireFiniteNonNegative(tensor.bytes, "tensor bytes",
-                             "tensor of " + layerLabel(*this, tensor.producer));
+                             "tensor of " + layerLabel(problem, tensor.producer));
     std::sort(tensor.consumers.begin(), tensor.consumers.end());
     tensor.consumers.erase(std::unique(tensor.consumers.begin(), tensor.consumers.end()),
                            tensor.consumers.end());
     for (int consumer : tensor.consumers) {
       if (consumer < 0 || consumer >= count)
-        throw Error("tensor of " + layerLabel(*this, tensor.producer) +
+        throw Error("tensor of " + layerLabel(problem, tensor.producer) +
                     ": consumer " + std::to_string(consumer) + " is not a layer index");
       if (consumer == tensor.producer)
-        throw Error("tensor of " + layerLabel(*this, tensor.producer) +
+        throw Error("tensor of " + layerLabel(problem, tensor.producer) +
                     " is consumed by its own producer (self loop)");
     }
   }
@@ -179,6 +186,12 @@ void Problem::finalize() {
                 std::to_string(training.interleaveChunks));
 }
 
+} // namespace
+
+Status Problem::finalize() {
+  return catchErrorsStatus([&] { finalizeProblem(*this); });
+}
+
 bool Problem::isChain() const {
   for (const Tensor &tensor : tensors)
     for (int consumer : tensor.consumers)
@@ -205,7 +218,7 @@ std::string toString(ScheduleKind kind) {
   return "?";
 }
 
-ScheduleKind parseScheduleKind(const std::string &text) {
+Expected<ScheduleKind> parseScheduleKind(const std::string &text) {
   for (ScheduleKind kind :
        {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
         ScheduleKind::OneFOneBStash, ScheduleKind::ZeroBubble, ScheduleKind::Periodic})
@@ -217,8 +230,9 @@ ScheduleKind parseScheduleKind(const std::string &text) {
     return ScheduleKind::OneFOneBStash;
   if (text == "zero-bubble" || text == "zb")
     return ScheduleKind::ZeroBubble;
-  throw Error("unknown schedule '" + text +
-              "' (expected gpipe, 1f1b, interleaved, 1f1b-stash, zb-h1 or periodic)");
+  return Expected<ScheduleKind>::failure(
+      "unknown schedule '" + text +
+      "' (expected gpipe, 1f1b, interleaved, 1f1b-stash, zb-h1 or periodic)");
 }
 
 std::string toString(WeightPolicy policy) {
@@ -235,15 +249,15 @@ std::string toString(WeightPolicy policy) {
   return "?";
 }
 
-WeightPolicy parseWeightPolicy(const std::string &text) {
+Expected<WeightPolicy> parseWeightPolicy(const std::string &text) {
   for (WeightPolicy policy : {WeightPolicy::Default, WeightPolicy::Single,
                               WeightPolicy::DoubleBuffered, WeightPolicy::Stashed})
     if (toString(policy) == text)
       return policy;
   if (text == "2bw")
     return WeightPolicy::DoubleBuffered;
-  throw Error("unknown weight-version policy '" + text +
-              "' (expected default, single, double or stash)");
+  return Expected<WeightPolicy>::failure("unknown weight-version policy '" + text +
+                                         "' (expected default, single, double or stash)");
 }
 
 namespace {
@@ -314,16 +328,20 @@ double parseScaled(const std::string &original, bool bandwidth) {
 }
 } // namespace
 
-double parseBytes(const std::string &text) { return parseScaled(text, false); }
+Expected<double> parseBytes(const std::string &text) {
+  return catchErrors([&] { return parseScaled(text, false); });
+}
 
-double parseMemorySize(const std::string &text) {
-  const double bytes = parseScaled(text, false);
-  const bool hasUnit = std::any_of(text.begin(), text.end(), [](char c) {
-    return std::isalpha(static_cast<unsigned char>(c)) && c != 'e' && c != 'E';
+Expected<double> parseMemorySize(const std::string &text) {
+  return catchErrors([&] {
+    const double bytes = parseScaled(text, false);
+    const bool hasUnit = std::any_of(text.begin(), text.end(), [](char c) {
+      return std::isalpha(static_cast<unsigned char>(c)) && c != 'e' && c != 'E';
+    });
+    if (!hasUnit)
+      throw Error("'" + text + "' has no unit: write e.g. " + text + "GB or " + text + "GiB");
+    return bytes;
   });
-  if (!hasUnit)
-    throw Error("'" + text + "' has no unit: write e.g. " + text + "GB or " + text + "GiB");
-  return bytes;
 }
 
 ByteUnits byteUnitsOf(const std::string &text) {
@@ -337,7 +355,9 @@ ByteUnits byteUnitsOf(const std::string &text) {
                       std::string("kmgt").find(unit[unit.size() - 2]) != std::string::npos;
   return binary ? ByteUnits::Binary : ByteUnits::Decimal;
 }
-double parseBandwidth(const std::string &text) { return parseScaled(text, true); }
+Expected<double> parseBandwidth(const std::string &text) {
+  return catchErrors([&] { return parseScaled(text, true); });
+}
 
 int weightVersions(const TrainingSettings &settings, int inFlight) {
   WeightPolicy policy = settings.weights;

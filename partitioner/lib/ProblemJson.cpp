@@ -1,5 +1,5 @@
 // Problem JSON reader/writer (format in docs/partitioner.md).
-#include "partitioner/ProblemJson.h"
+#include "partitioner/Problem.h"
 #include "partitioner/Error.h"
 
 #include "JsonFields.h"
@@ -13,6 +13,10 @@ namespace partitioner {
 using nlohmann::json;
 
 namespace {
+// The public parsers return errors as values; the reader throws them.
+double bytesOf(const std::string &text) { return orThrow(parseBytes(text)); }
+double bandwidthOf(const std::string &text) { return orThrow(parseBandwidth(text)); }
+
 
 LinkSpec readLink(const JsonFields &parent, const char *key, LinkSpec fallback) {
   if (!parent.has(key))
@@ -20,7 +24,7 @@ LinkSpec readLink(const JsonFields &parent, const char *key, LinkSpec fallback) 
   JsonFields object(parent.at(key), parent.field(key), {"bandwidth_bytes_per_s", "latency_ms"});
   LinkSpec link = fallback;
   link.bandwidthBytesPerSecond =
-      object.bytes("bandwidth_bytes_per_s", link.bandwidthBytesPerSecond, parseBandwidth);
+      object.bytes("bandwidth_bytes_per_s", link.bandwidthBytesPerSecond, bandwidthOf);
   link.latencyMs = object.number("latency_ms", link.latencyMs);
   return link;
 }
@@ -62,9 +66,9 @@ Problem readDocument(const json &document, const std::string &name) {
     layer.backwardWeightMs = item.number("backward_weight_ms", -1);
     if (item.has("backward_weight_ms") && layer.backwardWeightMs < 0)
       throw Error(item.field("backward_weight_ms") + " must be non-negative");
-    layer.parameterBytes = item.bytes("parameter_bytes", 0, parseBytes);
-    layer.savedBytes = item.bytes("saved_bytes", 0, parseBytes);
-    layer.outputBytes = item.bytes("output_bytes", 0, parseBytes);
+    layer.parameterBytes = item.bytes("parameter_bytes", 0, bytesOf);
+    layer.savedBytes = item.bytes("saved_bytes", 0, bytesOf);
+    layer.outputBytes = item.bytes("output_bytes", 0, bytesOf);
     problem.layers.push_back(layer);
   }
   if (root.has("tensors")) {
@@ -78,7 +82,7 @@ Problem readDocument(const json &document, const std::string &name) {
       tensor.producer = static_cast<int>(item.integer("producer", 0, 0, lastLayer));
       for (int64_t consumer : item.integers("consumers", 0, lastLayer))
         tensor.consumers.push_back(static_cast<int>(consumer));
-      tensor.bytes = item.bytes("bytes", 0, parseBytes);
+      tensor.bytes = item.bytes("bytes", 0, bytesOf);
       problem.tensors.push_back(tensor);
     }
   }
@@ -89,7 +93,7 @@ Problem readDocument(const json &document, const std::string &name) {
     Platform &platform = problem.platform;
     platform.gpus = static_cast<int>(p.integer("gpus", platform.gpus, 1, kMaxGpus));
     platform.memoryBytesPerGpu =
-        p.bytes("memory_bytes_per_gpu", platform.memoryBytesPerGpu, parseBytes);
+        p.bytes("memory_bytes_per_gpu", platform.memoryBytesPerGpu, bytesOf);
     platform.gpusPerNode =
         static_cast<int>(p.integer("gpus_per_node", platform.gpusPerNode, 1, kMaxGpus));
     platform.intraNode = readLink(p, "intra_node", platform.intraNode);
@@ -106,9 +110,9 @@ Problem readDocument(const json &document, const std::string &name) {
         static_cast<int>(t.integer("microbatches", training.microbatches, 1, kMaxMicrobatches));
     training.stateMultiplier = t.number("state_multiplier", training.stateMultiplier);
     if (t.has("schedule"))
-      training.schedule = parseScheduleKind(t.string("schedule", ""));
+      training.schedule = orThrow(parseScheduleKind(t.string("schedule", "")));
     if (t.has("weight_policy"))
-      training.weights = parseWeightPolicy(t.string("weight_policy", ""));
+      training.weights = orThrow(parseWeightPolicy(t.string("weight_policy", "")));
     training.communicationBuffers =
         t.boolean("communication_buffers", training.communicationBuffers);
     training.interleaveChunks = static_cast<int>(
@@ -119,7 +123,8 @@ Problem readDocument(const json &document, const std::string &name) {
 
 } // namespace
 
-Problem readProblemJson(std::istream &in, const std::string &name) {
+namespace {
+Problem parseProblemJson(std::istream &in, const std::string &name) {
   std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   json document;
   try {
@@ -134,8 +139,13 @@ Problem readProblemJson(std::istream &in, const std::string &name) {
     // JsonFields checks every type first; this is a last line of defence.
     throw Error(name + ": " + error.what());
   }
-  problem.finalize();
+  orThrow(problem.finalize());
   return problem;
+}
+} // namespace
+
+Expected<Problem> readProblemJson(std::istream &in, const std::string &name) {
+  return catchErrors([&] { return parseProblemJson(in, name); });
 }
 
 void writeProblemJson(const Problem &problem, std::ostream &out) {

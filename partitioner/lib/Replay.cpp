@@ -1,6 +1,9 @@
 // Replays a plan JSON on its problem through evaluateAllocation, the path every
 // algorithm's plan takes, and compares the figures.
-#include "partitioner/Replay.h"
+#include "partitioner/Output.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+#include "partitioner/Error.h"
 
 #include "partitioner/Bounds.h"
 #include "partitioner/Error.h"
@@ -81,9 +84,9 @@ ReplayCheck replayDocument(const Problem &problem, const std::string &planJson) 
     reportedMemory.push_back(item.number("memory_bytes", 0));
     reportedTime.push_back(item.number("time_ms", 0));
   }
-  ScheduleKind kind = parseScheduleKind(plan.string("schedule", ""));
+  ScheduleKind kind = orThrow(parseScheduleKind(plan.string("schedule", "")));
   ReplayCheck check;
-  check.replayed = evaluateAllocation(problem, allocation, kind, computeLowerBounds(problem));
+  check.replayed = evaluateOrThrow(problem, allocation, kind, computeLowerBounds(problem));
   const PlanResult &r = check.replayed;
   auto compare = [&](const std::string &what, double replayed, double reported) {
     if (!same(replayed, reported)) {
@@ -111,13 +114,19 @@ ReplayCheck replayDocument(const Problem &problem, const std::string &planJson) 
 }
 } // namespace
 
-ReplayCheck replayPlan(const Problem &problem, const std::string &planJson) {
+namespace {
+ReplayCheck replayOrThrow(const Problem &problem, const std::string &planJson) {
   try {
     return replayDocument(problem, planJson);
   } catch (const nlohmann::json::exception &e) {
     // JsonFields checks every type first; this is a last line of defence.
     throw Error(std::string("the plan JSON: ") + e.what());
   }
+}
+} // namespace
+
+Expected<ReplayCheck> replayPlan(const Problem &problem, const std::string &planJson) {
+  return catchErrors([&] { return replayOrThrow(problem, planJson); });
 }
 
 } // namespace partitioner

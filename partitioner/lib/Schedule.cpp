@@ -338,8 +338,8 @@ PeriodicPattern periodicPattern(const Problem &problem, const Allocation &alloca
   return pattern;
 }
 
-Schedule makeSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
-                      int microbatches) {
+Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
+                          int microbatches) {
   Schedule schedule;
   schedule.kind = kind;
   schedule.microbatches = microbatches;
@@ -472,10 +472,10 @@ Schedule makeSchedule(ScheduleKind kind, const Problem &problem, const Allocatio
 SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,
                               ScheduleKind kind, Schedule *scheduleOut) {
   const int m = problem.training.microbatches;
-  Schedule schedule = makeSchedule(kind, problem, allocation, m);
+  Schedule schedule = generateSchedule(kind, problem, allocation, m);
   SimulationResult result = simulate(problem, allocation, schedule);
   if (result.completed) {
-    Schedule longer = makeSchedule(kind, problem, allocation, 2 * m);
+    Schedule longer = generateSchedule(kind, problem, allocation, 2 * m);
     SimulationResult twice = simulate(problem, allocation, longer);
     if (twice.completed)
       result.periodMs = (twice.iterationMs - result.iterationMs) / m;
@@ -489,6 +489,11 @@ SimulationResult simulatePlan(const Problem &problem, const Allocation &allocati
   if (scheduleOut)
     *scheduleOut = std::move(schedule);
   return result;
+}
+
+Expected<Schedule> makeSchedule(ScheduleKind kind, const Problem &problem,
+                                const Allocation &allocation, int microbatches) {
+  return catchErrors([&] { return generateSchedule(kind, problem, allocation, microbatches); });
 }
 
 } // namespace partitioner

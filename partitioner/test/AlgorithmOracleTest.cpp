@@ -9,6 +9,9 @@
 #include "partitioner/LatticeDp.h"
 #include "partitioner/Linearize.h"
 #include "partitioner/Planner.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+#include "partitioner/Error.h"
 
 #include <gtest/gtest.h>
 
@@ -419,7 +422,7 @@ TEST(AlgorithmOracle, BestKeepsTheBestValidPlanOfAllTried) {
   std::mt19937 rng(5);
   for (int trial = 0; trial < 60; ++trial) {
     Problem problem = randomChain(rng, 3 + static_cast<int>(rng() % 8), 1 + static_cast<int>(rng() % 4));
-    PlanningReport report = plan(problem);
+    PlanningReport report = planOrThrow(problem);
     ASSERT_FALSE(report.results.empty());
     for (const PlanResult &r : report.results) {
       if (!r.valid)

@@ -1,4 +1,5 @@
 // The checker rejects broken schedules and timelines (each case is built to fail).
+#include "partitioner/Error.h"
 #include "partitioner/Checker.h"
 #include "partitioner/Simulator.h"
 
@@ -20,7 +21,7 @@ Problem twoStages() {
   problem.platform.gpus = 2;
   problem.platform.intraNode = LinkSpec{1e9, 0.1}; // 1 MB: 1.1 ms
   problem.training.microbatches = 2;
-  problem.finalize();
+  orThrow(problem.finalize());
   return problem;
 }
 

@@ -5,6 +5,9 @@
 
 #include "partitioner/Linearize.h"
 #include "partitioner/Planner.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+#include "partitioner/Error.h"
 
 #include <gtest/gtest.h>
 
@@ -115,7 +118,7 @@ Problem randomSmallChain(std::mt19937 &rng, int layers, int gpus, int variant) {
   const WeightPolicy policies[] = {WeightPolicy::Default, WeightPolicy::Single, WeightPolicy::DoubleBuffered,
                                    WeightPolicy::Stashed};
   problem.training.weights = policies[rng() % 4];
-  problem.finalize();
+  orThrow(problem.finalize());
   return problem;
 }
 
@@ -168,7 +171,7 @@ TEST(GeneralAllocation, IlpGeneralEqualsBruteForceOverAllMaps) {
     EXPECT_TRUE(value.fits) << name;
     EXPECT_NEAR(value.period, brute, 1e-6 * brute) << name;
     ASSERT_TRUE(output.schedule.has_value());
-    PlanResult result = evaluateAllocation(problem, *output.allocation, *output.schedule, bounds);
+    PlanResult result = evaluateOrThrow(problem, *output.allocation, *output.schedule, bounds);
     ASSERT_TRUE(result.valid) << name << ": " << result.reason;
     const int S = output.allocation->numStages();
     for (int s = 0; s < S; ++s)
@@ -210,10 +213,10 @@ TEST(GeneralAllocation, PaperExampleSixAgainstNine) {
   problem.platform.intraNode = problem.platform.interNode = LinkSpec{kInfinity, 0};
   problem.training.microbatches = 12;
   problem.training.communicationBuffers = false;
-  problem.finalize();
+  orThrow(problem.finalize());
   PlanOptions options;
   options.algorithms = {"ilp", "ilp-general", "general"};
-  PlanningReport report = plan(problem, options);
+  PlanningReport report = planOrThrow(problem, options);
   ASSERT_EQ(report.results.size(), 3u);
   EXPECT_NEAR(report.results[0].periodMs, 9.0, 1e-9);
   for (size_t i : {1u, 2u}) {
@@ -225,7 +228,7 @@ TEST(GeneralAllocation, PaperExampleSixAgainstNine) {
   ASSERT_NE(report.best(), nullptr);
   EXPECT_NEAR(report.best()->periodMs, 6.0, 1e-9);
   // `best` includes both on a model this small.
-  PlanningReport defaults = plan(problem);
+  PlanningReport defaults = planOrThrow(problem);
   ASSERT_NE(defaults.best(), nullptr);
   EXPECT_NEAR(defaults.best()->periodMs, 6.0, 1e-9);
 }
@@ -288,7 +291,7 @@ TEST(GeneralAllocation, HeuristicIsValidAndNeverBelowTheExactOptimum) {
     AlgorithmOutput exact = ilp->run(problem, context);
     ASSERT_TRUE(heuristic.allocation.has_value()) << trial << ": " << heuristic.reason;
     ASSERT_TRUE(exact.allocation.has_value()) << trial << ": " << exact.reason;
-    PlanResult result = evaluateAllocation(problem, *heuristic.allocation, *heuristic.schedule, bounds);
+    PlanResult result = evaluateOrThrow(problem, *heuristic.allocation, *heuristic.schedule, bounds);
     ASSERT_TRUE(result.valid) << trial << ": " << result.reason;
     EXPECT_GE(result.periodMs, exact.predictedPeriodMs * (1 - 1e-9)) << trial;
     // LPT on balanced chunks: within 4/3 of the optimum plus the largest chunk's excess.
@@ -305,10 +308,10 @@ TEST(GeneralAllocation, HeuristicOnALargeChainStaysFastAndValid) {
   problem.platform.memoryBytesPerGpu = kInfinity;
   problem.platform.speed.clear();
   problem.training.microbatches = 16;
-  problem.finalize();
+  orThrow(problem.finalize());
   PlanOptions options;
   options.algorithms = {"general", "balanced"};
-  PlanningReport report = plan(problem, options);
+  PlanningReport report = planOrThrow(problem, options);
   ASSERT_TRUE(report.results[0].valid) << report.results[0].reason;
   EXPECT_LT(report.results[0].plannerSeconds, 5.0);
   // Without memory limits, assigning chunks by LPT is never worse than one balanced

@@ -2,10 +2,13 @@
 // value or a crash: the problem JSON's types and ranges, graph.txt ids, the
 // limits of Problem::finalize, text that is not UTF-8, malformed plan JSON.
 #include "partitioner/Error.h"
-#include "partitioner/GraphText.h"
+#include "partitioner/Problem.h"
 #include "partitioner/Output.h"
-#include "partitioner/ProblemJson.h"
-#include "partitioner/Replay.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+#include "partitioner/Error.h"
+#include "partitioner/Problem.h"
+#include "partitioner/Output.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -28,7 +31,7 @@ std::string errorOf(const std::function<void()> &action) {
 std::string jsonError(const std::string &text) {
   return errorOf([&] {
     std::istringstream in(text);
-    readProblemJson(in, "p.json");
+    orThrow(readProblemJson(in, "p.json"));
   });
 }
 
@@ -106,7 +109,7 @@ TEST(InputValidation, GraphTextIdsOfAnyLengthAndOnlyUtf8) {
       "node0002 -- ReLU -- forward_compute_time=1.0, backward_compute_time=1.0, "
       "activation_size=10.0, parameter_size=0.0\n"
       "\tnode1 -- node0002\n\tnode0002 -- node99999999999999999999999\n");
-  Problem problem = readGraphText(in, "long.txt");
+  Problem problem = orThrow(readGraphText(in, "long.txt"));
   ASSERT_EQ(problem.layers.size(), 3u);
   EXPECT_EQ(problem.layers[0].name, "node1");
   EXPECT_EQ(problem.layers[1].name, "node0002");
@@ -114,7 +117,7 @@ TEST(InputValidation, GraphTextIdsOfAnyLengthAndOnlyUtf8) {
 
   std::istringstream bad("node\xff" "5 -- Conv2d -- forward_compute_time=1.0, "
                          "backward_compute_time=1.0, activation_size=1.0, parameter_size=1.0\n");
-  EXPECT_EQ(errorOf([&] { readGraphText(bad, "bad.txt"); }),
+  EXPECT_EQ(errorOf([&] { orThrow(readGraphText(bad, "bad.txt")); }),
             "bad.txt:1: the line is not valid UTF-8: 'node\\xFF5 -- Conv2d -- "
             "forward_compute_time=1.0, backward_compute_time=1.0, activat'");
 }
@@ -148,21 +151,21 @@ Problem smallProblem() {
 TEST(InputValidation, FinalizeRefusesWhatWouldNeedUnboundedMemory) {
   Problem problem = smallProblem();
   problem.training.microbatches = 100000000;
-  EXPECT_EQ(errorOf([&] { problem.finalize(); }),
+  EXPECT_EQ(errorOf([&] { orThrow(problem.finalize()); }),
             "training: micro-batches per iteration must be in 1..16384, got 100000000");
   problem = smallProblem();
   problem.platform.gpus = 4096;
   problem.training.microbatches = 16384;
-  EXPECT_EQ(errorOf([&] { problem.finalize(); }),
+  EXPECT_EQ(errorOf([&] { orThrow(problem.finalize()); }),
             "training: 4096 GPUs x 16384 micro-batches is more than the limit of 262144 "
             "scheduled (GPU, micro-batch) pairs");
   problem = smallProblem();
   problem.platform.gpus = 0;
-  EXPECT_EQ(errorOf([&] { problem.finalize(); }),
+  EXPECT_EQ(errorOf([&] { orThrow(problem.finalize()); }),
             "platform: the number of GPUs must be in 1..4096, got 0");
   problem = smallProblem();
   problem.layers[1].nodeIds = {"ok", "bad\xc3"};
-  EXPECT_EQ(errorOf([&] { problem.finalize(); }),
+  EXPECT_EQ(errorOf([&] { orThrow(problem.finalize()); }),
             "layer 1: node id 'bad\\xC3' is not valid UTF-8");
 }
 
@@ -170,8 +173,8 @@ TEST(InputValidation, JsonWritersNeverThrowOnNames) {
   // A problem name from a file path is not UTF-8; the writers replace, not abort.
   Problem problem = smallProblem();
   problem.name = "model\xff.json";
-  problem.finalize();
-  PlanningReport report = plan(problem);
+  orThrow(problem.finalize());
+  PlanningReport report = planOrThrow(problem);
   ASSERT_NE(report.best(), nullptr);
   std::ostringstream planJson, problemJson, trace;
   EXPECT_NO_THROW(writePlanJson(problem, report, planJson));
@@ -184,25 +187,25 @@ TEST(InputValidation, JsonWritersNeverThrowOnNames) {
 
 TEST(InputValidation, PlanJsonWithoutTimingsIsTheSameEveryRun) {
   Problem problem = smallProblem();
-  problem.finalize();
+  orThrow(problem.finalize());
   std::ostringstream first, second;
-  writePlanJson(problem, plan(problem), first, /*timings=*/false);
-  writePlanJson(problem, plan(problem), second, /*timings=*/false);
+  writePlanJson(problem, planOrThrow(problem), first, /*timings=*/false);
+  writePlanJson(problem, planOrThrow(problem), second, /*timings=*/false);
   EXPECT_EQ(first.str(), second.str());
   EXPECT_EQ(first.str().find("planner_seconds"), std::string::npos);
 }
 
 TEST(InputValidation, MalformedPlanJsonIsAnErrorNotAMatch) {
   Problem problem = smallProblem();
-  problem.finalize();
+  orThrow(problem.finalize());
   std::ostringstream out;
-  writePlanJson(problem, plan(problem), out);
+  writePlanJson(problem, planOrThrow(problem), out);
   const nlohmann::json good = nlohmann::json::parse(out.str());
-  ASSERT_TRUE(replayPlan(problem, out.str()).ok());
+  ASSERT_TRUE(orThrow(replayPlan(problem, out.str())).ok());
   auto replayError = [&](const std::function<void(nlohmann::json &)> &edit) {
     nlohmann::json plan = good;
     edit(plan);
-    return errorOf([&] { replayPlan(problem, plan.dump()); });
+    return errorOf([&] { orThrow(replayPlan(problem, plan.dump())); });
   };
   // A plan with no stages does not "match".
   EXPECT_EQ(replayError([](nlohmann::json &p) {
@@ -226,8 +229,8 @@ TEST(InputValidation, MalformedPlanJsonIsAnErrorNotAMatch) {
   // PipeDream's plans keep no stash on the last stage: a limit of 0 replays.
   nlohmann::json pipeDream = good;
   pipeDream["allocation"]["in_flight_limit"] = nlohmann::json::array({1, 0});
-  EXPECT_TRUE(replayPlan(problem, pipeDream.dump()).ok());
-  EXPECT_EQ(errorOf([&] { replayPlan(problem, "[1, 2]"); }),
+  EXPECT_TRUE(orThrow(replayPlan(problem, pipeDream.dump())).ok());
+  EXPECT_EQ(errorOf([&] { orThrow(replayPlan(problem, "[1, 2]")); }),
             "the plan JSON must be a JSON object, got [1,2]");
 }
 

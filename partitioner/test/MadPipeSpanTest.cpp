@@ -2,6 +2,9 @@
 // the simulator judge: under tight memory it must find valid plans that the
 // position rule min(S - s, m) rejects or makes slower.
 #include "partitioner/Planner.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+#include "partitioner/Error.h"
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
@@ -20,20 +23,20 @@ TEST(MadPipeSpan, FindsFasterValidPlansUnderTightMemory) {
     Problem problem = randomChain(rng, 12, 4);
     problem.training.schedule = ScheduleKind::OneFOneB;
     problem.platform.memoryBytesPerGpu = kInfinity;
-    problem.finalize();
+    orThrow(problem.finalize());
     PlanOptions free;
     free.algorithms = {"balanced"};
-    PlanningReport unconstrained = plan(problem, free);
+    PlanningReport unconstrained = planOrThrow(problem, free);
     if (!unconstrained.best())
       continue;
     double peak = 0;
     for (const GpuMetrics &gpu : unconstrained.best()->gpus)
       peak = std::max(peak, gpu.memoryBytes);
     problem.platform.memoryBytesPerGpu = 0.7 * peak;
-    problem.finalize();
+    orThrow(problem.finalize());
     PlanOptions both;
     both.algorithms = {"madpipe", "madpipe-span"};
-    PlanningReport report = plan(problem, both);
+    PlanningReport report = planOrThrow(problem, both);
     ASSERT_EQ(report.results.size(), 2u);
     const PlanResult &position = report.results[0], &span = report.results[1];
     ++cases;
@@ -57,10 +60,10 @@ TEST(MadPipeSpan, OnlyAppliesToOneFOneBWithFlush) {
   std::mt19937 rng(2);
   Problem problem = randomChain(rng, 6, 2);
   problem.training.schedule = ScheduleKind::GPipe;
-  problem.finalize();
+  orThrow(problem.finalize());
   PlanOptions options;
   options.algorithms = {"madpipe-span"};
-  PlanningReport report = plan(problem, options);
+  PlanningReport report = planOrThrow(problem, options);
   ASSERT_EQ(report.results.size(), 1u);
   EXPECT_FALSE(report.results[0].valid);
   EXPECT_NE(report.results[0].reason.find("1f1b"), std::string::npos);

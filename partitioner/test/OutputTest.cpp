@@ -1,7 +1,10 @@
 // Plan JSON, trace JSON, SVG and table contents.
-#include "partitioner/GraphText.h"
+#include "partitioner/Problem.h"
 #include "partitioner/Output.h"
-#include "partitioner/ProblemJson.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+#include "partitioner/Error.h"
+#include "partitioner/Problem.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -15,12 +18,12 @@ namespace {
 
 Problem tinyProblem() {
   std::ifstream in(std::string(PIPE_PARTITIONER_TEST_DATA) + "/tiny_problem.json");
-  return readProblemJson(in, "tiny");
+  return orThrow(readProblemJson(in, "tiny"));
 }
 
 TEST(Output, PlanJsonHasTheDocumentedFields) {
   Problem problem = tinyProblem();
-  PlanningReport report = plan(problem);
+  PlanningReport report = planOrThrow(problem);
   ASSERT_NE(report.best(), nullptr);
   std::ostringstream out;
   writePlanJson(problem, report, out);
@@ -55,7 +58,7 @@ TEST(Output, PlanJsonHasTheDocumentedFields) {
 TEST(Output, InfeasiblePlanJsonNamesTheStageAndBytes) {
   Problem problem = tinyProblem();
   problem.platform.memoryBytesPerGpu = 9e9;
-  PlanningReport report = plan(problem);
+  PlanningReport report = planOrThrow(problem);
   EXPECT_EQ(report.best(), nullptr);
   std::ostringstream out;
   writePlanJson(problem, report, out);
@@ -69,7 +72,7 @@ TEST(Output, InfeasiblePlanJsonNamesTheStageAndBytes) {
 
 TEST(Output, TraceSvgAndTable) {
   Problem problem = tinyProblem();
-  PlanningReport report = plan(problem);
+  PlanningReport report = planOrThrow(problem);
   ASSERT_NE(report.best(), nullptr);
   std::ostringstream trace, svg, table;
   writeTraceJson(problem, *report.best(), trace);

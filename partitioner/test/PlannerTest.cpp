@@ -2,6 +2,9 @@
 // objective decides between period and iteration time, GPUs are numbered in
 // pipeline order, and every algorithm's result is reported as it finishes.
 #include "partitioner/Planner.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+#include "partitioner/Error.h"
 #include "partitioner/Error.h"
 #include "partitioner/LatticeDp.h"
 #include "partitioner/Output.h"
@@ -27,7 +30,7 @@ Problem chain(int layers, int gpus, int microbatches) {
   }
   problem.platform.gpus = gpus;
   problem.training.microbatches = microbatches;
-  problem.finalize();
+  orThrow(problem.finalize());
   return problem;
 }
 
@@ -35,7 +38,7 @@ TEST(Planner, ACandidateWhoseScheduleFailsTheCheckerIsDroppedAndTheNextWins) {
   Problem problem = chain(8, 4, 8);
   PlanOptions options;
   options.algorithms = {"balanced", "uniform", "params"};
-  PlanningReport report = plan(problem, options);
+  PlanningReport report = planOrThrow(problem, options);
   ASSERT_NE(report.best(), nullptr);
   const int first = report.chosen;
   // Break the winner's schedule: the first GPU runs a backward before the
@@ -75,9 +78,9 @@ TEST(Planner, TheObjectiveChoosesBetweenPeriodAndIterationTime) {
   // Ties on the first criterion go to the other.
   shortIteration.periodMs = 1.0;
   EXPECT_TRUE(betterPlan(shortIteration, shortPeriod, Objective::Period));
-  EXPECT_EQ(parseObjective("iteration"), Objective::IterationTime);
-  EXPECT_EQ(parseObjective("period"), Objective::Period);
-  EXPECT_THROW(parseObjective("speed"), Error);
+  EXPECT_EQ(orThrow(parseObjective("iteration")), Objective::IterationTime);
+  EXPECT_EQ(orThrow(parseObjective("period")), Objective::Period);
+  EXPECT_THROW(orThrow(parseObjective("speed")), Error);
 }
 
 TEST(Planner, ReportsTheBestByTheOtherObjective) {
@@ -85,7 +88,7 @@ TEST(Planner, ReportsTheBestByTheOtherObjective) {
   for (Objective objective : {Objective::Period, Objective::IterationTime}) {
     PlanOptions options;
     options.objective = objective;
-    PlanningReport report = plan(problem, options);
+    PlanningReport report = planOrThrow(problem, options);
     ASSERT_NE(report.best(), nullptr);
     ASSERT_GE(report.bestByOtherObjective, 0);
     const Objective other =
@@ -109,7 +112,7 @@ TEST(Planner, GpusAreNumberedInPipelineOrderOfTheirFirstStage) {
   Allocation numbered = numberGpusInPipelineOrder(problem, allocation);
   EXPECT_EQ(numbered.gpuOfStage, (std::vector<int>{0, 1, 2, 0, 3, 1}));
   PlanResult result =
-      evaluateAllocation(problem, allocation, ScheduleKind::OneFOneB, computeLowerBounds(problem));
+      evaluateOrThrow(problem, allocation, ScheduleKind::OneFOneB, computeLowerBounds(problem));
   ASSERT_TRUE(result.valid) << result.reason;
   EXPECT_EQ(result.allocation.gpuOfStage, numbered.gpuOfStage);
   // GPUs of different speeds are not interchangeable: kept as they are.
@@ -122,7 +125,7 @@ TEST(Planner, ReportsEachAlgorithmAsItFinishes) {
   PlanOptions options;
   std::vector<std::string> seen;
   options.onResult = [&](const PlanResult &result) { seen.push_back(result.algorithm); };
-  PlanningReport report = plan(problem, options);
+  PlanningReport report = planOrThrow(problem, options);
   ASSERT_EQ(seen.size(), report.results.size());
   for (size_t i = 0; i < seen.size(); ++i)
     EXPECT_EQ(seen[i], report.results[i].algorithm);
@@ -143,11 +146,11 @@ TEST(Planner, DescribesTheStagesItRunsOnTheGpus) {
 }
 
 TEST(Planner, MemorySizesNeedAUnitAndKeepIt) {
-  EXPECT_DOUBLE_EQ(parseMemorySize("80GB"), 80e9);
-  EXPECT_DOUBLE_EQ(parseMemorySize("80GiB"), 80.0 * (1 << 30));
-  EXPECT_DOUBLE_EQ(parseMemorySize("1.5 MB"), 1.5e6);
-  EXPECT_THROW(parseMemorySize("80"), Error);
-  EXPECT_THROW(parseMemorySize("8e10"), Error);
+  EXPECT_DOUBLE_EQ(orThrow(parseMemorySize("80GB")), 80e9);
+  EXPECT_DOUBLE_EQ(orThrow(parseMemorySize("80GiB")), 80.0 * (1 << 30));
+  EXPECT_DOUBLE_EQ(orThrow(parseMemorySize("1.5 MB")), 1.5e6);
+  EXPECT_THROW(orThrow(parseMemorySize("80")), Error);
+  EXPECT_THROW(orThrow(parseMemorySize("8e10")), Error);
   EXPECT_EQ(byteUnitsOf("80GiB"), ByteUnits::Binary);
   EXPECT_EQ(byteUnitsOf("512 mib"), ByteUnits::Binary);
   EXPECT_EQ(byteUnitsOf("80GB"), ByteUnits::Decimal);

@@ -3,9 +3,9 @@
 
 #include "partitioner/CutLattice.h"
 #include "partitioner/Error.h"
-#include "partitioner/GraphText.h"
+#include "partitioner/Problem.h"
 #include "partitioner/Linearize.h"
-#include "partitioner/ProblemJson.h"
+#include "partitioner/Problem.h"
 
 #include <gtest/gtest.h>
 
@@ -29,21 +29,21 @@ std::string errorOf(const std::function<void()> &action) {
 }
 
 TEST(Problem, ParsesSizesAndBandwidths) {
-  EXPECT_DOUBLE_EQ(parseBytes("16GB"), 16e9);
-  EXPECT_DOUBLE_EQ(parseBytes("16gb"), 16e9);
-  EXPECT_DOUBLE_EQ(parseBytes("1GiB"), 1073741824.0);
-  EXPECT_DOUBLE_EQ(parseBytes("512MB"), 512e6);
-  EXPECT_DOUBLE_EQ(parseBytes("1e9"), 1e9);
-  EXPECT_EQ(parseBytes("inf"), kInfinity);
-  EXPECT_DOUBLE_EQ(parseBandwidth("25GB/s"), 25e9);
-  EXPECT_DOUBLE_EQ(parseBandwidth("100Gb/s"), 12.5e9);
-  EXPECT_NE(errorOf([] { parseBytes("16 parsecs"); }).find("unknown unit"), std::string::npos);
-  EXPECT_NE(errorOf([] { parseBytes("-3GB"); }).find("positive"), std::string::npos);
-  EXPECT_NE(errorOf([] { parseScheduleKind("2f2b"); }).find("unknown schedule '2f2b'"), std::string::npos);
+  EXPECT_DOUBLE_EQ(orThrow(parseBytes("16GB")), 16e9);
+  EXPECT_DOUBLE_EQ(orThrow(parseBytes("16gb")), 16e9);
+  EXPECT_DOUBLE_EQ(orThrow(parseBytes("1GiB")), 1073741824.0);
+  EXPECT_DOUBLE_EQ(orThrow(parseBytes("512MB")), 512e6);
+  EXPECT_DOUBLE_EQ(orThrow(parseBytes("1e9")), 1e9);
+  EXPECT_EQ(orThrow(parseBytes("inf")), kInfinity);
+  EXPECT_DOUBLE_EQ(orThrow(parseBandwidth("25GB/s")), 25e9);
+  EXPECT_DOUBLE_EQ(orThrow(parseBandwidth("100Gb/s")), 12.5e9);
+  EXPECT_NE(errorOf([] { orThrow(parseBytes("16 parsecs")); }).find("unknown unit"), std::string::npos);
+  EXPECT_NE(errorOf([] { orThrow(parseBytes("-3GB")); }).find("positive"), std::string::npos);
+  EXPECT_NE(errorOf([] { orThrow(parseScheduleKind("2f2b")); }).find("unknown schedule '2f2b'"), std::string::npos);
 }
 
 TEST(Problem, ReadsGraphTextWithInputsListsAndSkipConnections) {
-  Problem problem = readGraphTextFile(dataPath("tiny_graph.txt"));
+  Problem problem = orThrow(readProblemFile(dataPath("tiny_graph.txt")));
   ASSERT_EQ(problem.layers.size(), 6u);
   EXPECT_EQ(problem.layers[0].name, "node1");
   EXPECT_EQ(problem.layers[0].forwardMs, 0); // inputs are free, like the reference
@@ -59,7 +59,7 @@ TEST(Problem, ReadsGraphTextWithInputsListsAndSkipConnections) {
 }
 
 TEST(Problem, IdealLatticeOfTheTinyGraph) {
-  Problem problem = readGraphTextFile(dataPath("tiny_graph.txt"));
+  Problem problem = orThrow(readProblemFile(dataPath("tiny_graph.txt")));
   auto lattice = idealLattice(problem, 1000);
   ASSERT_TRUE(lattice.has_value());
   // Chain 1-2-3-4-5-6 plus the skip 2->5: the downsets are exactly the 7 prefixes.
@@ -68,11 +68,11 @@ TEST(Problem, IdealLatticeOfTheTinyGraph) {
 }
 
 TEST(Problem, RejectsMalformedGraphsWithTheLineAndNode) {
-  std::string message = errorOf([] { readGraphTextFile(dataPath("malformed_graph.txt")); });
+  std::string message = errorOf([] { orThrow(readProblemFile(dataPath("malformed_graph.txt"))); });
   EXPECT_NE(message.find("malformed_graph.txt:2"), std::string::npos) << message;
   EXPECT_NE(message.find("'fast' is not a number"), std::string::npos) << message;
   message = errorOf([] {
-    Problem p = readGraphTextFile(dataPath("cycle_graph.txt"));
+    Problem p = orThrow(readProblemFile(dataPath("cycle_graph.txt")));
     topologicalOrder(p);
   });
   EXPECT_NE(message.find("cycle"), std::string::npos) << message;
@@ -80,23 +80,23 @@ TEST(Problem, RejectsMalformedGraphsWithTheLineAndNode) {
   EXPECT_NE(message.find("node3"), std::string::npos) << message;
   std::istringstream unknown("node1 -- A -- forward_compute_time=1, backward_compute_time=1, "
                              "activation_size=1, parameter_size=1\n node1 -- node9\n");
-  message = errorOf([&] { readGraphText(unknown, "g"); });
+  message = errorOf([&] { orThrow(readGraphText(unknown, "g")); });
   EXPECT_NE(message.find("g:2: edge to unknown node node9"), std::string::npos) << message;
   std::istringstream duplicate("node1 -- A -- forward_compute_time=1, backward_compute_time=1, "
                                "activation_size=1, parameter_size=1\nnode1 -- A -- forward_compute_time=1, "
                                "backward_compute_time=1, activation_size=1, parameter_size=1\n");
-  message = errorOf([&] { readGraphText(duplicate, "g"); });
+  message = errorOf([&] { orThrow(readGraphText(duplicate, "g")); });
   EXPECT_NE(message.find("defined twice"), std::string::npos) << message;
   std::istringstream missing("node1 -- A -- forward_compute_time=1, activation_size=1, parameter_size=1\n");
-  message = errorOf([&] { readGraphText(missing, "g"); });
+  message = errorOf([&] { orThrow(readGraphText(missing, "g")); });
   EXPECT_NE(message.find("node1 has no backward_compute_time"), std::string::npos) << message;
   std::istringstream empty("\n\n");
-  EXPECT_NE(errorOf([&] { readGraphText(empty, "g"); }).find("no node lines"), std::string::npos);
+  EXPECT_NE(errorOf([&] { orThrow(readGraphText(empty, "g")); }).find("no node lines"), std::string::npos);
 }
 
 TEST(Problem, JsonRoundTripAndErrors) {
   std::ifstream in(dataPath("tiny_problem.json"));
-  Problem problem = readProblemJson(in, "tiny_problem.json");
+  Problem problem = orThrow(readProblemJson(in, "tiny_problem.json"));
   EXPECT_EQ(problem.layers.size(), 4u);
   EXPECT_DOUBLE_EQ(problem.layers[0].parameterBytes, 2e9);
   EXPECT_DOUBLE_EQ(problem.platform.memoryBytesPerGpu, 24e9);
@@ -105,7 +105,7 @@ TEST(Problem, JsonRoundTripAndErrors) {
   std::ostringstream out;
   writeProblemJson(problem, out);
   std::istringstream back(out.str());
-  Problem again = readProblemJson(back, "again");
+  Problem again = orThrow(readProblemJson(back, "again"));
   ASSERT_EQ(again.layers.size(), problem.layers.size());
   EXPECT_EQ(again.tensors.size(), problem.tensors.size());
   EXPECT_EQ(again.tensors[0].consumers, (std::vector<int>{1, 3}));
@@ -113,14 +113,14 @@ TEST(Problem, JsonRoundTripAndErrors) {
   EXPECT_DOUBLE_EQ(again.platform.memoryBytesPerGpu, 24e9);
 
   std::istringstream noLayers(R"({"name": "x"})");
-  EXPECT_NE(errorOf([&] { readProblemJson(noLayers, "x.json"); }).find("'layers'"), std::string::npos);
+  EXPECT_NE(errorOf([&] { orThrow(readProblemJson(noLayers, "x.json")); }).find("'layers'"), std::string::npos);
   std::istringstream negative(R"({"layers": [{"name": "a", "forward_ms": -1}]})");
-  std::string message = errorOf([&] { readProblemJson(negative, "x.json"); });
+  std::string message = errorOf([&] { orThrow(readProblemJson(negative, "x.json")); });
   EXPECT_NE(message.find("layer 0 ('a')"), std::string::npos) << message;
   std::istringstream badTensor(R"({"layers": [{"name": "a"}], "tensors": [{"producer": 0, "consumers": [4]}]})");
-  EXPECT_NE(errorOf([&] { readProblemJson(badTensor, "x.json"); }).find("tensors[0].consumers[0] is 4, outside 0..0"), std::string::npos);
+  EXPECT_NE(errorOf([&] { orThrow(readProblemJson(badTensor, "x.json")); }).find("tensors[0].consumers[0] is 4, outside 0..0"), std::string::npos);
   std::istringstream notJson("{layers: ");
-  EXPECT_NE(errorOf([&] { readProblemJson(notJson, "x.json"); }).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(errorOf([&] { orThrow(readProblemJson(notJson, "x.json")); }).find("not valid JSON"), std::string::npos);
 }
 
 TEST(Problem, LargeRandomDagLinearisesQuickly) {
@@ -141,7 +141,7 @@ TEST(Problem, LargeRandomDagLinearisesQuickly) {
       t.consumers.push_back(i + 10);
     problem.tensors.push_back(t);
   }
-  problem.finalize();
+  orThrow(problem.finalize());
   auto order = topologicalOrder(problem);
   auto cut = cutBytesAlong(problem, order);
   ASSERT_EQ(cut.size(), static_cast<size_t>(n));

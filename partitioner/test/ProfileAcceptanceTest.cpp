@@ -5,8 +5,11 @@
 // the profiles directory is absent.
 #include "TestUtil.h"
 
-#include "partitioner/GraphText.h"
+#include "partitioner/Problem.h"
 #include "partitioner/Planner.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+#include "partitioner/Error.h"
 
 #include <gtest/gtest.h>
 
@@ -74,7 +77,7 @@ double chainReference(const Problem &problem, int S, double limit) {
 }
 
 Problem referenceProblem(const std::string &path, double memory) {
-  Problem problem = readGraphTextFile(path);
+  Problem problem = orThrow(readProblemFile(path));
   problem.platform.gpus = 8;
   problem.platform.memoryBytesPerGpu = memory;
   problem.platform.intraNode = problem.platform.interNode = LinkSpec{kInfinity, 0};
@@ -82,7 +85,7 @@ Problem referenceProblem(const std::string &path, double memory) {
   problem.training.stateMultiplier = 4;
   problem.training.schedule = ScheduleKind::OneFOneB;
   problem.training.communicationBuffers = false;
-  problem.finalize();
+  orThrow(problem.finalize());
   return problem;
 }
 
@@ -101,7 +104,7 @@ void expectBeats(const std::string &profile, double memory, double target) {
   if (!std::filesystem::exists(path))
     GTEST_SKIP() << "profile " << path << " not found (set PIPE_PARTITIONER_PROFILES_DIR)";
   Problem problem = referenceProblem(path, memory);
-  PlanningReport report = plan(problem);
+  PlanningReport report = planOrThrow(problem);
   ASSERT_NE(report.best(), nullptr) << profile;
   const PlanResult *contiguous = bestContiguous(report);
   ASSERT_NE(contiguous, nullptr) << profile;
@@ -138,7 +141,7 @@ TEST(ProfileAcceptance, EveryProfileFitsAndMatchesTheExactChainSplit) {
     for (double memory : {16e9, 8e9}) {
       Problem problem = referenceProblem(path, memory);
       const double floor = chainReference(problem, 8, memory);
-      PlanningReport report = plan(problem);
+      PlanningReport report = planOrThrow(problem);
       if (floor == kInfinity)
         continue;
       ASSERT_NE(report.best(), nullptr) << path;

@@ -1,7 +1,10 @@
 // Replaying a plan JSON reproduces the figures it reports, and a plan whose
 // figures were altered is caught.
 #include "partitioner/Output.h"
-#include "partitioner/Replay.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+#include "partitioner/Error.h"
+#include "partitioner/Output.h"
 #include "partitioner/Error.h"
 #include "TestUtil.h"
 
@@ -31,11 +34,11 @@ TEST(Replay, EveryScheduleOfRandomProblemsReplaysExactly) {
     problem.training.schedule =
         std::vector<ScheduleKind>{ScheduleKind::OneFOneB, ScheduleKind::GPipe,
                                   ScheduleKind::Periodic, ScheduleKind::ZeroBubble}[trial % 4];
-    problem.finalize();
-    PlanningReport report = plan(problem);
+    orThrow(problem.finalize());
+    PlanningReport report = planOrThrow(problem);
     if (!report.best())
       continue;
-    ReplayCheck check = replayPlan(problem, planJsonOf(problem, report));
+    ReplayCheck check = orThrow(replayPlan(problem, planJsonOf(problem, report)));
     EXPECT_TRUE(check.ok()) << "trial " << trial << ": " << check.mismatches.front();
     ++replayed;
   }
@@ -47,8 +50,8 @@ std::pair<Problem, nlohmann::json> plannedChain(unsigned seed) {
   std::mt19937 rng(seed);
   Problem problem = randomChain(rng, 8, 2);
   problem.platform.memoryBytesPerGpu = kInfinity;
-  problem.finalize();
-  PlanningReport report = plan(problem);
+  orThrow(problem.finalize());
+  PlanningReport report = planOrThrow(problem);
   EXPECT_NE(report.best(), nullptr);
   return {problem, nlohmann::json::parse(planJsonOf(problem, report))};
 }
@@ -58,7 +61,7 @@ TEST(Replay, AlteredFiguresAreReported) {
   ASSERT_FALSE(json.contains("error"));
   json["period_ms"] = json["period_ms"].get<double>() * 0.9;
   json["stage_metrics"][0]["memory_bytes"] = 1.0;
-  ReplayCheck check = replayPlan(problem, json.dump());
+  ReplayCheck check = orThrow(replayPlan(problem, json.dump()));
   ASSERT_EQ(check.mismatches.size(), 2u);
   EXPECT_NE(check.mismatches[0].find("period_ms"), std::string::npos);
   EXPECT_NE(check.mismatches[1].find("stage 0 memory_bytes"), std::string::npos);
@@ -68,7 +71,7 @@ TEST(Replay, APlanOfAnotherModelIsRejected) {
   auto [problem, json] = plannedChain(5);
   ASSERT_FALSE(json.contains("error"));
   json["stage_of"].erase(json["stage_of"].begin());
-  EXPECT_THROW(replayPlan(problem, json.dump()), Error);
+  EXPECT_THROW(orThrow(replayPlan(problem, json.dump())), Error);
 }
 
 } // namespace

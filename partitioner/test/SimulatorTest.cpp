@@ -7,6 +7,9 @@
 #include "partitioner/LatticeDp.h"
 #include "partitioner/Linearize.h"
 #include "partitioner/Planner.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+#include "partitioner/Error.h"
 #include "partitioner/Simulator.h"
 
 #include <gtest/gtest.h>
@@ -33,7 +36,7 @@ Problem uniformPipeline(int stages, int m, double f, double b, double saved = 1e
   problem.platform.intraNode = problem.platform.interNode = LinkSpec{kInfinity, 0};
   problem.training.microbatches = m;
   problem.training.communicationBuffers = false;
-  problem.finalize();
+  orThrow(problem.finalize());
   return problem;
 }
 
@@ -192,7 +195,7 @@ TEST(Simulator, EveryGeneratedScheduleOfEveryPlanPassesTheChecker) {
       problem.training.schedule = kind;
       PlanOptions options;
       options.algorithms = {"all"};
-      PlanningReport report = plan(problem, options);
+      PlanningReport report = planOrThrow(problem, options);
       for (const PlanResult &r : report.results) {
         if (r.stages.empty())
           continue;

@@ -32,7 +32,7 @@ Problem randomChain(std::mt19937 &rng, int layers, int gpus) {
   if (rng() % 3 == 0) // heterogeneous GPUs
     for (int g = 0; g < gpus; ++g)
       problem.platform.speed.push_back(uniform(rng, 0.5, 2.0));
-  problem.finalize();
+  orThrow(problem.finalize());
   return problem;
 }
 
@@ -58,7 +58,7 @@ Problem randomDag(std::mt19937 &rng, int layers, int gpus) {
     if (!t.consumers.empty())
       kept.push_back(t);
   problem.tensors = kept;
-  problem.finalize();
+  orThrow(problem.finalize());
   return problem;
 }
 

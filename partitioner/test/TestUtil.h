@@ -3,6 +3,7 @@
 #ifndef PARTITIONER_TEST_TESTUTIL_H
 #define PARTITIONER_TEST_TESTUTIL_H
 
+#include "partitioner/Error.h"
 #include "partitioner/Problem.h"
 
 #include <functional>

@@ -13,12 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "partitioner/Algorithm.h"
-#include "partitioner/Error.h"
 #include "partitioner/Output.h"
 #include "partitioner/Planner.h"
 #include "partitioner/Problem.h"
-#include "partitioner/ProblemJson.h"
 #include "MainJobCall.h"
 
 #include <pybind11/pybind11.h>
@@ -26,6 +23,7 @@
 
 #include <cmath>
 #include <optional>
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -52,16 +50,18 @@ ProblemPlan planProblem(const std::string &problemJson, const std::string &name,
   PlanOptions options;
   if (algorithms.empty())
     throw py::value_error("algorithms: expected at least one algorithm name");
+  const std::vector<AlgorithmInfo> known = listAlgorithms();
   for (const std::string &algorithm : algorithms)
-    if (algorithm != "best" && algorithm != "all" && !findAlgorithm(algorithm))
+    if (algorithm != "best" && algorithm != "all" &&
+        std::none_of(known.begin(), known.end(),
+                     [&](const AlgorithmInfo &info) { return info.name == algorithm; }))
       throw py::value_error("unknown algorithm '" + algorithm +
                             "' (pipe_opt.list_algorithms() lists them)");
   options.algorithms = algorithms;
-  try {
-    options.objective = parseObjective(objective);
-  } catch (const Error &error) {
-    throw py::value_error(std::string("objective: ") + error.what());
-  }
+  Expected<Objective> parsedObjective = parseObjective(objective);
+  if (!parsedObjective)
+    throw py::value_error("objective: " + parsedObjective.error());
+  options.objective = *parsedObjective;
   if (!std::isfinite(timeLimitSeconds) || timeLimitSeconds < 0.001 ||
       timeLimitSeconds > 86400) {
     std::ostringstream message;
@@ -82,23 +82,32 @@ ProblemPlan planProblem(const std::string &problemJson, const std::string &name,
                           ", got " + std::to_string(*microbatches));
   std::optional<double> memoryBytes;
   std::optional<ScheduleKind> scheduleKind;
-  try {
-    if (memory)
-      memoryBytes = parseBytes(*memory);
-    if (schedule)
-      scheduleKind = parseScheduleKind(*schedule);
-  } catch (const Error &error) {
-    throw py::value_error(std::string(memory && !memoryBytes ? "memory: " : "schedule: ") +
-                          error.what());
+  if (memory) {
+    Expected<double> bytes = parseBytes(*memory);
+    if (!bytes)
+      throw py::value_error("memory: " + bytes.error());
+    memoryBytes = *bytes;
+  }
+  if (schedule) {
+    Expected<ScheduleKind> kind = parseScheduleKind(*schedule);
+    if (!kind)
+      throw py::value_error("schedule: " + kind.error());
+    scheduleKind = *kind;
   }
 
   ProblemPlan result;
   std::string inputError;
   {
     py::gil_scoped_release release;
-    try {
+    // Each step gives its error as a value; the first one is raised.
+    [&] {
       std::istringstream in(problemJson);
-      Problem problem = readProblemJson(in, name);
+      Expected<Problem> read = readProblemJson(in, name);
+      if (!read) {
+        inputError = read.error();
+        return;
+      }
+      Problem &problem = *read;
       if (stages)
         problem.platform.gpus = *stages;
       if (microbatches)
@@ -107,8 +116,16 @@ ProblemPlan planProblem(const std::string &problemJson, const std::string &name,
         problem.platform.memoryBytesPerGpu = *memoryBytes;
       if (scheduleKind)
         problem.training.schedule = *scheduleKind;
-      problem.finalize();
-      PlanningReport report = plan(problem, options);
+      if (Status status = problem.finalize(); !status) {
+        inputError = status.error;
+        return;
+      }
+      Expected<PlanningReport> planned = plan(problem, options);
+      if (!planned) {
+        inputError = planned.error();
+        return;
+      }
+      const PlanningReport &report = *planned;
       std::ostringstream table, planJson, svg;
       writeTable(problem, report, table, /*timings=*/false);
       writePlanJson(problem, report, planJson, /*timings=*/false);
@@ -121,9 +138,7 @@ ProblemPlan planProblem(const std::string &problemJson, const std::string &name,
       } else {
         result.reason = noPlanReason(report);
       }
-    } catch (const Error &error) {
-      inputError = error.what();
-    }
+    }();
   }
   if (!inputError.empty())
     throw py::value_error(inputError);
@@ -180,8 +195,8 @@ PYBIND11_MODULE(_native, m) {
 
   m.def("list_algorithms", [] {
     std::vector<std::pair<std::string, std::string>> algorithms;
-    for (const auto &algorithm : partitioner::algorithmRegistry())
-      algorithms.emplace_back(algorithm->name(), algorithm->summary());
+    for (const partitioner::AlgorithmInfo &algorithm : partitioner::listAlgorithms())
+      algorithms.emplace_back(algorithm.name, algorithm.summary);
     return algorithms;
   }, "The partitioner's algorithms as (name, summary) pairs (pipe-plan --list-algorithms).");
 

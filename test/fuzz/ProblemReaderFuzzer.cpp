@@ -4,11 +4,8 @@
 // and write a plan JSON that replays to the same figures; anything else must
 // be a partitioner::Error. Planning is skipped on problems too large to plan
 // within a fuzzing iteration (the readers still run on them).
-#include "partitioner/Error.h"
-#include "partitioner/GraphText.h"
 #include "partitioner/Output.h"
-#include "partitioner/ProblemJson.h"
-#include "partitioner/Replay.h"
+#include "partitioner/Problem.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -29,25 +26,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string text(reinterpret_cast<const char *>(data), size);
   const bool json = text.find_first_not_of(" \t\r\n") != std::string::npos &&
                     text[text.find_first_not_of(" \t\r\n")] == '{';
-  Problem problem;
-  try {
-    std::istringstream in(text);
-    problem = json ? readProblemJson(in, "fuzz.json") : readGraphText(in, "fuzz.txt");
-  } catch (const Error &) {
+  std::istringstream in(text);
+  Expected<Problem> read = json ? readProblemJson(in, "fuzz.json") : readGraphText(in, "fuzz.txt");
+  if (!read)
     return 0;
-  }
+  const Problem &problem = *read;
   // The writer's output reads back.
   std::ostringstream written;
   writeProblemJson(problem, written);
-  Problem again;
-  try {
-    std::istringstream in(written.str());
-    again = readProblemJson(in, "written.json");
-  } catch (const Error &error) {
-    fail(std::string("a written problem does not read back: ") + error.what());
-  }
+  std::istringstream writtenIn(written.str());
+  Expected<Problem> again = readProblemJson(writtenIn, "written.json");
+  if (!again)
+    fail("a written problem does not read back: " + again.error());
   std::ostringstream rewritten;
-  writeProblemJson(again, rewritten);
+  writeProblemJson(*again, rewritten);
   if (rewritten.str() != written.str())
     fail("a problem JSON changes when read and written again");
 
@@ -56,25 +48,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   PlanOptions options;
   options.algorithms = {"uniform", "balanced", "pipedream", "madpipe"};
-  PlanningReport report;
-  try {
-    report = plan(problem, options);
-  } catch (const Error &) {
+  Expected<PlanningReport> planned = plan(problem, options);
+  if (!planned)
     return 0; // a cycle, a schedule that does not apply
-  }
+  const PlanningReport &report = *planned;
   std::ostringstream table, planJson;
   writeTable(problem, report, table, /*timings=*/false);
   writePlanJson(problem, report, planJson, /*timings=*/false);
   const PlanResult *best = report.best();
   if (!best)
     return 0;
-  ReplayCheck check;
-  try {
-    check = replayPlan(problem, planJson.str());
-  } catch (const Error &error) {
-    fail(std::string("a written plan does not replay: ") + error.what());
-  }
-  if (!check.ok())
-    fail("a written plan replays differently: " + check.mismatches.front());
+  Expected<ReplayCheck> check = replayPlan(problem, planJson.str());
+  if (!check)
+    fail("a written plan does not replay: " + check.error());
+  if (!check->ok())
+    fail("a written plan replays differently: " + check->mismatches.front());
   return 0;
 }

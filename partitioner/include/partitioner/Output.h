@@ -1,5 +1,8 @@
 // Outputs of a planning report: the human table, the plan JSON (stage_of, metrics,
-// per-rank action lists with send/recv), a Chrome/Perfetto trace and an SVG Gantt.
+// per-rank action lists with send/recv), a Chrome/Perfetto trace and an SVG Gantt;
+// and the replay of a plan JSON on its problem.
+//
+// One of the partitioner's three public headers (Problem.h, Planner.h, Output.h).
 #ifndef PARTITIONER_OUTPUT_H
 #define PARTITIONER_OUTPUT_H
 
@@ -39,6 +42,19 @@ void writeSvg(const Problem &problem, const PlanResult &plan, std::ostream &out)
 /// Per-rank action lists lowered with explicit SEND/RECV entries, e.g.
 /// "F0@s1", "SEND_F0@s1->s2", "RECV_B0@s2->s1".
 std::vector<std::vector<std::string>> loweredActions(const Problem &problem, const PlanResult &plan);
+
+/// A plan JSON (as writePlanJson writes it) replayed on its problem: the allocation
+/// rebuilt from stage_of and gpu_of_stage, simulated with the same simulator, and
+/// every reported figure the replay does not reproduce.
+struct ReplayCheck {
+  PlanResult replayed;
+  /// One line per figure that differs (period, iteration time, a stage's memory).
+  std::vector<std::string> mismatches;
+  bool ok() const { return mismatches.empty(); }
+};
+/// An error when the JSON does not describe a plan of `problem` (a layer's nodes on
+/// different stages, a node missing, an unknown schedule).
+Expected<ReplayCheck> replayPlan(const Problem &problem, const std::string &planJson);
 
 } // namespace partitioner
 

@@ -1,21 +1,120 @@
-// The entry point: plan(problem, options) runs the requested algorithms (or every
-// applicable one for `best`), schedules and simulates each allocation, and keeps the
-// best valid plan whose schedule passes the checker: smallest period (or iteration
-// time, by the objective), then the other of the two, bytes crossing stages and
-// memory headroom.
+// The partitioner's entry point: plan(problem, options) runs the requested
+// algorithms (or every applicable one for `best`), schedules and simulates each
+// allocation, and keeps the best valid plan whose schedule passes the checker:
+// smallest period (or iteration time, by the objective), then the other of the
+// two, bytes crossing stages and memory headroom. Also here: one allocation
+// evaluated, a schedule generated or checked, and every type a plan holds.
+//
+// One of the partitioner's three public headers (Problem.h, Planner.h, Output.h).
+// No function here throws: errors come back as values (Problem.h).
 #ifndef PARTITIONER_PLANNER_H
 #define PARTITIONER_PLANNER_H
 
-#include "partitioner/Algorithm.h"
-#include "partitioner/Bounds.h"
-#include "partitioner/Checker.h"
-#include "partitioner/Simulator.h"
+#include "partitioner/Problem.h"
 
 #include <functional>
+#include <utility>
 #include <string>
 #include <vector>
 
 namespace partitioner {
+
+/// An allocation maps layers to stages and stages to GPUs. Stages are numbered in
+/// pipeline order; a GPU may hold several stages (interleaved / general allocations).
+struct Allocation {
+  std::vector<int> stageOfLayer;
+  std::vector<int> gpuOfStage;
+  /// Optional per-stage in-flight limits (warm-up + 1) for periodic schedules; empty
+  /// means the schedule's own rule.
+  std::vector<int> inFlightLimit;
+  /// Period the allocation was planned for (periodic schedules); 0 = its bottleneck.
+  double targetPeriodMs = 0;
+
+  int numStages() const { return static_cast<int>(gpuOfStage.size()); }
+  /// Distinct GPUs that hold a stage.
+  int numGpusUsed() const;
+  /// True when every GPU holds at most one stage.
+  bool oneStagePerGpu() const;
+};
+
+enum class ActionKind {
+  Forward,        ///< F of a stage for one micro-batch
+  Backward,       ///< full backward (input and weight gradients)
+  BackwardInput,  ///< input gradient only (zero-bubble "B")
+  BackwardWeight, ///< weight gradient only (zero-bubble "W")
+};
+
+struct Action {
+  ActionKind kind = ActionKind::Forward;
+  int stage = 0;
+  int microbatch = 0;
+  bool operator==(const Action &other) const {
+    return kind == other.kind && stage == other.stage && microbatch == other.microbatch;
+  }
+};
+
+/// Per-GPU ordered action lists (F, B, or B split into input/weight parts).
+struct Schedule {
+  ScheduleKind kind = ScheduleKind::OneFOneB;
+  int microbatches = 0;
+  bool splitBackward = false;
+  std::vector<std::vector<Action>> actions; ///< per GPU, in execution order
+};
+
+struct TimedAction {
+  Action action;
+  int gpu = 0;
+  double startMs = 0, endMs = 0;
+};
+
+struct TimedTransfer {
+  int fromStage = 0, toStage = 0, microbatch = 0;
+  bool gradient = false;
+  int fromGpu = 0, toGpu = 0;
+  double bytes = 0, startMs = 0, endMs = 0;
+};
+
+/// Peak memory of one GPU and what it is made of.
+struct GpuMemory {
+  double stateBytes = 0;       ///< parameters x state multiplier
+  double extraWeightBytes = 0; ///< weight versions beyond the first
+  double bufferBytes = 0;      ///< communication buffers
+  double activationPeakBytes = 0;
+  double peakBytes = 0;
+};
+
+struct SimulationResult {
+  bool completed = false;
+  std::string error; ///< deadlock description when !completed
+  double iterationMs = 0; ///< makespan of the m micro-batches
+  double periodMs = 0;    ///< steady-state time per micro-batch (simulatePlan only)
+  double bubbleFraction = 0;
+  std::vector<GpuMemory> memory;  ///< per GPU of the platform
+  std::vector<int> stageInFlight; ///< peak micro-batches alive per stage
+  std::vector<double> gpuBusyMs;
+  std::vector<TimedAction> timeline;
+  std::vector<TimedTransfer> transfers;
+};
+
+/// Lower bounds on the period (docs/partitioner.md, "Lower bounds"), reported with
+/// every plan as its optimality gap.
+struct LowerBounds {
+  double workMs = 0;         ///< total work / total GPU speed
+  double largestLayerMs = 0; ///< one layer cannot be split (contiguous or not)
+  /// Little's law: on average a layer keeps span(l)/T copies alive, span(l) >= its
+  /// downstream critical path, so ceil(span/T) copies (at most m) of s(l) plus its
+  /// state must fit one GPU, and the time-averaged total must fit all GPUs.
+  double memoryMs = 0;
+  double bestMs = 0;               ///< the largest of the above
+  bool memoryInfeasible = false;   ///< some layer cannot fit even with one copy
+  std::string memoryReason;        ///< names the layer and its bytes when infeasible
+};
+
+/// What the checker found wrong with a schedule (empty: nothing).
+struct CheckReport {
+  std::vector<std::string> violations;
+  bool ok() const { return violations.empty(); }
+};
 
 struct PlanResult;
 
@@ -25,8 +124,8 @@ enum class Objective {
   IterationTime, ///< one iteration of m micro-batches, fill and drain included
 };
 std::string toString(Objective objective);
-/// "period" or "iteration"; throws Error otherwise.
-Objective parseObjective(const std::string &text);
+/// "period" or "iteration".
+Expected<Objective> parseObjective(const std::string &text);
 
 struct PlanOptions {
   /// Algorithm names, or {"best"} for every algorithm whose partOfBest() is true.
@@ -96,27 +195,52 @@ struct PlanningReport {
 /// first algorithm's.
 std::string noPlanReason(const PlanningReport &report);
 
-/// Runs the algorithms; throws Error for unknown algorithm names.
-PlanningReport plan(const Problem &problem, const PlanOptions &options = {});
+/// Runs the algorithms on a finalized problem; an unknown algorithm name is an error.
+Expected<PlanningReport> plan(const Problem &problem, const PlanOptions &options = {});
 
-/// Schedules, simulates and checks one allocation (what plan() does per algorithm).
-PlanResult evaluateAllocation(const Problem &problem, const Allocation &allocation,
-                              ScheduleKind kind, const LowerBounds &bounds);
+/// Schedules, simulates and checks one allocation (what plan() does per algorithm),
+/// after checking it: every layer on a stage, no empty stage, GPUs in range, no
+/// tensor flowing from a later stage to an earlier one.
+Expected<PlanResult> evaluateAllocation(const Problem &problem, const Allocation &allocation,
+                                        ScheduleKind kind, const LowerBounds &bounds);
 
-/// True when `a` is a better plan than `b` (both valid): period then iteration time
-/// (the other way round for Objective::IterationTime), crossing bytes, memory headroom.
-bool betterPlan(const PlanResult &a, const PlanResult &b, Objective objective = Objective::Period);
+/// The action lists of `kind` for `allocation` and `microbatches` micro-batches
+/// (docs/partitioner.md, "Schedules"); an error when the kind does not apply (periodic
+/// needs one stage per GPU, interleaved stage s on GPU s mod G).
+Expected<Schedule> makeSchedule(ScheduleKind kind, const Problem &problem,
+                                const Allocation &allocation, int microbatches);
 
-/// Sets report.chosen (and bestByOtherObjective): candidates in order of preference
-/// are checked again with checkSchedule; one that fails is marked invalid with a
-/// note ("dropped: ...") and the next one wins. With options.requireSchedule only
-/// plans of the problem's schedule family compete.
-void chooseBest(const Problem &problem, PlanningReport &report, const PlanOptions &options);
+/// Static checks of a schedule: coverage (each F and B, or Bi and W, of every stage
+/// and micro-batch exactly once, on the stage's GPU) and deadlock freedom.
+CheckReport checkSchedule(const Problem &problem, const Allocation &allocation,
+                          const Schedule &schedule);
 
-/// Relabels the GPUs of `allocation` so that they are numbered in pipeline order of
-/// their first stage (stage 0 on GPU 0, the next GPU to appear is GPU 1, ...), when
-/// the GPUs are interchangeable (same speed, one node); otherwise returns it as is.
-Allocation numberGpusInPipelineOrder(const Problem &problem, const Allocation &allocation);
+/// A pipeline as a compiler holds it after splitting a model into stages: the GPU
+/// of each stage and which stages send activations to which. Its schedules and
+/// their checks need no layer costs.
+struct StagePipeline {
+  std::vector<int> gpuOfStage;
+  std::vector<std::pair<int, int>> activationEdges; ///< (from stage, to stage)
+  int microbatches = 1;
+  ScheduleKind schedule = ScheduleKind::OneFOneB;
+};
+/// makeSchedule for a stage pipeline.
+Expected<Schedule> makeSchedule(const StagePipeline &pipeline);
+/// checkSchedule for a stage pipeline: every F and B (or Bi and W) of every stage
+/// and micro-batch exactly once, on its stage's GPU, and no deadlock along the
+/// pipeline's own edges (stages on parallel branches do not wait for each other).
+CheckReport checkSchedule(const StagePipeline &pipeline, const Schedule &schedule);
+
+/// A registered algorithm: `best` tries those with partOfBest.
+struct AlgorithmInfo {
+  std::string name, summary;
+  bool partOfBest = true;
+};
+/// Every algorithm plan() knows, in the order `best` tries them.
+std::vector<AlgorithmInfo> listAlgorithms();
+/// Whether the MIP algorithms (ilp, ilp-general) were built with CBC; without it
+/// they return no allocation and say why.
+bool haveMipSolver();
 
 } // namespace partitioner
 

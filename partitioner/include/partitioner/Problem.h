@@ -1,14 +1,53 @@
 // The planning problem (docs/partitioner.md, "The model"): a chain/DAG of layers,
-// the platform and the training settings. Everything else in the library reads a
-// Problem.
+// the platform and the training settings, its checks, and the formats it is read
+// from and written to. Everything else in the library reads a Problem.
+//
+// One of the partitioner's three public headers (Problem.h, Planner.h, Output.h).
+// No public function throws: one that can fail returns an Expected or a Status
+// whose error is one line naming the layer, field or value.
 #ifndef PARTITIONER_PROBLEM_H
 #define PARTITIONER_PROBLEM_H
 
+#include <iosfwd>
 #include <limits>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace partitioner {
+
+/// A value, or the one-line reason there is none.
+template <typename T> class Expected {
+public:
+  Expected(T value) : value_(std::move(value)) {}
+  static Expected failure(std::string error) {
+    Expected result;
+    result.error_ = std::move(error);
+    return result;
+  }
+  bool ok() const { return value_.has_value(); }
+  explicit operator bool() const { return ok(); }
+  /// Why there is no value ("" when there is one).
+  const std::string &error() const { return error_; }
+  T &operator*() { return *value_; }
+  const T &operator*() const { return *value_; }
+  T *operator->() { return &*value_; }
+  const T *operator->() const { return &*value_; }
+
+private:
+  Expected() = default;
+  std::optional<T> value_;
+  std::string error_;
+};
+
+/// Success, or the one-line reason of a failure.
+struct [[nodiscard]] Status {
+  std::string error;
+  bool ok() const { return error.empty(); }
+  explicit operator bool() const { return ok(); }
+  static Status failure(std::string error) { return Status{std::move(error)}; }
+};
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
@@ -140,36 +179,49 @@ struct Problem {
   Platform platform;
   TrainingSettings training;
 
-  /// Checks every field (throws Error naming the layer) and fills defaults.
-  void finalize();
+  /// Checks every field and fills defaults; the error names the layer or field.
+  Status finalize();
   /// True when tensors only connect consecutive layers (a chain).
   bool isChain() const;
 };
 
 // Names and parsing of enums and sizes used by the CLI and the JSON formats.
 std::string toString(ScheduleKind kind);
-ScheduleKind parseScheduleKind(const std::string &text);
+Expected<ScheduleKind> parseScheduleKind(const std::string &text);
 std::string toString(WeightPolicy policy);
-WeightPolicy parseWeightPolicy(const std::string &text);
+Expected<WeightPolicy> parseWeightPolicy(const std::string &text);
 /// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or
 /// code points past U+10FFFF): names end up as JSON strings and keys.
 bool isValidUtf8(const std::string &text);
 /// `text` for a message: bytes that are not printable ASCII as \xNN.
 std::string printableName(const std::string &text);
 /// "16GB" / "16 GiB" / "512MB" / "1e9" / "inf" -> bytes (GB = 1e9, GiB = 2^30).
-double parseBytes(const std::string &text);
-/// A memory size that must say its unit: like parseBytes, but "80" alone throws
-/// Error (80 bytes is never what a user means by a GPU's memory).
-double parseMemorySize(const std::string &text);
+Expected<double> parseBytes(const std::string &text);
+/// A memory size that must say its unit: like parseBytes, but "80" alone is an
+/// error (80 bytes is never what a user means by a GPU's memory).
+Expected<double> parseMemorySize(const std::string &text);
 /// Binary when `text` names a binary unit ("80GiB", "512 MiB"), else decimal.
 ByteUnits byteUnitsOf(const std::string &text);
 /// "18.20 GB" (or "16.95 GiB" in binary units): the reverse of parseBytes, as
 /// messages and tables print sizes.
 std::string formatBytes(double bytes, ByteUnits units = ByteUnits::Decimal);
 /// "25GB/s", "100Gb/s", "inf" -> bytes per second.
-double parseBandwidth(const std::string &text);
+Expected<double> parseBandwidth(const std::string &text);
 /// Number of weight versions of a stage that keeps `inFlight` micro-batches.
 int weightVersions(const TrainingSettings &settings, int inFlight);
+
+// The problem formats (docs/partitioner.md): problem JSON, and the per-layer
+// profiles people already have (PipeDream / DAPPLE graph.txt). Readers check
+// every field and finalize() the problem; `name` names it in messages.
+Expected<Problem> readProblemJson(std::istream &in, const std::string &name);
+/// Writes `problem` as problem JSON (round-trips through readProblemJson).
+void writeProblemJson(const Problem &problem, std::ostream &out);
+/// One layer per node, one tensor per node output, platform and training at their
+/// defaults. Nodes whose description starts with "Input" are data sources and cost
+/// nothing (as in the reference evaluator).
+Expected<Problem> readGraphText(std::istream &in, const std::string &name);
+/// `.json` files as problem JSON, others as graph.txt.
+Expected<Problem> readProblemFile(const std::string &path);
 
 } // namespace partitioner
 

@@ -6,6 +6,9 @@
 // one is returned (memory is judged by the simulator only).
 #include "General.h"
 #include "partitioner/Planner.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+#include "partitioner/Error.h"
 
 #include <algorithm>
 #include <numeric>
@@ -169,7 +172,7 @@ public:
         begin = ends[i];
       }
       const Allocation allocation = detail::allocationFromGpuMap(problem, chain, gpuOf);
-      PlanResult result = evaluateAllocation(problem, allocation, kind, context.bounds);
+      PlanResult result = evaluateOrThrow(problem, allocation, kind, context.bounds);
       if (!result.valid) {
         if (firstReason.empty())
           firstReason = result.reason;

@@ -22,6 +22,9 @@
 // Warm start: madpipe's contiguous plan, along an order that keeps its stages together.
 #include "General.h"
 #include "partitioner/Planner.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+#include "partitioner/Error.h"
 
 #include "CbcUtil.h"
 

@@ -2,11 +2,14 @@
 // PipeDream/DAPPLE graph.txt profile. Prints the table; writes plan/trace/SVG files.
 #include "partitioner/Algorithm.h"
 #include "partitioner/Error.h"
-#include "partitioner/GraphText.h"
+#include "partitioner/Problem.h"
 #include "partitioner/Output.h"
-#include "partitioner/Replay.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+#include "partitioner/Error.h"
+#include "partitioner/Output.h"
 #include "partitioner/Planner.h"
-#include "partitioner/ProblemJson.h"
+#include "partitioner/Problem.h"
 
 #include <cerrno>
 #include <cmath>
@@ -123,7 +126,7 @@ double parseDouble(const std::string &option, const std::string &value, double m
 /// A size or bandwidth option value; its errors are usage errors.
 double parseScaledOption(const std::string &option, const std::string &value, bool bandwidth) {
   try {
-    return bandwidth ? parseBandwidth(value) : parseBytes(value);
+    return orThrow(bandwidth ? parseBandwidth(value) : parseBytes(value));
   } catch (const Error &error) {
     throw UsageError(option + ": " + error.what());
   }
@@ -214,7 +217,7 @@ int run(int argc, char **argv) {
     } else if (arg == "--objective") {
       const std::string objective = value();
       try {
-        options.objective = parseObjective(objective);
+        options.objective = orThrow(parseObjective(objective));
       } catch (const Error &error) {
         throw UsageError(std::string("--objective: ") + error.what());
       }
@@ -255,7 +258,7 @@ int run(int argc, char **argv) {
     } else if (option == "--schedule") {
       ScheduleKind kind;
       try {
-        kind = parseScheduleKind(text);
+        kind = orThrow(parseScheduleKind(text));
       } catch (const Error &error) {
         throw UsageError(error.what());
       }
@@ -263,7 +266,7 @@ int run(int argc, char **argv) {
     } else if (option == "--weights") {
       WeightPolicy policy;
       try {
-        policy = parseWeightPolicy(text);
+        policy = orThrow(parseWeightPolicy(text));
       } catch (const Error &error) {
         throw UsageError(error.what());
       }
@@ -305,10 +308,10 @@ int run(int argc, char **argv) {
       });
     }
   }
-  Problem problem = readProblemFile(profile);
+  Problem problem = orThrow(readProblemFile(profile));
   for (const auto &change : apply)
     change(problem);
-  problem.finalize();
+  orThrow(problem.finalize());
   if (!problemPath.empty())
     writeFile(problemPath, "the problem", [&](std::ostream &out) { writeProblemJson(problem, out); });
   if (!replayPath.empty()) {
@@ -317,7 +320,7 @@ int run(int argc, char **argv) {
       throw Error("cannot open '" + replayPath + "'");
     std::stringstream text;
     text << in.rdbuf();
-    ReplayCheck check = replayPlan(problem, text.str());
+    ReplayCheck check = orThrow(replayPlan(problem, text.str()));
     std::cout << "replayed " << replayPath << ": period " << check.replayed.periodMs
               << " ms, iteration " << check.replayed.iterationMs << " ms, "
               << check.replayed.stages.size() << " stages\n";
@@ -327,7 +330,7 @@ int run(int argc, char **argv) {
     checkStandardOutput();
     return check.ok() ? 0 : 1;
   }
-  PlanningReport report = plan(problem, options);
+  PlanningReport report = planOrThrow(problem, options);
   if (!quiet) {
     writeTable(problem, report, std::cout, timings);
     checkStandardOutput();

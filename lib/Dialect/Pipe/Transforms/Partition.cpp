@@ -13,8 +13,7 @@
 #include "pipe/Analysis/MemoryModel.h"
 #include "pipe/Dialect/NN/IR/NNOps.h"
 
-#include "partitioner/Error.h"
-#include "partitioner/Schedule.h"
+#include "partitioner/Planner.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -149,13 +148,10 @@ void adviseOnInfeasibility(const PartitionOutcome &outcome, Diagnostic &diag) {
     larger.platform.gpus = gpus;
     partitioner::PlanOptions options;
     options.algorithms = {"madpipe"};
-    try {
-      partitioner::PlanningReport report = partitioner::plan(larger, options);
-      if (const partitioner::PlanResult *best = report.best()) {
-        fitting = gpus;
-        fittingPeriod = best->periodMs;
-      }
-    } catch (const partitioner::Error &) {
+    auto report = partitioner::plan(larger, options);
+    if (const partitioner::PlanResult *best = report ? report->best() : nullptr) {
+      fitting = gpus;
+      fittingPeriod = best->periodMs;
     }
   }
   const int64_t forState = static_cast<int64_t>(std::ceil(state / limit));
@@ -235,36 +231,42 @@ pipe::pipeline::buildPartitionProblem(ModuleOp module, const PipePartitionOption
   outcome.parameters = analysis.getTotals().trainableParameters;
   outcome.forwardFlops = analysis.getTotals().forwardFlops;
 
-  try {
-    outcome.objective = partitioner::toString(partitioner::parseObjective(options.objective));
-    double memory = settings->target.memoryBytes;
-    partitioner::ByteUnits units = partitioner::ByteUnits::Binary; // targets are in GiB
-    if (!options.memory.empty()) {
-      memory = partitioner::parseMemorySize(options.memory);
-      units = partitioner::byteUnitsOf(options.memory);
-      outcome.memoryLimit = options.memory;
-    } else {
-      outcome.memoryLimit = partitioner::formatBytes(memory, units);
-      outcome.memoryFromTarget = true;
-    }
-    std::vector<pipe::LayerGroup> groups = pipe::groupLayers(analysis);
-    auto problem = pipe::buildChainProblem(analysis, groups, *policy);
-    if (failed(problem))
-      return failure();
-    outcome.problem = std::move(*problem);
-    for (const pipe::LayerGroup &group : groups)
-      outcome.opsOfLayer.push_back(group.ops);
-    outcome.problem.platform.gpus = options.stages;
-    outcome.problem.platform.memoryBytesPerGpu = memory;
-    outcome.problem.platform.byteUnits = units;
-    outcome.problem.training.microbatches = options.microbatches;
-    outcome.problem.training.schedule = partitioner::parseScheduleKind(
-        options.schedule.empty() ? std::string("1f1b") : options.schedule);
-    outcome.problem.finalize();
-    outcome.linkModel = describeLinks(outcome.problem.platform);
-  } catch (const partitioner::Error &e) {
-    return module.emitError(e.what());
+  auto objective = partitioner::parseObjective(options.objective);
+  if (!objective)
+    return module.emitError(objective.error());
+  outcome.objective = partitioner::toString(*objective);
+  double memory = settings->target.memoryBytes;
+  partitioner::ByteUnits units = partitioner::ByteUnits::Binary; // targets are in GiB
+  if (!options.memory.empty()) {
+    auto parsed = partitioner::parseMemorySize(options.memory);
+    if (!parsed)
+      return module.emitError(parsed.error());
+    memory = *parsed;
+    units = partitioner::byteUnitsOf(options.memory);
+    outcome.memoryLimit = options.memory;
+  } else {
+    outcome.memoryLimit = partitioner::formatBytes(memory, units);
+    outcome.memoryFromTarget = true;
   }
+  auto schedule =
+      partitioner::parseScheduleKind(options.schedule.empty() ? "1f1b" : options.schedule);
+  if (!schedule)
+    return module.emitError(schedule.error());
+  std::vector<pipe::LayerGroup> groups = pipe::groupLayers(analysis);
+  auto problem = pipe::buildChainProblem(analysis, groups, *policy);
+  if (failed(problem))
+    return failure();
+  outcome.problem = std::move(*problem);
+  for (const pipe::LayerGroup &group : groups)
+    outcome.opsOfLayer.push_back(group.ops);
+  outcome.problem.platform.gpus = options.stages;
+  outcome.problem.platform.memoryBytesPerGpu = memory;
+  outcome.problem.platform.byteUnits = units;
+  outcome.problem.training.microbatches = options.microbatches;
+  outcome.problem.training.schedule = *schedule;
+  if (partitioner::Status status = outcome.problem.finalize(); !status)
+    return module.emitError(status.error);
+  outcome.linkModel = describeLinks(outcome.problem.platform);
   return outcome;
 }
 
@@ -278,23 +280,26 @@ LogicalResult pipe::pipeline::planPartition(ModuleOp module, PartitionOutcome &o
     if (hooks.explainFailure)
       hooks.explainFailure(*diag.getUnderlyingDiagnostic());
   };
-  try {
-    partitioner::PlanOptions planOptions;
-    planOptions.algorithms = {options.algo};
-    // The simulator judges every plan, so the compiler also tries madpipe with
-    // the in-flight counts of the 1F1B order it actually runs (docs/partitioner.md).
-    if (options.algo == "best")
-      planOptions.algorithms.push_back("madpipe-span");
-    planOptions.requireSchedule = !options.schedule.empty();
-    planOptions.objective = partitioner::parseObjective(options.objective);
-    planOptions.ilpTimeLimitSeconds = options.timeLimit;
-    planOptions.onResult = hooks.onResult;
-    outcome.report = partitioner::plan(outcome.problem, planOptions);
-  } catch (const partitioner::Error &e) {
-    auto diag = module.emitError(e.what());
+  partitioner::PlanOptions planOptions;
+  planOptions.algorithms = {options.algo};
+  // The simulator judges every plan, so the compiler also tries madpipe with
+  // the in-flight counts of the 1F1B order it actually runs (docs/partitioner.md).
+  if (options.algo == "best")
+    planOptions.algorithms.push_back("madpipe-span");
+  planOptions.requireSchedule = !options.schedule.empty();
+  auto objective = partitioner::parseObjective(options.objective);
+  if (!objective)
+    return module.emitError(objective.error());
+  planOptions.objective = *objective;
+  planOptions.ilpTimeLimitSeconds = options.timeLimit;
+  planOptions.onResult = hooks.onResult;
+  auto report = partitioner::plan(outcome.problem, planOptions);
+  if (!report) {
+    auto diag = module.emitError(report.error());
     explain(diag);
     return diag;
   }
+  outcome.report = std::move(*report);
   const partitioner::PlanResult *best = outcome.report.best();
   if (!best) {
     auto diag = func.emitError("no plan fits ") << options.stages << " GPUs";

@@ -8,9 +8,7 @@
 #include "pipe/Dialect/Pipe/Transforms/Actions.h"
 #include "pipe/Dialect/Pipe/Transforms/Passes.h"
 
-#include "partitioner/Checker.h"
-#include "partitioner/Error.h"
-#include "partitioner/Schedule.h"
+#include "partitioner/Planner.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -25,48 +23,27 @@ using namespace mlir;
 using namespace pipe::pipeline;
 
 namespace {
-/// A problem with one layer per stage and one tensor per pair of stages that
-/// the pipeline's activation sends connect: enough for the partitioner's
-/// generators and checker, which reason about the stage graph, not layer
-/// costs. The edges are the IR's own, so a plan is checked against the
-/// dependencies the stages really have (stages on parallel branches, as in a
-/// general allocation, do not wait for each other).
-partitioner::Problem stageGraph(PipelineOp pipeline, int64_t stages, int64_t gpus,
-                                int64_t microbatches, partitioner::ScheduleKind kind) {
-  partitioner::Problem problem;
-  problem.name = "stages";
-  for (int64_t s = 0; s < stages; ++s) {
-    partitioner::Layer layer;
-    layer.name = "stage" + std::to_string(s);
-    layer.nodeIds = {layer.name};
-    layer.forwardMs = 1;
-    layer.backwardMs = 2;
-    problem.layers.push_back(layer);
-  }
-  std::set<std::pair<int64_t, int64_t>> edges;
+/// The pipeline as the partitioner's schedule generators and checker see it:
+/// the GPU of each stage and the activation edges. The edges are the IR's own,
+/// so a plan is checked against the dependencies the stages really have
+/// (stages on parallel branches, as in a general allocation, do not wait for
+/// each other).
+partitioner::StagePipeline stagePipeline(PipelineOp pipeline, partitioner::ScheduleKind kind) {
+  partitioner::StagePipeline stages;
+  stages.gpuOfStage.assign(pipeline.getNumStages(), 0);
+  for (StageOp stage : pipeline.getBody().getOps<StageOp>())
+    if (stage.getIndex() >= 0 && stage.getIndex() < pipeline.getNumStages())
+      stages.gpuOfStage[stage.getIndex()] = static_cast<int>(stage.getDevice());
+  std::set<std::pair<int, int>> edges;
   pipeline.walk([&](SendOp send) {
     if (send.getKind() == TransferKind::activation)
       if (auto stage = send->getParentOfType<StageOp>())
-        if (send.getPeer() >= 0 && send.getPeer() < stages && stage.getIndex() >= 0 &&
-            stage.getIndex() < stages)
-          edges.insert({stage.getIndex(), send.getPeer()});
+        edges.insert({static_cast<int>(stage.getIndex()), static_cast<int>(send.getPeer())});
   });
-  for (auto [from, to] : edges) {
-    partitioner::Tensor tensor;
-    tensor.producer = static_cast<int>(from);
-    tensor.consumers = {static_cast<int>(to)};
-    tensor.bytes = 1;
-    problem.tensors.push_back(tensor);
-  }
-  // With no tensor at all, finalize() would assume a chain; one tensor that
-  // nobody consumes says the stages are independent.
-  if (problem.tensors.empty())
-    problem.tensors.push_back(partitioner::Tensor{0, {}, 0});
-  problem.platform.gpus = static_cast<int>(gpus);
-  problem.training.microbatches = microbatches;
-  problem.training.schedule = kind;
-  problem.finalize();
-  return problem;
+  stages.activationEdges.assign(edges.begin(), edges.end());
+  stages.microbatches = static_cast<int>(pipeline.getMicrobatches());
+  stages.schedule = kind;
+  return stages;
 }
 
 struct Transfers {
@@ -98,32 +75,13 @@ struct PipeSchedulePass : pipe::pipeline::impl::PipeScheduleBase<PipeSchedulePas
   }
 
   LogicalResult schedule(PipelineOp pipeline) {
-    int64_t stages = pipeline.getNumStages(), microbatches = pipeline.getMicrobatches();
-    partitioner::ScheduleKind kind;
-    try {
-      kind = partitioner::parseScheduleKind(pipeline.getSchedule().str());
-    } catch (const partitioner::Error &e) {
-      return pipeline.emitOpError(e.what());
-    }
-    // Stage s runs on the GPU its pipe.stage names (several, when interleaved).
-    partitioner::Allocation allocation;
-    allocation.gpuOfStage.assign(stages, 0);
-    int64_t gpus = 1;
-    for (StageOp stage : pipeline.getBody().getOps<StageOp>()) {
-      allocation.gpuOfStage[stage.getIndex()] = static_cast<int>(stage.getDevice());
-      gpus = std::max(gpus, stage.getDevice() + 1);
-    }
-    for (int64_t s = 0; s < stages; ++s)
-      allocation.stageOfLayer.push_back(static_cast<int>(s));
-    partitioner::Problem problem;
-    try {
-      problem = stageGraph(pipeline, stages, gpus, microbatches, kind);
-    } catch (const partitioner::Error &e) {
-      return pipeline.emitOpError(e.what());
-    }
+    auto kind = partitioner::parseScheduleKind(pipeline.getSchedule().str());
+    if (!kind)
+      return pipeline.emitOpError(kind.error());
+    const partitioner::StagePipeline stages = stagePipeline(pipeline, *kind);
     partitioner::Schedule order;
-    order.kind = kind;
-    order.microbatches = static_cast<int>(microbatches);
+    order.kind = *kind;
+    order.microbatches = stages.microbatches;
     PlanAttr plan = pipeline.getPlanAttr();
     ArrayAttr planned = plan ? plan.getActions() : ArrayAttr();
     if (planned) {
@@ -137,18 +95,12 @@ struct PipeSchedulePass : pipe::pipeline::impl::PipeScheduleBase<PipeSchedulePas
         }
       }
     } else {
-      try {
-        order = partitioner::makeSchedule(kind, problem, allocation, static_cast<int>(microbatches));
-      } catch (const partitioner::Error &e) {
-        return pipeline.emitOpError("cannot build the schedule: ") << e.what();
-      }
+      auto generated = partitioner::makeSchedule(stages);
+      if (!generated)
+        return pipeline.emitOpError("cannot build the schedule: ") << generated.error();
+      order = std::move(*generated);
     }
-    partitioner::CheckReport check;
-    try {
-      check = partitioner::checkSchedule(problem, allocation, order);
-    } catch (const partitioner::Error &e) {
-      return pipeline.emitOpError("the schedule fails the partitioner's checker: ") << e.what();
-    }
+    partitioner::CheckReport check = partitioner::checkSchedule(stages, order);
     if (!check.ok()) {
       auto diag = pipeline.emitOpError("the schedule fails the partitioner's checker: ")
                   << check.violations.front();

@@ -1,6 +1,6 @@
 //===- Actions.h - schedule actions between the partitioner and IR --*- C++ -*-===//
 //
-// The partitioner's actions (partitioner/Schedule.h) and their typed form in
+// The partitioner's actions (partitioner/Planner.h) and their typed form in
 // the IR (#pipe.action, and per-GPU lists of them): one conversion each way,
 // used by pipe-partition (the plan's actions) and pipe-schedule (the checked
 // order and each stage's action list).
@@ -11,7 +11,7 @@
 
 #include "pipe/Dialect/Pipe/IR/PipeDialect.h"
 
-#include "partitioner/Schedule.h"
+#include "partitioner/Planner.h"
 
 #include "mlir/IR/Builders.h"
 

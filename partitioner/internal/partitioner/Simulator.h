@@ -11,42 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "partitioner/Planner.h"
+
 namespace partitioner {
 
-struct TimedAction {
-  Action action;
-  int gpu = 0;
-  double startMs = 0, endMs = 0;
-};
 
-struct TimedTransfer {
-  int fromStage = 0, toStage = 0, microbatch = 0;
-  bool gradient = false;
-  int fromGpu = 0, toGpu = 0;
-  double bytes = 0, startMs = 0, endMs = 0;
-};
 
-/// Peak memory of one GPU and what it is made of.
-struct GpuMemory {
-  double stateBytes = 0;       ///< parameters x state multiplier
-  double extraWeightBytes = 0; ///< weight versions beyond the first
-  double bufferBytes = 0;      ///< communication buffers
-  double activationPeakBytes = 0;
-  double peakBytes = 0;
-};
 
-struct SimulationResult {
-  bool completed = false;
-  std::string error; ///< deadlock description when !completed
-  double iterationMs = 0; ///< makespan of the m micro-batches
-  double periodMs = 0;    ///< steady-state time per micro-batch (simulatePlan only)
-  double bubbleFraction = 0;
-  std::vector<GpuMemory> memory;  ///< per GPU of the platform
-  std::vector<int> stageInFlight; ///< peak micro-batches alive per stage
-  std::vector<double> gpuBusyMs;
-  std::vector<TimedAction> timeline;
-  std::vector<TimedTransfer> transfers;
-};
 
 /// Replays one schedule. A schedule that cannot complete yields completed = false and
 /// an error naming the blocked GPU and action.

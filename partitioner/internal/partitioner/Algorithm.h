@@ -7,7 +7,7 @@
 
 #include "partitioner/Allocation.h"
 #include "partitioner/Bounds.h"
-#include "partitioner/Problem.h"
+#include "partitioner/Planner.h"
 
 #include <memory>
 #include <optional>
@@ -61,9 +61,6 @@ std::unique_ptr<Algorithm> makeIlpAlgorithm();
 std::unique_ptr<Algorithm> makeGeneralAlgorithm();
 std::unique_ptr<Algorithm> makeIlpGeneralAlgorithm();
 
-/// Whether the MIP algorithms (ilp, ilp-general) were built with CBC; without
-/// it they return no allocation and say why.
-bool haveMipSolver();
 
 } // namespace partitioner
 

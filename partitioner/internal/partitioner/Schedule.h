@@ -5,28 +5,12 @@
 #define PARTITIONER_SCHEDULE_H
 
 #include "partitioner/Allocation.h"
-#include "partitioner/Problem.h"
+#include "partitioner/Planner.h"
 
 #include <string>
 #include <vector>
 
 namespace partitioner {
-
-enum class ActionKind {
-  Forward,        ///< F of a stage for one micro-batch
-  Backward,       ///< full backward (input and weight gradients)
-  BackwardInput,  ///< input gradient only (zero-bubble "B")
-  BackwardWeight, ///< weight gradient only (zero-bubble "W")
-};
-
-struct Action {
-  ActionKind kind = ActionKind::Forward;
-  int stage = 0;
-  int microbatch = 0;
-  bool operator==(const Action &other) const {
-    return kind == other.kind && stage == other.stage && microbatch == other.microbatch;
-  }
-};
 
 // The action vocabulary, shared by plan.json (loweredActions) and the stage IR
 // (pipe-schedule):
@@ -46,12 +30,9 @@ std::string transferAction(bool send, bool gradient, int microbatch, int from, i
 constexpr const char *kReduceTiedGradientsAction = "REDUCE_TIED_GRADIENTS";
 constexpr const char *kOptimizerStepAction = "OPTIMIZER_STEP";
 
-struct Schedule {
-  ScheduleKind kind = ScheduleKind::OneFOneB;
-  int microbatches = 0;
-  bool splitBackward = false;
-  std::vector<std::vector<Action>> actions; ///< per GPU, in execution order
-};
+
+
+
 
 /// Offsets of the 1-periodic pattern at period T (docs/partitioner.md, "Schedules"):
 /// F of stage s starts at forwardOffset[s] + i T for micro-batch i, its B at
@@ -69,22 +50,20 @@ PeriodicPattern periodicPattern(const Problem &problem, const Allocation &alloca
 /// per-GPU compute or port (send / receive) load per micro-batch.
 double bottleneckPeriod(const Problem &problem, const Allocation &allocation);
 
-/// Builds the action lists of `kind` for `allocation` and `microbatches` micro-batches.
-/// Periodic needs one stage per GPU; interleaved needs stage s on GPU s mod G. 1F1B,
-/// 1F1B-stash and ZB-H1 on a general allocation (a GPU holding several stages) use the
-/// list-scheduling order of greedySchedule with caps min(S - s, m).
-/// 1F1B (with flush or stashing) orders each GPU's operations by the periodic pattern
-/// at the bottleneck period (at most min(S - s, m) alive, fewer when stages are
-/// unbalanced), or uses the textbook order (warm-up S - s - 1) when that pattern would
-/// need more. Periodic uses the pattern at allocation.targetPeriodMs. ZB-H1 uses the
-/// list-scheduling order of greedySchedule (Simulator.h).
-/// Throws Error when the kind does not apply to the allocation.
-Schedule makeSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
-                      int microbatches);
+/// The generator behind makeSchedule (Planner.h), for the partitioner's own
+/// code: throws Error when the kind does not apply to the allocation. Periodic
+/// needs one stage per GPU; interleaved needs stage s on GPU s mod G. 1F1B,
+/// 1F1B-stash and ZB-H1 on a general allocation (a GPU holding several stages) use
+/// the list-scheduling order of greedySchedule with caps min(S - s, m). 1F1B (with
+/// flush or stashing) orders each GPU's operations by the periodic pattern at the
+/// bottleneck period (at most min(S - s, m) alive, fewer when stages are
+/// unbalanced), or uses the textbook order (warm-up S - s - 1) when that pattern
+/// would need more. Periodic uses the pattern at allocation.targetPeriodMs. ZB-H1
+/// uses the list-scheduling order of greedySchedule (Simulator.h).
+Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
+                          int microbatches);
 
-struct SimulationResult; // Simulator.h
-
-/// Generates `kind` for the allocation (makeSchedule), simulates m micro-batches and
+/// Generates `kind` for the allocation (generateSchedule), simulates m micro-batches and
 /// measures the period as the marginal cost of micro-batches: (time(2m) - time(m)) / m.
 SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,
                               ScheduleKind kind, Schedule *scheduleOut = nullptr);

@@ -9,17 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "partitioner/Planner.h"
+
 namespace partitioner {
 
-struct CheckReport {
-  std::vector<std::string> violations;
-  bool ok() const { return violations.empty(); }
-};
 
-/// Static checks: coverage (each F and B, or Bi and W, of every stage and micro-batch
-/// exactly once, on the stage's GPU) and deadlock freedom.
-CheckReport checkSchedule(const Problem &problem, const Allocation &allocation,
-                          const Schedule &schedule);
 
 /// Timing checks of a timeline (usually the simulator's): per-GPU overlaps, each
 /// action's duration, dependencies with their minimal transfer time, per-GPU order.

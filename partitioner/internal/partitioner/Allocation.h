@@ -5,27 +5,12 @@
 
 #include "partitioner/CutLattice.h"
 #include "partitioner/LatticeDp.h"
-#include "partitioner/Problem.h"
+#include "partitioner/Planner.h"
 
 #include <vector>
 
 namespace partitioner {
 
-struct Allocation {
-  std::vector<int> stageOfLayer;
-  std::vector<int> gpuOfStage;
-  /// Optional per-stage in-flight limits (warm-up + 1) for periodic schedules; empty
-  /// means the schedule's own rule.
-  std::vector<int> inFlightLimit;
-  /// Period the allocation was planned for (periodic schedules); 0 = its bottleneck.
-  double targetPeriodMs = 0;
-
-  int numStages() const { return static_cast<int>(gpuOfStage.size()); }
-  /// Distinct GPUs that hold a stage.
-  int numGpusUsed() const;
-  /// True when every GPU holds at most one stage.
-  bool oneStagePerGpu() const;
-};
 
 /// Throws Error when a layer has no stage, a stage is empty, a GPU index is out of
 /// range, or a tensor flows from a later stage to an earlier one.
