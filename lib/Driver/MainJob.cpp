@@ -19,6 +19,7 @@
 #include "pipe/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipe/Dialect/Pipe/Transforms/Partition.h"
 #include "pipe/Driver/TrainingProgram.h"
+#include "pipe/Import/Onnx/OnnxImporter.h"
 #include "pipe/Import/Onnx/OnnxWriteBack.h"
 
 #include "partitioner/Output.h"
@@ -69,6 +70,36 @@ std::string stageModuleText(pipeline::StageOp stage) {
   holder->print(os);
   os << "\n";
   return text;
+}
+
+/// A model exported for inference plans another network than the one trained:
+/// refused, or with --allow-inference-export planned with a warning. Each sign
+/// is a note, then how to export for training.
+LogicalResult checkTrainingExport(ModuleOp module, const MainJobOptions &options) {
+  std::string error;
+  std::vector<std::string> signs = onnx_import::inferenceExportSigns(options.modelPath, error);
+  if (signs.empty())
+    return success(); // a model that cannot be read again fails later, with its reason
+  auto report = [&](InFlightDiagnostic diag) {
+    for (const std::string &sign : signs)
+      diag.attachNote() << sign;
+    diag.attachNote() << "export it for training with pipe_opt.export_for_pipeline(model, "
+                         "example_inputs, path), or torch.onnx.export(..., "
+                         "training=torch.onnx.TrainingMode.TRAINING, "
+                         "do_constant_folding=False)";
+    return diag;
+  };
+  llvm::StringRef model = llvm::sys::path::filename(options.modelPath);
+  if (options.allowInferenceExport) {
+    (void)report(module.emitWarning()
+                 << model << " looks exported for inference; planned anyway "
+                 << "(--allow-inference-export), as the network it describes");
+    return success();
+  }
+  return report(module.emitError()
+                << model << " looks exported for inference, not for training: planning it "
+                << "would plan another network than the one you train "
+                << "(--allow-inference-export plans it anyway)");
 }
 
 /// --disable-dropout: every Dropout becomes the identity.
@@ -143,6 +174,8 @@ OwningOpRef<ModuleOp> pipe::driver::loadMainJobInput(llvm::StringRef path, MLIRC
 LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &options,
                                        llvm::raw_ostream &reportStream) {
   const pipeline::PipePlanPipelineOptions &plan = options.plan;
+  if (failed(checkTrainingExport(module, options)))
+    return failure();
   Progress progress(options.progress);
   OutputDirectory outputs(options.outputDir);
   if (failed(outputs.prepare(module)))

@@ -20,11 +20,22 @@ PlanModelResult pipe::driver::planModel(const PlanModelRequest &request) {
     result.status = 2;
     return result;
   };
-  for (const auto &[name, value] : request.options)
+  // The pipeline's options, and the one driver option a library call takes.
+  std::vector<std::pair<std::string, std::string>> planOptions;
+  bool allowInferenceExport = false;
+  for (const auto &[name, value] : request.options) {
     if (name == "stages" || name == "micro-batch-size")
       return usageError("'" + name + "' is an argument of its own, not an option");
+    if (name != "allow-inference-export") {
+      planOptions.emplace_back(name, value);
+      continue;
+    }
+    if (value != "true" && value != "false")
+      return usageError("--allow-inference-export expects true or false, got '" + value + "'");
+    allowInferenceExport = value == "true";
+  }
   std::string error;
-  auto plan = pipeline::parsePlanOptions(request.options, error);
+  auto plan = pipeline::parsePlanOptions(planOptions, error);
   if (failed(plan))
     return usageError(error);
   MainJobOptions job;
@@ -36,6 +47,7 @@ PlanModelResult pipe::driver::planModel(const PlanModelRequest &request) {
   job.plan.microBatchSize = request.microBatchSize;
   job.outputDir = request.outputDir;
   job.progress = request.progress;
+  job.allowInferenceExport = allowInferenceExport;
   if (failed(checkMainJobOptions(job, error)))
     return usageError(error);
 

@@ -313,7 +313,7 @@ def pipe_opt_command(case: Case, pipe_opt: str, out_dir: str) -> List[str]:
                f"--microbatches={case.microbatches}", f"--optimizer={case.optimizer}",
                f"--lr={case.lr!r}", f"--momentum={case.momentum!r}", f"--eps={case.eps!r}",
                f"--weight-decay={case.weight_decay!r}", f"--loss={case.loss}",
-               "--disable-dropout", "--no-progress", "-o", out_dir]
+               "--disable-dropout", "--allow-inference-export", "--no-progress", "-o", out_dir]
     if case.schedule:
         command.append(f"--schedule={case.schedule}")
     if case.algo:

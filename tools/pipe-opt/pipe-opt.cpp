@@ -80,6 +80,11 @@ static llvm::cl::opt<bool>
               llvm::cl::desc("Plan only: no backward programs, no rankK.cpp/program.json "
                              "(the same as --train=false)"),
               llvm::cl::init(false), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<bool> allowInferenceExport(
+    "allow-inference-export",
+    llvm::cl::desc("Plan a model exported for inference (BatchNorm in inference mode, weights "
+                   "folded or renamed, tied weights stored twice) instead of refusing it"),
+    llvm::cl::init(false), llvm::cl::cat(jobCategory));
 static llvm::cl::opt<bool> disableDropout(
     "disable-dropout",
     llvm::cl::desc("Train without dropout (the identity), e.g. to compare with a reference"),
@@ -187,6 +192,7 @@ static LogicalResult parseJobOptions(pipe::driver::MainJobOptions &job,
   job.onnxWithPlan = writeOnnxPlan;
   job.progress = !noProgress;
   job.dropout = !disableDropout;
+  job.allowInferenceExport = allowInferenceExport;
 
   // 0 is the option's "not given"; given explicitly it would plan empty tensors.
   const bool batchGiven = llvm::any_of(given, [](const auto &option) {

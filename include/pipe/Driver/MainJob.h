@@ -34,6 +34,9 @@ struct MainJobOptions {
   std::string outputDir;    ///< where the outputs go
   std::string onnxWithPlan; ///< if set, write the model with per-node stages here
   bool progress = true;     ///< progress lines on stderr
+  /// Plan a model exported for inference (eval mode, constant folding) with a
+  /// warning, instead of refusing it.
+  bool allowInferenceExport = false;
 
   /// Whether the user gave the micro-batch size (the report says so).
   bool microBatchSizeGiven() const { return plan.microBatchSize > 0; }

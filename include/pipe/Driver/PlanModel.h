@@ -25,7 +25,8 @@ struct PlanModelRequest {
   /// Binds a symbolic batch dim (`--micro-batch-size`); 0: the model's own.
   int64_t microBatchSize = 0;
   /// The pipe-plan-pipeline options by their command-line names without dashes, e.g.
-  /// {"memory", "80GB"}, {"target", "a100-80gb"}, {"lr", "0.01"}.
+  /// {"memory", "80GB"}, {"target", "a100-80gb"}, {"lr", "0.01"}; and
+  /// {"allow-inference-export", "true"} as `--allow-inference-export`.
   std::vector<std::pair<std::string, std::string>> options;
   /// Progress lines on stderr.
   bool progress = false;

@@ -48,6 +48,12 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxBuffer(llvm::StringRef bytes, llvm::
                                                    mlir::MLIRContext *context,
                                                    const ImportOptions &options);
 
+/// Signs that the model at `path` was exported for inference rather than
+/// training (BatchNorm in inference mode, weights renamed by constant folding,
+/// tied weights stored twice), each one sentence; empty when there are none. A
+/// model that cannot be read sets `error`.
+std::vector<std::string> inferenceExportSigns(llvm::StringRef path, std::string &error);
+
 } // namespace pipe::onnx_import
 
 #endif // PIPE_IMPORT_ONNX_ONNXIMPORTER_H

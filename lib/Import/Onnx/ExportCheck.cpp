@@ -1,0 +1,117 @@
+//===- ExportCheck.cpp - signs of an inference (eval-mode) export ---------===//
+//
+// pipe-opt plans training: a model exported for inference plans a different
+// network (BatchNorm with running statistics, or folded into the
+// convolutions; weights renamed by constant folding; tied weights stored
+// twice). These checks read the ONNX graph itself, without importing it.
+//
+//===----------------------------------------------------------------------===//
+#include "pipe/Import/Onnx/OnnxImporter.h"
+
+#include "ModelFile.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstring>
+#include <map>
+#include <tuple>
+
+using namespace pipe::onnx_import;
+
+namespace {
+/// The default-domain opset of the model (0 when it declares none).
+int64_t defaultOpset(const onnx::ModelProto &model) {
+  for (const onnx::OperatorSetIdProto &id : model.opset_import())
+    if (id.domain().empty() || id.domain() == "ai.onnx")
+      return id.version();
+  return 0;
+}
+
+/// Whether a BatchNormalization node uses its running statistics (inference):
+/// training_mode 0 or absent from opset 14 on; one output before (the
+/// training form also outputs the updated statistics).
+bool inferenceBatchNorm(const onnx::NodeProto &node, int64_t opset) {
+  if (opset >= 14) {
+    for (const onnx::AttributeProto &attr : node.attribute())
+      if (attr.name() == "training_mode")
+        return attr.i() == 0;
+    return true;
+  }
+  int outputs = 0;
+  for (const std::string &output : node.output())
+    outputs += !output.empty();
+  return outputs <= 1;
+}
+
+std::string sample(const std::vector<std::string> &names) {
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < 3; ++i)
+    text += (i ? ", " : "") + names[i];
+  if (names.size() > 3)
+    text += ", ...";
+  return text;
+}
+} // namespace
+
+std::vector<std::string> pipe::onnx_import::inferenceExportSigns(llvm::StringRef path,
+                                                                  std::string &error) {
+  std::vector<std::string> signs;
+  std::unique_ptr<ModelFile> file = readModelFile(path, error);
+  if (!file)
+    return signs;
+  const onnx::GraphProto &graph = file->model.graph();
+  const int64_t opset = defaultOpset(file->model);
+
+  size_t batchNorms = 0, inference = 0;
+  for (const onnx::NodeProto &node : graph.node())
+    if (node.op_type() == "BatchNormalization" &&
+        (node.domain().empty() || node.domain() == "ai.onnx")) {
+      ++batchNorms;
+      inference += inferenceBatchNorm(node, opset);
+    }
+  if (inference > 0)
+    signs.push_back(std::to_string(inference) + " of its " + std::to_string(batchNorms) +
+                    " BatchNormalization nodes use the running statistics (inference mode): "
+                    "training normalises with the statistics of each batch");
+
+  // torch names the constants it creates by folding "onnx::<Op>_<n>": weights
+  // so named no longer map to the framework's parameters (a BatchNorm folded
+  // into the convolution before it, for one).
+  std::vector<std::string> folded;
+  for (const InitializerData &data : file->initializers)
+    if (llvm::StringRef(data.tensor.name()).starts_with("onnx::") &&
+        data.tensor.dims_size() > 0)
+      folded.push_back(data.tensor.name());
+  if (!folded.empty())
+    signs.push_back(std::to_string(folded.size()) +
+                    " weights have names the exporter made up (" + sample(folded) +
+                    "): constant folding computed or renamed them, so they are not the "
+                    "framework's parameters");
+
+  // Tied weights (one parameter used twice) that the export stored twice would
+  // be trained as two. Compared: initializers of 1 KiB or more with the same
+  // type, shape and bytes.
+  std::map<std::tuple<int, std::vector<int64_t>, int64_t>, std::vector<const InitializerData *>>
+      bySignature;
+  for (const InitializerData &data : file->initializers)
+    if (data.rawBytes && data.rawLength >= 1024)
+      bySignature[{data.tensor.data_type(),
+                   std::vector<int64_t>(data.tensor.dims().begin(), data.tensor.dims().end()),
+                   data.rawLength}]
+          .push_back(&data);
+  std::vector<std::string> duplicates;
+  for (const auto &[signature, group] : bySignature)
+    for (size_t i = 1; i < group.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (!std::memcmp(group[i]->rawBytes, group[j]->rawBytes,
+                         static_cast<size_t>(group[i]->rawLength))) {
+          duplicates.push_back("'" + group[j]->tensor.name() + "' and '" +
+                               group[i]->tensor.name() + "'");
+          break;
+        }
+  if (!duplicates.empty())
+    signs.push_back(std::to_string(duplicates.size()) +
+                    " pairs of weights hold the same values (" + sample(duplicates) +
+                    "): a tied weight stored twice would be trained as two");
+  return signs;
+}
