@@ -163,6 +163,20 @@ class PlanModelOnnxTest(unittest.TestCase):
             plan_model(fixture("mlp.onnx"), stages=2, micro_batch_size=4, bogus_setting=3)
         self.assertIn("bogus-setting", str(caught.exception))
 
+    def test_inference_export_is_refused_unless_allowed(self):
+        # An eval-mode export (BatchNorm with running statistics) plans another network
+        # than the one trained: a PlanError with the CLI's notes, or, allowed, a plan.
+        model = fixture("resnet50_eval_opset13.onnx")
+        cli = run_pipe_opt(model, self.path("cli"), stages=2, micro_batch_size=2)
+        self.assertEqual(cli.returncode, 1)
+        with self.assertRaises(PlanError) as caught:
+            plan_model(model, stages=2, micro_batch_size=2)
+        self.assertIn("exported for inference", str(caught.exception))
+        self.assertIn("export_for_pipeline", str(caught.exception))
+        plan = plan_model(model, stages=2, micro_batch_size=2, allow_inference_export=True,
+                          train=False)
+        self.assertGreater(plan.period_ms, 0)
+
     def test_bad_option_value_is_a_value_error(self):
         cli = run_pipe_opt(fixture("mlp.onnx"), self.path("cli"), stages=2, micro_batch_size=4,
                            memory="80")
