@@ -138,7 +138,8 @@ struct PlanOptions {
   /// still run and reported.
   bool requireSchedule = false;
   /// Time limit of each of the `ilp` and `ilp-general` algorithms (wall clock, from
-  /// the algorithm's start: warm start, model building and CBC together).
+  /// the algorithm's start: warm start, model building and CBC together), and of
+  /// `madpipe-span`'s search over the period (which then keeps the best it reached).
   double ilpTimeLimitSeconds = 10;
   Objective objective = Objective::Period;
   /// Called with each algorithm's result as soon as it is evaluated (progress).

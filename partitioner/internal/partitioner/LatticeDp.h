@@ -6,6 +6,7 @@
 
 #include "partitioner/StageModel.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,9 +53,13 @@ std::optional<CutPartition> minMemoryPartition(const StageModel &model, int maxS
 std::optional<CutPartition> periodicPartition(const StageModel &model, int maxStages,
                                               double periodMs);
 
-/// Bisection on T over periodicPartition (between `lowMs` and the single-stage period).
-std::optional<CutPartition> periodicMinPeriod(const StageModel &model, int maxStages,
-                                              double lowMs);
+/// The smallest T (relative precision 1e-7) at which periodicPartition finds a
+/// partition: doubling from `lowMs`, then bisection. When `outOfTime` says so, the
+/// search stops with the best partition found so far (its T is feasible, not
+/// proven minimal), or none if none was found yet.
+std::optional<CutPartition> periodicMinPeriod(
+    const StageModel &model, int maxStages, double lowMs,
+    const std::function<bool()> &outOfTime = [] { return false; });
 
 /// Greedy feasible upper bound for chain lattices (bisection on T, longest stages from
 /// the end); exact when links are free. Infinity when nothing fits.

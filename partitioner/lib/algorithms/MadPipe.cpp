@@ -5,6 +5,9 @@
 // downstream latency, with bisection on T (exact at each T).
 #include "Contiguous.h"
 
+#include <chrono>
+#include <cstdio>
+
 namespace partitioner {
 namespace {
 class MadPipeAlgorithm : public Algorithm {
@@ -72,10 +75,22 @@ public:
     }
     Problem periodic = problem;
     periodic.training.schedule = ScheduleKind::Periodic;
+    // The search over T costs about (cuts)^2 per step: on large lattices it is held
+    // to the time limit of the search algorithms, and keeps the best T it reached.
+    const auto start = std::chrono::steady_clock::now();
+    const double limit = context.options.ilpTimeLimitSeconds;
+    bool stopped = false;
+    auto outOfTime = [&] {
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+          limit)
+        stopped = true;
+      return stopped;
+    };
     output = detail::solveOnLattices(
         periodic, context,
         [&](const StageModel &model, double) {
-          return periodicMinPeriod(model, periodic.platform.gpus, context.bounds.bestMs);
+          return periodicMinPeriod(model, periodic.platform.gpus, context.bounds.bestMs,
+                                   outOfTime);
         },
         [&](const StageModel &model) {
           return explainMemoryInfeasibility(model, periodic.platform.gpus,
@@ -84,6 +99,17 @@ public:
     if (output.allocation) {
       output.allocation->inFlightLimit.clear();
       output.allocation->targetPeriodMs = 0;
+    }
+    if (stopped) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%g s", limit);
+      if (output.allocation)
+        output.notes += (output.notes.empty() ? "" : "; ") +
+                        std::string("stopped at the time limit (") + seconds +
+                        "): the best period reached, not proven minimal";
+      else
+        output.reason = std::string("madpipe-span: no partition within the time limit (") +
+                        seconds + ")";
     }
     output.schedule = ScheduleKind::OneFOneB;
     return output;

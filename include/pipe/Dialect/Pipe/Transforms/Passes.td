@@ -35,7 +35,8 @@ defvar PipePartitionOptionList = [
          "What best minimises: iteration (the time of one training step of the "
          "micro-batches) or period (the steady state)">,
   Option<"timeLimit", "time-limit", "double", /*default=*/"10",
-         "Wall-clock seconds each MIP algorithm (ilp, ilp-general) may take">,
+         "Wall-clock seconds each MIP algorithm (ilp, ilp-general) and madpipe-span's "
+         "search may take">,
 ];
 defvar PipeLossOption = Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
     "Training loss on model output 0: cross-entropy, mse or none">;
