@@ -23,6 +23,15 @@ public:
         [&](const StageModel &model, double upperBound) {
           MinMaxOptions local = options;
           local.upperBoundMs = upperBound;
+          // As madpipe: on a long chain a greedy split's period bounds the DP's
+          // window. The result stays exact: if no split is found within the bound
+          // (the greedy split breaks PipeDream's rules), the DP runs unbounded.
+          if (upperBound == kInfinity && model.lattice().numCuts() > 1500) {
+            local.upperBoundMs = greedyUpperBound(model, local);
+            if (auto bounded = minMaxPartition(model, local))
+              return bounded;
+            local.upperBoundMs = kInfinity;
+          }
           return minMaxPartition(model, local);
         },
         [](const StageModel &) {
