@@ -18,7 +18,8 @@ using namespace pipe::driver;
 /// Why each boundary sits where it is: the plan with the boundary moved one
 /// layer either way, evaluated by the same simulator.
 void pipe::driver::explainBoundaries(const partitioner::Problem &problem,
-                       const partitioner::PlanningReport &report, llvm::raw_ostream &os) {
+                                     const partitioner::PlanningReport &report,
+                                     llvm::raw_ostream &os) {
   const partitioner::PlanResult &best = *report.best();
   const partitioner::Allocation &allocation = best.allocation;
   int stages = allocation.numStages();
@@ -30,7 +31,7 @@ void pipe::driver::explainBoundaries(const partitioner::Problem &problem,
     auto evaluated =
         partitioner::evaluateAllocation(problem, moved, best.scheduleKind, report.bounds);
     if (!evaluated)
-      return "not a valid cut (a tensor would flow backwards)";
+      return "not a valid cut: " + evaluated.error();
     const partitioner::PlanResult &result = *evaluated;
     if (!result.valid)
       return result.reason;
@@ -94,7 +95,7 @@ void pipe::driver::stageSummary(pipeline::PipelineOp pipelineOp, llvm::raw_ostre
 
 /// The assumptions of the plan, for plan.json and problem.json.
 nlohmann::ordered_json pipe::driver::settingsJson(const pipeline::PartitionOutcome &outcome,
-                                    const MainJobOptions &options) {
+                                                  const MainJobOptions &options) {
   const partitioner::Platform &platform = outcome.problem.platform;
   auto link = [](const partitioner::LinkSpec &spec) {
     nlohmann::ordered_json json;
@@ -131,8 +132,8 @@ nlohmann::ordered_json pipe::driver::settingsJson(const pipeline::PartitionOutco
 }
 
 /// The report's header: what was planned, under which assumptions.
-void pipe::driver::writeHeader(const pipeline::PartitionOutcome &outcome, const MainJobOptions &options,
-                 llvm::raw_ostream &os) {
+void pipe::driver::writeHeader(const pipeline::PartitionOutcome &outcome,
+                               const MainJobOptions &options, llvm::raw_ostream &os) {
   const partitioner::Problem &problem = outcome.problem;
   const partitioner::PlanResult &best = *outcome.report.best();
   os << "pipe-opt plan for " << llvm::sys::path::filename(options.modelPath) << "\n";
@@ -170,7 +171,8 @@ std::string pipe::driver::formatSeconds(double value) {
 }
 
 /// How to plan the written problem again with the partitioner alone.
-std::string pipe::driver::replayCommand(const std::string &problemPath, const MainJobOptions &options) {
+std::string pipe::driver::replayCommand(const std::string &problemPath,
+                                        const MainJobOptions &options) {
   std::string algorithms = options.plan.algo;
   if (algorithms == "best")
     algorithms += ",madpipe-span";
