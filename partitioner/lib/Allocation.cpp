@@ -35,6 +35,11 @@ void validateAllocation(const Problem &problem, const Allocation &allocation) {
       throw Error("stage " + std::to_string(s) + " is on GPU " + std::to_string(g) +
                   ", the platform has " + std::to_string(problem.platform.gpus));
   }
+  if (!allocation.recompute.empty() &&
+      allocation.recompute.size() != static_cast<size_t>(stages))
+    throw Error("allocation gives recompute flags for " +
+                std::to_string(allocation.recompute.size()) + " stages, it has " +
+                std::to_string(stages));
   for (const Tensor &tensor : problem.tensors)
     for (int consumer : tensor.consumers)
       if (allocation.stageOfLayer[static_cast<size_t>(consumer)] <
@@ -60,6 +65,9 @@ Allocation allocationFromCuts(const Problem &problem, const CutLattice &lattice,
   const int shift = stages ? partition.gpus.front() : 0;
   for (int g : partition.gpus)
     allocation.gpuOfStage.push_back(g - shift);
+  if (std::find(partition.recompute.begin(), partition.recompute.end(), true) !=
+      partition.recompute.end())
+    allocation.recompute = partition.recompute;
   if (problem.platform.speed.empty() == false)
     allocation.gpuOfStage = partition.gpus; // heterogeneous: keep the priced GPUs
   return allocation;
@@ -94,6 +102,9 @@ StageGraph buildStageGraph(const Problem &problem, const Allocation &allocation)
   graph.predecessors.resize(static_cast<size_t>(stages));
   graph.successors.resize(static_cast<size_t>(stages));
   graph.layers.resize(static_cast<size_t>(stages));
+  graph.recompute.assign(static_cast<size_t>(stages), false);
+  for (int s = 0; s < stages; ++s)
+    graph.recompute[static_cast<size_t>(s)] = allocation.recomputes(s);
   for (size_t l = 0; l < problem.layers.size(); ++l) {
     const Layer &layer = problem.layers[l];
     const int s = allocation.stageOfLayer[l];
@@ -123,6 +134,9 @@ StageGraph buildStageGraph(const Problem &problem, const Allocation &allocation)
     graph.outBytes[static_cast<size_t>(key.first)] += bytes;
     graph.inBytes[static_cast<size_t>(key.second)] += bytes;
   }
+  for (size_t s = 0; s < static_cast<size_t>(stages); ++s)
+    if (graph.recompute[s])
+      graph.backwardMs[s] += graph.forwardMs[s];
   return graph;
 }
 

@@ -70,6 +70,10 @@ LowerBounds computeLowerBounds(const Problem &problem) {
       bounds.memoryMs = std::max(bounds.memoryMs, spanWeighted / room);
     }
   }
+  // Recomputation keeps fewer copies than Little's law counts (it trades time for
+  // them), so the memory bound holds only without it; one copy is still needed.
+  if (problem.training.recompute != RecomputePolicy::None)
+    bounds.memoryMs = 0;
   bounds.bestMs = std::max({bounds.workMs, bounds.largestLayerMs, bounds.memoryMs});
   return bounds;
 }

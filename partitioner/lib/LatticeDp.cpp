@@ -198,18 +198,15 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model,
                                    : positionalInFlight(options.inFlightRule, k, m);
   };
   auto cost = [&](int from, int to, int k, int gpu) {
-    if (options.memoryAware) {
-      if (options.pipeDreamFilter) {
-        const CutLattice &l = model.lattice();
-        double stash = (k - 1) * ((l.saved[static_cast<size_t>(to)] - l.saved[static_cast<size_t>(from)]) +
-                                  (l.params[static_cast<size_t>(to)] - l.params[static_cast<size_t>(from)]));
-        if (stash > limit)
-          return kInfinity;
-      } else if (!model.fits(from, to, inFlightAt(k))) {
+    if (options.memoryAware && options.pipeDreamFilter) {
+      const CutLattice &l = model.lattice();
+      double stash = (k - 1) * ((l.saved[static_cast<size_t>(to)] - l.saved[static_cast<size_t>(from)]) +
+                                (l.params[static_cast<size_t>(to)] - l.params[static_cast<size_t>(from)]));
+      if (stash > limit)
         return kInfinity;
-      }
+      return model.choose(from, to, inFlightAt(k), gpu, false).periodMs;
     }
-    return model.periodMs(from, to, gpu);
+    return model.choose(from, to, inFlightAt(k), gpu, options.memoryAware).periodMs;
   };
   double maxWork = options.upperBoundMs == kInfinity
                        ? kInfinity
@@ -219,9 +216,18 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model,
       options.memoryAware && !options.pipeDreamFilter ? limit : kInfinity;
   auto result = minMaxCore(model, stages, options.exactStageCount, maxWork, options.tieBreak, cost,
                            maxStageBytes);
-  if (result)
-    for (size_t i = 0; i < result->gpus.size(); ++i)
-      result->inFlight.push_back(inFlightAt(static_cast<int>(result->gpus.size() - i)));
+  if (result) {
+    const size_t count = result->gpus.size();
+    for (size_t i = 0; i < count; ++i) {
+      const int k = static_cast<int>(count - i);
+      result->inFlight.push_back(inFlightAt(k));
+      const bool checkMemory = options.memoryAware && !options.pipeDreamFilter;
+      result->recompute.push_back(model
+                                      .choose(result->cuts[i], result->cuts[i + 1],
+                                              inFlightAt(k), result->gpus[i], checkMemory)
+                                      .recompute);
+    }
+  }
   return result;
 }
 
@@ -257,6 +263,19 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
   std::vector<double> span(cuts * width, kInfinity);
   std::vector<int> choice(cuts * width, -1);
   std::vector<int> copies(cuts * width, 0);
+  std::vector<char> recomputes(cuts * width, 0);
+  std::vector<bool> recomputeVariants;
+  switch (problem.training.recompute) {
+  case RecomputePolicy::None:
+    recomputeVariants = {false};
+    break;
+  case RecomputePolicy::Auto:
+    recomputeVariants = {false, true};
+    break;
+  case RecomputePolicy::All:
+    recomputeVariants = {true};
+    break;
+  }
   span[static_cast<size_t>(full) * width] = 0;
   LargerCuts larger(lattice, problem.training.stateMultiplier, model.memoryLimit());
   const double maxWork = T * (1 + 1e-9) * maxSpeed(problem);
@@ -269,23 +288,29 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
           continue;
         const int gpu = gpus - k;
         const double f = model.forwardMs(from, to, gpu);
-        const double b = model.backwardMs(from, to, gpu);
-        if (f + b > T * (1 + 1e-9) || model.commMs(from, to, gpu) > T * (1 + 1e-9))
-          continue;
-        double downstream = 0;
-        if (to != full)
-          downstream = next[k - 1] + 2 * model.boundaryTransferMs(to, gpu);
-        // The forward occupies [0, f) of the stage's period.
-        const double start = alignBackward(f + downstream, 0, f, b, T);
-        const double delta = start + b;
-        int n = static_cast<int>(std::ceil(delta / T - 1e-9));
-        n = std::max(1, std::min(n, m));
-        if (!model.fits(from, to, n))
-          continue;
-        if (delta < row[k]) {
-          row[k] = delta;
-          choice[static_cast<size_t>(from) * width + static_cast<size_t>(k)] = to;
-          copies[static_cast<size_t>(from) * width + static_cast<size_t>(k)] = n;
+        // Auto tries the recomputing variant only when the stage does not fit as it is.
+        for (bool recompute : recomputeVariants) {
+          const double b = model.backwardMs(from, to, gpu, recompute);
+          if (f + b > T * (1 + 1e-9) || model.commMs(from, to, gpu) > T * (1 + 1e-9))
+            break; // recomputing only lengthens the stage
+          double downstream = 0;
+          if (to != full)
+            downstream = next[k - 1] + 2 * model.boundaryTransferMs(to, gpu);
+          // The forward occupies [0, f) of the stage's period.
+          const double start = alignBackward(f + downstream, 0, f, b, T);
+          const double delta = start + b;
+          int n = static_cast<int>(std::ceil(delta / T - 1e-9));
+          n = std::max(1, std::min(n, m));
+          if (!model.fits(from, to, n, recompute))
+            continue;
+          const size_t at = static_cast<size_t>(from) * width + static_cast<size_t>(k);
+          if (delta < row[k]) {
+            row[k] = delta;
+            choice[at] = to;
+            copies[at] = n;
+            recomputes[at] = recompute;
+          }
+          break;
         }
       }
     });
@@ -307,6 +332,7 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
     partition.cuts.push_back(choice[at]);
     partition.gpus.push_back(gpus - k);
     partition.inFlight.push_back(copies[at]);
+    partition.recompute.push_back(recomputes[at] != 0);
     from = choice[at];
   }
   partition.periodMs = T;
@@ -381,19 +407,20 @@ double greedyUpperBound(const StageModel &model, const MinMaxOptions &options) {
     for (int k = 1; k <= stages && to > 0; ++k) {
       const int gpu = gpus - k;
       int bestFrom = -1;
+      double bestPeriod = 0;
       for (int from = to - 1; from >= 0; --from) {
         if (model.computeMs(from, to, gpu) > T)
           break;
-        if (model.periodMs(from, to, gpu) > T)
-          continue;
-        if (options.memoryAware &&
-            !model.fits(from, to, positionalInFlight(options.inFlightRule, k, m)))
+        const StageChoice stage = model.choose(
+            from, to, positionalInFlight(options.inFlightRule, k, m), gpu, options.memoryAware);
+        if (!stage.feasible || stage.periodMs > T)
           continue;
         bestFrom = from;
+        bestPeriod = stage.periodMs;
       }
       if (bestFrom < 0)
         return kInfinity;
-      bottleneck = std::max(bottleneck, model.periodMs(bestFrom, to, gpu));
+      bottleneck = std::max(bottleneck, bestPeriod);
       to = bestFrom;
     }
     return to == 0 ? bottleneck : kInfinity;

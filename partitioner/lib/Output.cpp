@@ -125,6 +125,15 @@ void writeTable(const Problem &problem, const PlanningReport &report, std::ostre
               formatBytes(gpu.memoryLimitBytes, units))
           << "\n";
     }
+    std::string recomputing;
+    for (size_t s = 0; s < best->stages.size(); ++s)
+      if (best->stages[s].recompute)
+        recomputing += (recomputing.empty() ? "" : ", ") + std::to_string(s);
+    if (!recomputing.empty())
+      out << "recompute: stage" << (recomputing.find(',') == std::string::npos ? " " : "s ")
+          << recomputing
+          << " (keep only their inputs per micro-batch in flight; the backward runs the "
+             "forward again, included in time ms)\n";
     out << "period " << milliseconds(best->periodMs)
         << " ms, iteration (m=" << problem.training.microbatches << ") "
         << milliseconds(best->iterationMs) << " ms, bubble " << fixed(100 * best->bubbleFraction, 1)
@@ -286,12 +295,19 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
   document["stage_of"] = stageOf;
   document["gpu_of_stage"] = best->allocation.gpuOfStage;
   // What evaluateAllocation needs beyond the placement, so the plan replays exactly.
-  if (!best->allocation.inFlightLimit.empty() || best->allocation.targetPeriodMs > 0) {
+  std::vector<int> recomputeStages;
+  for (int s = 0; s < best->allocation.numStages(); ++s)
+    if (best->allocation.recomputes(s))
+      recomputeStages.push_back(s);
+  if (!best->allocation.inFlightLimit.empty() || best->allocation.targetPeriodMs > 0 ||
+      !recomputeStages.empty()) {
     json allocation = json::object();
     if (!best->allocation.inFlightLimit.empty())
       allocation["in_flight_limit"] = best->allocation.inFlightLimit;
     if (best->allocation.targetPeriodMs > 0)
       allocation["target_period_ms"] = best->allocation.targetPeriodMs;
+    if (!recomputeStages.empty())
+      allocation["recompute_stages"] = recomputeStages;
     document["allocation"] = allocation;
   }
   json metrics = json::array();
@@ -303,6 +319,7 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
     item["time_ms"] = stage.computeMs;
     item["forward_ms"] = stage.forwardMs;
     item["backward_ms"] = stage.backwardMs;
+    item["recompute"] = stage.recompute;
     item["in_flight"] = stage.inFlight;
     item["in_bytes"] = stage.inBytes;
     item["out_bytes"] = stage.outBytes;

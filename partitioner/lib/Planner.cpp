@@ -3,7 +3,6 @@
 #include "partitioner/PlannerImpl.h"
 #include "partitioner/Schedule.h"
 #include "partitioner/Error.h"
-#include "partitioner/Error.h"
 #include "partitioner/LatticeDp.h"
 #include "partitioner/Linearize.h"
 
@@ -75,7 +74,11 @@ PlanResult evaluateOrThrow(const Problem &problem, const Allocation &input, Sche
                            const LowerBounds &bounds) {
   PlanResult result;
   result.scheduleKind = kind;
-  const Allocation allocation = numberGpusInPipelineOrder(problem, input);
+  Allocation allocation = numberGpusInPipelineOrder(problem, input);
+  // No stage recomputes: the flags are left empty (one spelling of "none").
+  if (std::find(allocation.recompute.begin(), allocation.recompute.end(), true) ==
+      allocation.recompute.end())
+    allocation.recompute.clear();
   result.allocation = allocation;
   result.lowerBoundMs = bounds.bestMs;
   try {
@@ -97,6 +100,7 @@ PlanResult evaluateOrThrow(const Problem &problem, const Allocation &input, Sche
     stage.layers = graph.layers[i];
     stage.forwardMs = graph.forwardMs[i];
     stage.backwardMs = graph.backwardMs[i];
+    stage.recompute = graph.recompute[i];
     stage.computeMs = stage.forwardMs + stage.backwardMs;
     stage.inBytes = graph.inBytes[i];
     stage.outBytes = graph.outBytes[i];
@@ -143,6 +147,89 @@ PlanResult evaluateOrThrow(const Problem &problem, const Allocation &input, Sche
     return result;
   }
   result.valid = true;
+  return result;
+}
+
+namespace {
+/// GPUs whose simulated peak exceeds the limit (none when the simulation failed).
+std::vector<bool> overflowingGpus(const Problem &problem, const PlanResult &result) {
+  std::vector<bool> over(static_cast<size_t>(problem.platform.gpus), false);
+  if (!result.simulation.completed)
+    return over;
+  const double limit = problem.platform.memoryBytesPerGpu;
+  for (size_t g = 0; g < result.gpus.size(); ++g)
+    over[g] = result.gpus[g].memoryBytes > limit * (1 + 1e-12);
+  return over;
+}
+} // namespace
+
+PlanResult evaluateUnderPolicyOrThrow(const Problem &problem, const Allocation &input,
+                                      ScheduleKind kind, const LowerBounds &bounds) {
+  const RecomputePolicy policy = problem.training.recompute;
+  Allocation allocation = input;
+  const size_t stages = static_cast<size_t>(allocation.numStages());
+  if (policy == RecomputePolicy::None)
+    return evaluateOrThrow(problem, allocation, kind, bounds);
+  if (policy == RecomputePolicy::All) {
+    allocation.recompute.assign(stages, true);
+    return evaluateOrThrow(problem, allocation, kind, bounds);
+  }
+  if (allocation.recompute.size() != stages)
+    allocation.recompute.assign(stages, false);
+  PlanResult result = evaluateOrThrow(problem, allocation, kind, bounds);
+  const std::vector<bool> overflowAtFirst = overflowingGpus(problem, result);
+  const bool overflowed =
+      std::find(overflowAtFirst.begin(), overflowAtFirst.end(), true) != overflowAtFirst.end();
+  // Mark stages on overflowing GPUs, the largest saving (in flight x (saved - kept)) first.
+  for (;;) {
+    const std::vector<bool> over = overflowingGpus(problem, result);
+    if (result.valid || std::find(over.begin(), over.end(), true) == over.end())
+      break;
+    const StageGraph graph = buildStageGraph(problem, allocation);
+    int pick = -1;
+    double bestSaving = 0;
+    for (size_t s = 0; s < stages; ++s) {
+      if (allocation.recompute[s] || !over[static_cast<size_t>(graph.gpu[s])])
+        continue;
+      const double saving = result.simulation.stageInFlight[s] *
+                            (graph.savedBytes[s] - graph.inBytes[s]);
+      if (saving > bestSaving) {
+        bestSaving = saving;
+        pick = static_cast<int>(s);
+      }
+    }
+    if (pick < 0)
+      break;
+    allocation.recompute[static_cast<size_t>(pick)] = true;
+    result = evaluateOrThrow(problem, allocation, kind, bounds);
+  }
+  // Marking one stage at a time can stop short of a plan (or reach a slower one)
+  // that recomputing every stage finds: the better of the two is kept.
+  if (overflowed && std::find(allocation.recompute.begin(), allocation.recompute.end(), false) !=
+                        allocation.recompute.end()) {
+    Allocation everywhere = allocation;
+    everywhere.recompute.assign(stages, true);
+    PlanResult candidate = evaluateOrThrow(problem, everywhere, kind, bounds);
+    if (candidate.valid && (!result.valid || candidate.periodMs < result.periodMs * (1 - 1e-9))) {
+      allocation = everywhere;
+      result = std::move(candidate);
+    }
+  }
+  if (!result.valid)
+    return result;
+  // Clear the marks that are not needed (the DPs mark by the position rule, which
+  // can keep more micro-batches than the schedule does).
+  for (size_t s = 0; s < stages; ++s) {
+    if (!allocation.recompute[s])
+      continue;
+    Allocation trial = allocation;
+    trial.recompute[s] = false;
+    PlanResult candidate = evaluateOrThrow(problem, trial, kind, bounds);
+    if (candidate.valid && candidate.periodMs <= result.periodMs * (1 + 1e-9)) {
+      allocation = trial;
+      result = std::move(candidate);
+    }
+  }
   return result;
 }
 
@@ -198,8 +285,9 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     PlanResult result;
     if (output.allocation) {
-      result = evaluateOrThrow(problem, *output.allocation,
-                                  output.schedule.value_or(problem.training.schedule), report.bounds);
+      result = evaluateUnderPolicyOrThrow(problem, *output.allocation,
+                                          output.schedule.value_or(problem.training.schedule),
+                                          report.bounds);
     } else {
       result.reason = output.reason.empty() ? "no allocation" : output.reason;
       result.scheduleKind = output.schedule.value_or(problem.training.schedule);
@@ -265,7 +353,7 @@ Expected<PlanResult> evaluateAllocation(const Problem &problem, const Allocation
                                         ScheduleKind kind, const LowerBounds &bounds) {
   return catchErrors([&] {
     validateAllocation(problem, allocation);
-    return evaluateOrThrow(problem, allocation, kind, bounds);
+    return evaluateUnderPolicyOrThrow(problem, allocation, kind, bounds);
   });
 }
 

@@ -260,6 +260,27 @@ Expected<WeightPolicy> parseWeightPolicy(const std::string &text) {
                                          "' (expected default, single, double or stash)");
 }
 
+std::string toString(RecomputePolicy policy) {
+  switch (policy) {
+  case RecomputePolicy::None:
+    return "none";
+  case RecomputePolicy::Auto:
+    return "auto";
+  case RecomputePolicy::All:
+    return "all";
+  }
+  return "?";
+}
+
+Expected<RecomputePolicy> parseRecomputePolicy(const std::string &text) {
+  for (RecomputePolicy policy :
+       {RecomputePolicy::None, RecomputePolicy::Auto, RecomputePolicy::All})
+    if (toString(policy) == text)
+      return policy;
+  return Expected<RecomputePolicy>::failure("unknown recompute policy '" + text +
+                                            "' (expected none, auto or all)");
+}
+
 namespace {
 std::string lowerTrim(const std::string &text) {
   std::string out;

@@ -104,7 +104,7 @@ Problem readDocument(const json &document, const std::string &name) {
   if (root.has("training")) {
     JsonFields t(root.at("training"), name + ": training",
                  {"microbatches", "state_multiplier", "schedule", "weight_policy",
-                  "communication_buffers", "interleave_chunks"});
+                  "communication_buffers", "interleave_chunks", "recompute"});
     TrainingSettings &training = problem.training;
     training.microbatches =
         static_cast<int>(t.integer("microbatches", training.microbatches, 1, kMaxMicrobatches));
@@ -117,6 +117,8 @@ Problem readDocument(const json &document, const std::string &name) {
         t.boolean("communication_buffers", training.communicationBuffers);
     training.interleaveChunks = static_cast<int>(
         t.integer("interleave_chunks", training.interleaveChunks, 1, kMaxInterleaveChunks));
+    if (t.has("recompute"))
+      training.recompute = orThrow(parseRecomputePolicy(t.string("recompute", "")));
   }
   return problem;
 }
@@ -191,6 +193,7 @@ void writeProblemJson(const Problem &problem, std::ostream &out) {
   training["weight_policy"] = toString(problem.training.weights);
   training["communication_buffers"] = problem.training.communicationBuffers;
   training["interleave_chunks"] = problem.training.interleaveChunks;
+  training["recompute"] = toString(problem.training.recompute);
   document["training"] = training;
   out << document.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
 }

@@ -68,11 +68,17 @@ ReplayCheck replayDocument(const Problem &problem, const std::string &planJson) 
     allocation.gpuOfStage.push_back(static_cast<int>(gpu));
   if (plan.has("allocation")) {
     const JsonFields extra(plan.at("allocation"), "the plan JSON: allocation",
-                           {"in_flight_limit", "target_period_ms"});
+                           {"in_flight_limit", "target_period_ms", "recompute_stages"});
     if (extra.has("in_flight_limit"))
       for (int64_t limit : extra.integers("in_flight_limit", 0, kMaxMicrobatches))
         allocation.inFlightLimit.push_back(static_cast<int>(limit));
     allocation.targetPeriodMs = extra.number("target_period_ms", 0);
+    if (extra.has("recompute_stages")) {
+      allocation.recompute.assign(gpuOfStage.size(), false);
+      for (int64_t stage : extra.integers("recompute_stages", 0,
+                                          static_cast<int64_t>(gpuOfStage.size()) - 1))
+        allocation.recompute[static_cast<size_t>(stage)] = true;
+    }
   }
   validateAllocation(problem, allocation);
   const double reportedPeriod = plan.number("period_ms", 0);

@@ -358,21 +358,29 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
     makespan = std::max(makespan, t.endMs);
   result.iterationMs = makespan;
 
-  // Memory: activations live from the start of F to the end of B (or W).
+  // Memory: activations live from the start of F to the end of B (or W); a
+  // recomputing stage keeps its inputs there, and its recomputed activations from
+  // the start of B (or Bi) to the end of B (or W).
   struct Event {
     double time;
     int order; // frees (0) before allocations (1) at equal times
     int stage;
-    int delta;
+    int delta;       // micro-batches in flight
+    double bytes;
   };
   std::vector<Event> events;
   const ActionKind release =
       schedule.splitBackward ? ActionKind::BackwardWeight : ActionKind::Backward;
+  const ActionKind recomputeAt =
+      schedule.splitBackward ? ActionKind::BackwardInput : ActionKind::Backward;
   for (const auto &t : result.timeline) {
+    const int s = t.action.stage;
     if (t.action.kind == ActionKind::Forward)
-      events.push_back({t.startMs, 1, t.action.stage, +1});
-    else if (t.action.kind == release)
-      events.push_back({t.endMs, 0, t.action.stage, -1});
+      events.push_back({t.startMs, 1, s, +1, graph.keptBytes(s)});
+    if (t.action.kind == recomputeAt && graph.recomputedBytes(s) > 0)
+      events.push_back({t.startMs, 1, s, 0, graph.recomputedBytes(s)});
+    if (t.action.kind == release)
+      events.push_back({t.endMs, 0, s, -1, -(graph.keptBytes(s) + graph.recomputedBytes(s))});
   }
   std::sort(events.begin(), events.end(), [](const Event &a, const Event &b) {
     return std::tie(a.time, a.order) < std::tie(b.time, b.order);
@@ -386,7 +394,7 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
     alive[s] += e.delta;
     result.stageInFlight[s] = std::max(result.stageInFlight[s], alive[s]);
     const size_t g = static_cast<size_t>(graph.gpu[s]);
-    gpuActivation[g] += e.delta * graph.savedBytes[s];
+    gpuActivation[g] += e.bytes;
     result.memory[g].activationPeakBytes =
         std::max(result.memory[g].activationPeakBytes, gpuActivation[g]);
   }

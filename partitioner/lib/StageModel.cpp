@@ -23,15 +23,18 @@ double StageModel::forwardMs(int from, int to, int gpu) const {
          problem_.platform.speedOf(gpu);
 }
 
-double StageModel::backwardMs(int from, int to, int gpu) const {
-  return (lattice_.backward[static_cast<size_t>(to)] -
-          lattice_.backward[static_cast<size_t>(from)]) /
-         problem_.platform.speedOf(gpu);
+double StageModel::backwardMs(int from, int to, int gpu, bool recompute) const {
+  const double backward = (lattice_.backward[static_cast<size_t>(to)] -
+                           lattice_.backward[static_cast<size_t>(from)]) /
+                          problem_.platform.speedOf(gpu);
+  return recompute ? backward + forwardMs(from, to, gpu) : backward;
 }
 
-double StageModel::computeMs(int from, int to, int gpu) const {
-  return (lattice_.work[static_cast<size_t>(to)] - lattice_.work[static_cast<size_t>(from)]) /
-         problem_.platform.speedOf(gpu);
+double StageModel::computeMs(int from, int to, int gpu, bool recompute) const {
+  const double work =
+      (lattice_.work[static_cast<size_t>(to)] - lattice_.work[static_cast<size_t>(from)]) /
+      problem_.platform.speedOf(gpu);
+  return recompute ? work + forwardMs(from, to, gpu) : work;
 }
 
 double StageModel::boundaryTransferMs(int cut, int gpu) const {
@@ -49,8 +52,8 @@ double StageModel::commMs(int from, int to, int gpu) const {
   return total;
 }
 
-double StageModel::periodMs(int from, int to, int gpu) const {
-  return std::max(computeMs(from, to, gpu), commMs(from, to, gpu));
+double StageModel::periodMs(int from, int to, int gpu, bool recompute) const {
+  return std::max(computeMs(from, to, gpu, recompute), commMs(from, to, gpu));
 }
 
 double StageModel::staticBytes(int from, int to, int versions) const {
@@ -63,11 +66,31 @@ double StageModel::staticBytes(int from, int to, int versions) const {
   return bytes;
 }
 
-double StageModel::memoryBytes(int from, int to, int inFlight) const {
+double StageModel::memoryBytes(int from, int to, int inFlight, bool recompute) const {
   const double saved =
       lattice_.saved[static_cast<size_t>(to)] - lattice_.saved[static_cast<size_t>(from)];
+  const double kept = recompute ? lattice_.cutBytes[static_cast<size_t>(from)] : saved;
   return staticBytes(from, to, weightVersions(problem_.training, inFlight)) +
-         inFlight * saved;
+         inFlight * kept + (recompute ? saved : 0.0);
+}
+
+StageChoice StageModel::choose(int from, int to, int inFlight, int gpu, bool checkMemory) const {
+  const RecomputePolicy policy = problem_.training.recompute;
+  auto variant = [&](bool recompute) {
+    StageChoice choice;
+    if (checkMemory && !fits(from, to, inFlight, recompute))
+      return choice;
+    choice.feasible = true;
+    choice.recompute = recompute;
+    choice.periodMs = periodMs(from, to, gpu, recompute);
+    return choice;
+  };
+  if (policy == RecomputePolicy::All)
+    return variant(true);
+  StageChoice plain = variant(false);
+  if (plain.feasible || policy == RecomputePolicy::None)
+    return plain;
+  return variant(true);
 }
 
 } // namespace partitioner

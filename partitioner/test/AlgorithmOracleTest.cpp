@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <set>
@@ -300,28 +301,17 @@ double bruteSpan(const Problem &problem, const std::vector<std::vector<int>> &st
   }
   *feasible = true;
   double downstream = 0;
+  // The recomputing variant (backward + forward; keeps the received bytes per copy
+  // and one copy of the saved bytes) is tried only when the stage does not fit as
+  // it is (RecomputePolicy::Auto), or always (All).
+  std::vector<bool> variants{false};
+  if (problem.training.recompute == RecomputePolicy::Auto)
+    variants = {false, true};
+  if (problem.training.recompute == RecomputePolicy::All)
+    variants = {true};
   for (int s = k - 1; s >= 0; --s) {
     const int gpu = gpus - k + s;
     const BruteStage &stage = priced[static_cast<size_t>(s)];
-    const double f = stage.forward, b = stage.backward;
-    if (f + b > T * (1 + 1e-9) || stage.period > T * (1 + 1e-9)) {
-      *feasible = false;
-      return kInfinity;
-    }
-    double earliest = f;
-    if (s < k - 1)
-      earliest += downstream +
-                  2 * problem.platform.linkBetween(gpu, gpu + 1).transferMs(cutAfter[static_cast<size_t>(s)]);
-    // Smallest x >= earliest with x mod T in [f, T - b].
-    double x = earliest;
-    for (int guard = 0; guard < 4; ++guard) {
-      double r = std::fmod(x, T);
-      if (r + 1e-9 * T >= f && r <= T - b + 1e-9 * T)
-        break;
-      x = r < f ? x + (f - r) : x + (T - r) + f;
-    }
-    const double span = x + b;
-    int copies = std::max(1, std::min(m, static_cast<int>(std::ceil(span / T - 1e-9))));
     double params = 0, saved = 0;
     for (int l : stages[static_cast<size_t>(s)]) {
       params += problem.layers[static_cast<size_t>(l)].parameterBytes;
@@ -335,22 +325,57 @@ double bruteSpan(const Problem &problem, const std::vector<std::vector<int>> &st
       if (s < k - 1)
         buffers += 2 * cutAfter[static_cast<size_t>(s)];
     }
-    if (problem.training.stateMultiplier * params + buffers + copies * saved >
-        problem.platform.memoryBytesPerGpu * (1 + 1e-12)) {
+    const double received = s > 0 ? cutAfter[static_cast<size_t>(s - 1)] : 0.0;
+    bool placed = false;
+    for (bool recompute : variants) {
+      const double f = stage.forward;
+      const double b = stage.backward + (recompute ? f : 0.0);
+      if (f + b > T * (1 + 1e-9) || std::max(stage.period, f + b) > T * (1 + 1e-9))
+        break;
+      double earliest = f;
+      if (s < k - 1)
+        earliest += downstream + 2 * problem.platform.linkBetween(gpu, gpu + 1)
+                                         .transferMs(cutAfter[static_cast<size_t>(s)]);
+      // Smallest x >= earliest with x mod T in [f, T - b].
+      double x = earliest;
+      for (int guard = 0; guard < 4; ++guard) {
+        double r = std::fmod(x, T);
+        if (r + 1e-9 * T >= f && r <= T - b + 1e-9 * T)
+          break;
+        x = r < f ? x + (f - r) : x + (T - r) + f;
+      }
+      const double span = x + b;
+      const int copies = std::max(1, std::min(m, static_cast<int>(std::ceil(span / T - 1e-9))));
+      const double activations = recompute ? copies * received + saved : copies * saved;
+      if (problem.training.stateMultiplier * params + buffers + activations >
+          problem.platform.memoryBytesPerGpu * (1 + 1e-12))
+        continue;
+      downstream = span;
+      placed = true;
+      break;
+    }
+    if (!placed) {
       *feasible = false;
       return kInfinity;
     }
-    downstream = span;
   }
   return downstream;
 }
 
 TEST(AlgorithmOracle, PeriodicDynamicProgramEqualsBruteForceAtFixedPeriod) {
   std::mt19937 rng(4242);
-  for (int trial = 0; trial < 800; ++trial) {
+  int autoRecomputes = 0;
+  for (int trial = 0; trial < 1200; ++trial) {
     const int layers = 1 + static_cast<int>(rng() % 8);
     const int gpus = 1 + static_cast<int>(rng() % 4);
     Problem problem = randomChain(rng, layers, gpus);
+    // A third each: no recomputation, where needed, everywhere.
+    problem.training.recompute = trial % 3 == 0   ? RecomputePolicy::None
+                                 : trial % 3 == 1 ? RecomputePolicy::Auto
+                                                  : RecomputePolicy::All;
+    if (problem.training.recompute != RecomputePolicy::None)
+      for (Layer &layer : problem.layers)
+        layer.savedBytes *= 4; // tighter memory, so that stages must recompute
     double total = 0, largest = 0;
     for (const Layer &l : problem.layers) {
       total += l.workMs();
@@ -367,7 +392,8 @@ TEST(AlgorithmOracle, PeriodicDynamicProgramEqualsBruteForceAtFixedPeriod) {
         bestSpan = std::min(bestSpan, span);
     }
     auto partition = periodicPartition(model, gpus, T);
-    const std::string label = "trial " + std::to_string(trial) + " T=" + std::to_string(T);
+    const std::string label = "trial " + std::to_string(trial) + " T=" + std::to_string(T) +
+                              " recompute " + toString(problem.training.recompute);
     if (bestSpan == kInfinity) {
       EXPECT_FALSE(partition.has_value()) << label;
       continue;
@@ -377,7 +403,11 @@ TEST(AlgorithmOracle, PeriodicDynamicProgramEqualsBruteForceAtFixedPeriod) {
     double span = bruteSpan(problem, stagesFromPartition(lattice, *partition), T, &feasible);
     EXPECT_TRUE(feasible) << label;
     expectNear(bestSpan, span, label + " first-stage span");
+    if (problem.training.recompute == RecomputePolicy::Auto &&
+        std::count(partition->recompute.begin(), partition->recompute.end(), true) > 0)
+      ++autoRecomputes;
   }
+  EXPECT_GT(autoRecomputes, 10); // Auto's choice is exercised
 }
 
 TEST(AlgorithmOracle, ParamsSplitEqualsBruteForce) {

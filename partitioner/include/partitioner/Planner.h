@@ -29,8 +29,14 @@ struct Allocation {
   std::vector<int> inFlightLimit;
   /// Period the allocation was planned for (periodic schedules); 0 = its bottleneck.
   double targetPeriodMs = 0;
+  /// Per stage: true when the stage recomputes its forward in the backward
+  /// (RecomputePolicy); empty means no stage does.
+  std::vector<bool> recompute;
 
   int numStages() const { return static_cast<int>(gpuOfStage.size()); }
+  bool recomputes(int stage) const {
+    return static_cast<size_t>(stage) < recompute.size() && recompute[static_cast<size_t>(stage)];
+  }
   /// Distinct GPUs that hold a stage.
   int numGpusUsed() const;
   /// True when every GPU holds at most one stage.
@@ -149,7 +155,9 @@ struct PlanOptions {
 struct StageMetrics {
   int gpu = 0;
   std::vector<int> layers;
+  /// backwardMs includes the recomputed forward when `recompute` is set.
   double forwardMs = 0, backwardMs = 0, computeMs = 0;
+  bool recompute = false;
   double inBytes = 0, outBytes = 0;
   int inFlight = 0;
 };

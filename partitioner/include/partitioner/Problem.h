@@ -150,6 +150,17 @@ enum class WeightPolicy {
   Stashed,        ///< one version per in-flight micro-batch (PipeDream)
 };
 
+/// Whether stages recompute their forward in the backward (activation
+/// checkpointing at stage granularity; docs/partitioner.md, "Recomputation").
+/// A recomputing stage keeps only the tensors it receives for each micro-batch in
+/// flight; its backward first runs the forward again (+ forward time) and holds
+/// one micro-batch's saved activations until that backward ends.
+enum class RecomputePolicy {
+  None, ///< no stage recomputes
+  Auto, ///< a stage recomputes only when it would not fit otherwise
+  All,  ///< every stage recomputes
+};
+
 /// Buffers a stage holds per cut tensor it sends or receives: one for the
 /// activation and one for its gradient, which travels the other way. With
 /// asynchronous sends both are live at once in the steady state (the sender's
@@ -168,6 +179,7 @@ struct TrainingSettings {
   /// per cut tensor on each side of the cut.
   bool communicationBuffers = true;
   int interleaveChunks = 2; ///< virtual stages per GPU for the interleaved schedule
+  RecomputePolicy recompute = RecomputePolicy::None;
 };
 
 struct Problem {
@@ -190,6 +202,9 @@ std::string toString(ScheduleKind kind);
 Expected<ScheduleKind> parseScheduleKind(const std::string &text);
 std::string toString(WeightPolicy policy);
 Expected<WeightPolicy> parseWeightPolicy(const std::string &text);
+std::string toString(RecomputePolicy policy);
+/// "none", "auto" or "all".
+Expected<RecomputePolicy> parseRecomputePolicy(const std::string &text);
 /// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or
 /// code points past U+10FFFF): names end up as JSON strings and keys.
 bool isValidUtf8(const std::string &text);

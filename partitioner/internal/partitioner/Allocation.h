@@ -33,8 +33,24 @@ struct StageGraph {
   };
   int numStages = 0;
   std::vector<int> gpu;
-  std::vector<double> forwardMs, backwardMs, weightGradientMs; ///< at the GPU's speed
+  /// At the GPU's speed. A recomputing stage's backwardMs (and its input-gradient
+  /// part, backwardMs - weightGradientMs) includes the recomputed forward.
+  std::vector<double> forwardMs, backwardMs, weightGradientMs;
   std::vector<double> savedBytes, parameterBytes;
+  /// Per stage: recomputes its forward in the backward (Allocation::recompute).
+  std::vector<bool> recompute;
+  /// Bytes a stage keeps per micro-batch in flight from its F to the end of its B
+  /// (or W): its saved activations, or its received inputs when it recomputes.
+  double keptBytes(int stage) const {
+    const size_t s = static_cast<size_t>(stage);
+    return recompute[s] ? inBytes[s] : savedBytes[s];
+  }
+  /// Bytes a recomputing stage holds from the start of its B (or Bi) to the end of
+  /// its B (or W): one micro-batch's saved activations, recomputed; 0 otherwise.
+  double recomputedBytes(int stage) const {
+    const size_t s = static_cast<size_t>(stage);
+    return recompute[s] ? savedBytes[s] : 0.0;
+  }
   std::vector<double> inBytes, outBytes; ///< per micro-batch, forward direction
   std::vector<std::vector<Edge>> predecessors, successors;
   std::vector<std::vector<int>> layers;

@@ -19,6 +19,8 @@ struct CutPartition {
   std::vector<int> cuts;
   std::vector<int> gpus;
   std::vector<int> inFlight;
+  /// Per stage: recomputes its forward (StageModel::choose); empty means none.
+  std::vector<bool> recompute;
   double periodMs = kInfinity; ///< bottleneck under the DP's model
 };
 

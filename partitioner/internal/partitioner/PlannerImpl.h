@@ -13,8 +13,16 @@ namespace partitioner {
 /// plan() and evaluateAllocation() as the partitioner's own code calls them:
 /// errors thrown as Error (evaluateOrThrow assumes a valid allocation).
 PlanningReport planOrThrow(const Problem &problem, const PlanOptions &options = {});
+/// evaluateOrThrow takes the allocation's recompute flags as they are (replay);
+/// evaluateUnderPolicyOrThrow applies the problem's RecomputePolicy first: All
+/// marks every stage; Auto keeps the allocation's flags, marks stages of GPUs that
+/// overflow (the one that frees the most bytes first) until every GPU fits or none
+/// is left, keeps recomputing every stage instead when that is valid and faster,
+/// then clears each mark whose stage fits without it at no cost in period.
 PlanResult evaluateOrThrow(const Problem &problem, const Allocation &allocation,
                            ScheduleKind kind, const LowerBounds &bounds);
+PlanResult evaluateUnderPolicyOrThrow(const Problem &problem, const Allocation &allocation,
+                                      ScheduleKind kind, const LowerBounds &bounds);
 
 /// True when `a` is a better plan than `b` (both valid): period then iteration time
 /// (the other way round for Objective::IterationTime), crossing bytes, memory headroom.

@@ -172,7 +172,7 @@ public:
         begin = ends[i];
       }
       const Allocation allocation = detail::allocationFromGpuMap(problem, chain, gpuOf);
-      PlanResult result = evaluateOrThrow(problem, allocation, kind, context.bounds);
+      PlanResult result = evaluateUnderPolicyOrThrow(problem, allocation, kind, context.bounds);
       if (!result.valid) {
         if (firstReason.empty())
           firstReason = result.reason;

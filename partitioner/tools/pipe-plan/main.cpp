@@ -40,6 +40,9 @@ const char *kUsage =
     "                          --list-algorithms (ilp-general: general allocations)\n"
     "  --schedule KIND         gpipe | 1f1b (default) | interleaved | 1f1b-stash | zb-h1 | periodic\n"
     "  --weights POLICY        default | single | double | stash (weight versions)\n"
+    "  --recompute POLICY      none (default) | auto | all: stages that recompute their\n"
+    "                          forward in the backward (auto: only where a stage would\n"
+    "                          not fit otherwise)\n"
     "  --state-multiplier X    bytes per parameter byte for weights+grads+optimizer (4)\n"
     "  --bandwidth BW          intra-node link bandwidth, e.g. 25GB/s, 100Gb/s, inf\n"
     "  --inter-bandwidth BW    inter-node link bandwidth\n"
@@ -230,6 +233,7 @@ int run(int argc, char **argv) {
       overrides.emplace_back(arg, "");
     } else if (arg == "--stages" || arg == "--gpus" || arg == "--microbatches" ||
                arg == "--memory" || arg == "--schedule" || arg == "--weights" ||
+               arg == "--recompute" ||
                arg == "--state-multiplier" || arg == "--bandwidth" ||
                arg == "--inter-bandwidth" || arg == "--latency-ms" ||
                arg == "--gpus-per-node" || arg == "--speed" || arg == "--chunks") {
@@ -272,6 +276,14 @@ int run(int argc, char **argv) {
         throw UsageError(error.what());
       }
       apply.push_back([=](Problem &p) { p.training.weights = policy; });
+    } else if (option == "--recompute") {
+      RecomputePolicy policy;
+      try {
+        policy = orThrow(parseRecomputePolicy(text));
+      } catch (const Error &error) {
+        throw UsageError(error.what());
+      }
+      apply.push_back([=](Problem &p) { p.training.recompute = policy; });
     } else if (option == "--state-multiplier") {
       double multiplier = parseDouble(option, text, 1, 1e6);
       apply.push_back([=](Problem &p) { p.training.stateMultiplier = multiplier; });

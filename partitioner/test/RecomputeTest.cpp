@@ -1,0 +1,255 @@
+// Recomputation (RecomputePolicy): the dynamic programs against brute force over
+// every contiguous split and every set of recomputing stages, priced here with
+// their own code; the simulator's memory and times of a recomputing stage against
+// hand-computed figures; plans that recompute replay exactly.
+#include "TestUtil.h"
+
+#include "partitioner/CutLattice.h"
+#include "partitioner/LatticeDp.h"
+#include "partitioner/Linearize.h"
+#include "partitioner/Output.h"
+#include "partitioner/PlannerImpl.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace partitioner::testing {
+namespace {
+
+/// A random chain with free links, no communication buffers and equal GPUs, whose
+/// saved activations dominate its outputs, under a memory limit tight enough that
+/// some stages must recompute.
+Problem tightChain(std::mt19937 &rng, int layers, int gpus, RecomputePolicy policy) {
+  Problem problem = randomChain(rng, layers, gpus);
+  problem.platform.speed.clear();
+  problem.platform.intraNode = problem.platform.interNode = LinkSpec{};
+  problem.training.communicationBuffers = false;
+  problem.training.schedule = ScheduleKind::OneFOneB;
+  problem.training.recompute = policy;
+  double total = 0;
+  for (Layer &layer : problem.layers) {
+    layer.savedBytes *= 4;
+    layer.outputBytes *= 0.25;
+    total += problem.training.stateMultiplier * layer.parameterBytes + layer.savedBytes;
+  }
+  problem.tensors.clear();
+  problem.platform.memoryBytesPerGpu =
+      total * std::uniform_real_distribution<double>(0.2, 1.0)(rng);
+  orThrow(problem.finalize());
+  return problem;
+}
+
+struct BruteForce {
+  double periodMs = kInfinity;
+};
+
+/// The smallest bottleneck over every split of the chain into at most `gpus`
+/// stages and every subset of recomputing stages (1F1B's position rule: the stage
+/// k-th from the end keeps min(k, m) micro-batches). A recomputing stage keeps the
+/// previous layer's output per micro-batch and one copy of its saved bytes, and
+/// its backward runs its forward again.
+BruteForce bruteForce(const Problem &problem) {
+  const int layers = static_cast<int>(problem.layers.size());
+  const int m = problem.training.microbatches;
+  const double limit = problem.platform.memoryBytesPerGpu;
+  const RecomputePolicy policy = problem.training.recompute;
+  BruteForce best;
+  for (const std::vector<int> &sizes : allCompositions(layers, problem.platform.gpus)) {
+    const int stages = static_cast<int>(sizes.size());
+    for (unsigned mask = 0; mask < (1u << stages); ++mask) {
+      if (policy == RecomputePolicy::None && mask != 0)
+        continue;
+      if (policy == RecomputePolicy::All && mask != (1u << stages) - 1)
+        continue;
+      double bottleneck = 0;
+      bool fits = true;
+      int first = 0;
+      for (int s = 0; s < stages; ++s) {
+        const bool recompute = (mask >> s) & 1u;
+        double forward = 0, backward = 0, params = 0, saved = 0;
+        for (int l = first; l < first + sizes[static_cast<size_t>(s)]; ++l) {
+          const Layer &layer = problem.layers[static_cast<size_t>(l)];
+          forward += layer.forwardMs;
+          backward += layer.backwardMs;
+          params += layer.parameterBytes;
+          saved += layer.savedBytes;
+        }
+        const double input =
+            first == 0 ? 0.0 : problem.layers[static_cast<size_t>(first - 1)].outputBytes;
+        const int inFlight = std::min(stages - s, m);
+        const double memory = problem.training.stateMultiplier * params +
+                              (recompute ? inFlight * input + saved : inFlight * saved);
+        fits = fits && memory <= limit * (1 + 1e-12);
+        bottleneck = std::max(bottleneck, forward + backward + (recompute ? forward : 0.0));
+        first += sizes[static_cast<size_t>(s)];
+      }
+      if (fits)
+        best.periodMs = std::min(best.periodMs, bottleneck);
+    }
+  }
+  return best;
+}
+
+TEST(Recompute, MinMaxDynamicProgramEqualsBruteForceOverSplitsAndRecomputeSets) {
+  std::mt19937 rng(4242);
+  int recomputing = 0, onlyWithRecompute = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    const int layers = 1 + static_cast<int>(rng() % 8);
+    const int gpus = 1 + static_cast<int>(rng() % 4);
+    const RecomputePolicy policy =
+        trial % 3 == 0 ? RecomputePolicy::All : RecomputePolicy::Auto;
+    const Problem problem = tightChain(rng, layers, gpus, policy);
+    const CutLattice lattice = chainLattice(problem, topologicalOrder(problem));
+    const StageModel model(problem, lattice);
+    MinMaxOptions options;
+    options.maxStages = gpus;
+    options.memoryAware = true;
+    options.inFlightRule = ScheduleKind::OneFOneB;
+    const std::string label = "trial " + std::to_string(trial) + " (" + toString(policy) + ")";
+    const BruteForce expected = bruteForce(problem);
+    const std::optional<CutPartition> partition = minMaxPartition(model, options);
+    if (expected.periodMs == kInfinity) {
+      EXPECT_FALSE(partition) << label;
+      continue;
+    }
+    ASSERT_TRUE(partition) << label;
+    EXPECT_NEAR(partition->periodMs, expected.periodMs, 1e-9 * expected.periodMs) << label;
+    // The flags it returns are the ones that price its stages.
+    ASSERT_EQ(partition->recompute.size(), partition->gpus.size()) << label;
+    const bool any = std::find(partition->recompute.begin(), partition->recompute.end(),
+                               true) != partition->recompute.end();
+    if (policy == RecomputePolicy::Auto && any) {
+      ++recomputing;
+      Problem plain = problem;
+      plain.training.recompute = RecomputePolicy::None;
+      if (bruteForce(plain).periodMs == kInfinity)
+        ++onlyWithRecompute;
+    }
+  }
+  // The instances exercise the choice: stages that must recompute, and problems
+  // with no plan at all unless some stage does.
+  EXPECT_GT(recomputing, 50);
+  EXPECT_GT(onlyWithRecompute, 10);
+}
+
+TEST(Recompute, SimulatorKeepsInputsAndOneRecomputedCopy) {
+  // Three layers, stages {l0} and {l1, l2}; GPipe keeps every micro-batch in flight.
+  Problem problem;
+  problem.name = "recompute";
+  for (int i = 0; i < 3; ++i) {
+    Layer layer;
+    layer.name = "l" + std::to_string(i);
+    layer.forwardMs = 1 + i;
+    layer.backwardMs = 2 + i;
+    layer.savedBytes = 1000 * (i + 1);
+    layer.outputBytes = 100;
+    problem.layers.push_back(layer);
+  }
+  problem.platform.gpus = 2;
+  problem.platform.intraNode = problem.platform.interNode = LinkSpec{};
+  problem.training.microbatches = 4;
+  problem.training.schedule = ScheduleKind::GPipe;
+  problem.training.communicationBuffers = false;
+  orThrow(problem.finalize());
+  Allocation allocation;
+  allocation.stageOfLayer = {0, 1, 1};
+  allocation.gpuOfStage = {0, 1};
+  const LowerBounds bounds = computeLowerBounds(problem);
+
+  const PlanResult plain = evaluateOrThrow(problem, allocation, ScheduleKind::GPipe, bounds);
+  ASSERT_TRUE(plain.valid) << plain.reason;
+  EXPECT_DOUBLE_EQ(plain.gpus[1].breakdown.activationPeakBytes, 4 * 5000.0);
+
+  allocation.recompute = {false, true};
+  const PlanResult recomputed = evaluateOrThrow(problem, allocation, ScheduleKind::GPipe, bounds);
+  ASSERT_TRUE(recomputed.valid) << recomputed.reason;
+  // Four received inputs of 100 bytes, and one micro-batch's 5000 saved bytes.
+  EXPECT_DOUBLE_EQ(recomputed.gpus[1].breakdown.activationPeakBytes, 4 * 100.0 + 5000.0);
+  EXPECT_DOUBLE_EQ(recomputed.gpus[0].breakdown.activationPeakBytes, 4 * 1000.0);
+  EXPECT_TRUE(recomputed.stages[1].recompute);
+  EXPECT_FALSE(recomputed.stages[0].recompute);
+  // The backward of stage 1 runs its forward (2 + 3 ms) again.
+  EXPECT_DOUBLE_EQ(recomputed.stages[1].backwardMs, (3 + 4) + (2 + 3));
+  for (const TimedAction &t : recomputed.simulation.timeline)
+    if (t.action.stage == 1 && t.action.kind == ActionKind::Backward)
+      EXPECT_DOUBLE_EQ(t.endMs - t.startMs, 12.0);
+  // GPipe on stage 1: 4 forwards, then 4 backwards of 12 ms each.
+  EXPECT_GT(recomputed.iterationMs, plain.iterationMs + 4 * 5.0 - 1e-9);
+}
+
+TEST(Recompute, AutoRecomputesOnlyWhereAStageWouldNotFitAndReplaysExactly) {
+  std::mt19937 rng(99);
+  int plansWithRecompute = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const int layers = 3 + static_cast<int>(rng() % 10);
+    const int gpus = 2 + static_cast<int>(rng() % 3);
+    Problem problem = trial % 2 ? randomDag(rng, layers, gpus) : randomChain(rng, layers, gpus);
+    double total = 0;
+    for (Layer &layer : problem.layers) {
+      layer.savedBytes *= 4;
+      total += problem.training.stateMultiplier * layer.parameterBytes + layer.savedBytes;
+    }
+    problem.platform.memoryBytesPerGpu =
+        total * std::uniform_real_distribution<double>(0.2, 0.8)(rng);
+    problem.training.recompute = RecomputePolicy::Auto;
+    problem.training.microbatches = 4;
+    const std::string label = "trial " + std::to_string(trial);
+    PlanOptions options;
+    options.algorithms = {"best"};
+    const PlanningReport report = planOrThrow(problem, options);
+    Problem none = problem;
+    none.training.recompute = RecomputePolicy::None;
+    const PlanningReport without = planOrThrow(none, options);
+    if (without.best())
+      ASSERT_TRUE(report.best()) << label << ": a plan exists without recomputation";
+    if (!report.best())
+      continue;
+    const PlanResult &best = *report.best();
+    const double limit = problem.platform.memoryBytesPerGpu;
+    for (const GpuMetrics &gpu : best.gpus)
+      EXPECT_LE(gpu.memoryBytes, limit * (1 + 1e-12)) << label;
+    // Each recomputing stage is needed: without its flag the plan overflows or is slower.
+    for (int s = 0; s < best.allocation.numStages(); ++s) {
+      if (!best.allocation.recomputes(s))
+        continue;
+      Allocation trial = best.allocation;
+      trial.recompute[static_cast<size_t>(s)] = false;
+      const PlanResult cleared = evaluateOrThrow(problem, trial, best.scheduleKind, report.bounds);
+      EXPECT_TRUE(!cleared.valid || cleared.periodMs > best.periodMs * (1 + 1e-9))
+          << label << ": stage " << s << " recomputes for nothing";
+    }
+    if (std::find(best.allocation.recompute.begin(), best.allocation.recompute.end(), true) !=
+        best.allocation.recompute.end())
+      ++plansWithRecompute;
+    std::ostringstream json;
+    writePlanJson(problem, report, json, false);
+    const Expected<ReplayCheck> replay = replayPlan(problem, json.str());
+    ASSERT_TRUE(replay.ok()) << label << ": " << replay.error();
+    EXPECT_TRUE(replay->mismatches.empty()) << label << ": " << replay->mismatches.front();
+    EXPECT_EQ(replay->replayed.allocation.recompute, best.allocation.recompute) << label;
+  }
+  EXPECT_GT(plansWithRecompute, 8) << plansWithRecompute;
+}
+
+TEST(Recompute, PolicyParsesAndRoundTripsThroughProblemJson) {
+  EXPECT_EQ(*parseRecomputePolicy("auto"), RecomputePolicy::Auto);
+  EXPECT_EQ(*parseRecomputePolicy("none"), RecomputePolicy::None);
+  EXPECT_EQ(*parseRecomputePolicy("all"), RecomputePolicy::All);
+  const Expected<RecomputePolicy> bad = parseRecomputePolicy("some");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("none, auto or all"), std::string::npos) << bad.error();
+  std::mt19937 rng(1);
+  Problem problem = randomChain(rng, 4, 2);
+  problem.training.recompute = RecomputePolicy::Auto;
+  std::stringstream json;
+  writeProblemJson(problem, json);
+  const Expected<Problem> read = readProblemJson(json, "round trip");
+  ASSERT_TRUE(read.ok()) << read.error();
+  EXPECT_EQ(read->training.recompute, RecomputePolicy::Auto);
+}
+
+} // namespace
+} // namespace partitioner::testing
