@@ -2,6 +2,8 @@
 #ifndef PARTITIONER_ALGORITHMS_CBCUTIL_H
 #define PARTITIONER_ALGORITHMS_CBCUTIL_H
 
+#include "partitioner/Problem.h"
+
 #include <coin/Cbc_C_Interface.h>
 
 #include <algorithm>
@@ -35,6 +37,14 @@ private:
 /// look at the clock and the clean-up after the stop (final LP solves, undoing
 /// the preprocessing) comes on top: 0.2 to 1.8 s on BERT's 1,386 binaries on
 /// that machine, which the tenth held back covers for limits of 10 s and more.
+/// The MIPs do not model recomputation: with it allowed, what they prove holds
+/// only without it (" without recomputation", or "" under RecomputePolicy::None).
+inline std::string withoutRecomputation(const Problem &problem) {
+  return problem.training.recompute == RecomputePolicy::None
+             ? ""
+             : " without recomputation (which the MIP does not model)";
+}
+
 inline void setTimeLimit(Cbc_Model *model, const Deadline &deadline) {
   Cbc_setParameter(model, "timeMode", "elapsed");
   Cbc_setMaximumSeconds(

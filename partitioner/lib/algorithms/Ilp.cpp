@@ -232,8 +232,9 @@ public:
 
     detail::solve(model, deadline);
     if (Cbc_isProvenInfeasible(model)) {
-      output.reason = "ilp: proven infeasible: no DAG-convex split into at most " +
-                      std::to_string(K) + " stages fits " +
+      output.reason = "ilp: proven infeasible" + detail::withoutRecomputation(problem) +
+                      ": no DAG-convex split into at most " + std::to_string(K) +
+                      " stages fits " +
                       formatBytes(limit, problem.platform.byteUnits) + " per GPU";
       return output;
     }
@@ -275,6 +276,8 @@ public:
       output.provenLowerBoundMs = bound;
     }
     notes << " (" << columns << " columns)";
+    if (problem.training.recompute != RecomputePolicy::None)
+      output.provenLowerBoundMs = 0; // a bound without recomputation, not with it
     output.notes = notes.str();
     return output;
   }

@@ -346,7 +346,8 @@ public:
     detail::solve(model, deadline);
 
     if (Cbc_isProvenInfeasible(model)) {
-      output.reason = "ilp-general: proven infeasible: no general allocation on " +
+      output.reason = "ilp-general: proven infeasible" +
+                      detail::withoutRecomputation(problem) + ": no general allocation on " +
                       std::to_string(P) + " GPUs fits " +
                       formatBytes(limit, problem.platform.byteUnits) +
                       " per GPU under the 1F1B memory rule";
@@ -385,6 +386,8 @@ public:
     }
     notes << ", " << output.allocation->numStages() << " stages on " << output.allocation->numGpusUsed()
           << " GPUs (" << columns << " columns)";
+    if (problem.training.recompute != RecomputePolicy::None)
+      output.provenLowerBoundMs = 0; // a bound without recomputation, not with it
     output.notes = notes.str();
     return output;
   }
