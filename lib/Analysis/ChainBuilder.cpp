@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 #include <algorithm>
 #include <sstream>
@@ -128,6 +129,17 @@ FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &anal
     ParameterMemory params = computeParameterMemory(group.ops, policy);
     layer.parameterBytes = params.weightBytes + params.bufferBytes / stateMultiplier;
     layer.savedBytes = savedBytes[problem.layers.size()];
+    // The model inputs it reads and the labels it makes (ops without operands
+    // that are not parameters or constants): what a recomputing stage keeps.
+    llvm::DenseSet<Value> inputs;
+    for (Operation *op : group.ops) {
+      for (Value operand : op->getOperands())
+        if (isa<BlockArgument>(operand) && inputs.insert(operand).second)
+          layer.inputBytes += analysis.bytes(operand);
+      if (op->getNumOperands() == 0 && !isParameterOrConstant(op))
+        for (Value result : op->getResults())
+          layer.inputBytes += analysis.bytes(result);
+    }
     problem.layers.push_back(std::move(layer));
   }
 

@@ -70,6 +70,8 @@ LogicalResult pipe::driver::checkMainJobOptions(const MainJobOptions &options,
       return refuse("--schedule: " + schedule.error());
   if (auto objective = partitioner::parseObjective(partition.objective); !objective)
     return refuse("--objective: " + objective.error());
+  if (auto recompute = partitioner::parseRecomputePolicy(partition.recompute); !recompute)
+    return refuse("--recompute: " + recompute.error());
   const std::vector<partitioner::AlgorithmInfo> algorithms = partitioner::listAlgorithms();
   if (partition.algo != "best" &&
       llvm::none_of(algorithms, [&](const auto &a) { return a.name == partition.algo; })) {

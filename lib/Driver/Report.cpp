@@ -128,6 +128,7 @@ nlohmann::ordered_json pipe::driver::settingsJson(const pipeline::PartitionOutco
   settings["schedule"] =
       options.plan.schedule.empty() ? "any (1f1b or interleaved)" : options.plan.schedule;
   settings["time_limit_s"] = outcome.timeLimitSeconds;
+  settings["recompute"] = partitioner::toString(outcome.problem.training.recompute);
   return settings;
 }
 

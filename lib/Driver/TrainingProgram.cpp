@@ -127,7 +127,7 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
       }
     double saved = 0, comm = 0;
     if (static_cast<size_t>(rank) < best.simulation.memory.size()) {
-      saved = best.simulation.memory[rank].activationPeakBytes;
+      saved = best.simulation.memory[rank].keptPeakBytes;
       comm = best.simulation.memory[rank].bufferBytes;
     }
     ranks.push_back({{"rank", rank},
@@ -143,7 +143,9 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
                                      workspaceBytes}}},
                      // Where the numbers above come from, beside other estimates.
                      {"sources",
-                      {{"saved", "the plan's simulated peak of in-flight saved activations"},
+                      {{"saved", "the plan's simulated peak of in-flight saved activations "
+                                 "(a recomputing stage's: its inputs; what it computes again "
+                                 "is workspace)"},
                        {"comm", "the plan: an activation and a gradient buffer per cut "
                                 "tensor, on each side"},
                        {"workspace", "the program's transient peak (allocations replayed, "

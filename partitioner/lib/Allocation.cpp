@@ -97,6 +97,7 @@ StageGraph buildStageGraph(const Problem &problem, const Allocation &allocation)
   zeros(graph.weightGradientMs);
   zeros(graph.savedBytes);
   zeros(graph.parameterBytes);
+  zeros(graph.inputBytes);
   zeros(graph.inBytes);
   zeros(graph.outBytes);
   graph.predecessors.resize(static_cast<size_t>(stages));
@@ -114,6 +115,7 @@ StageGraph buildStageGraph(const Problem &problem, const Allocation &allocation)
     graph.weightGradientMs[static_cast<size_t>(s)] += layer.weightGradientMs() / speed;
     graph.savedBytes[static_cast<size_t>(s)] += layer.savedBytes;
     graph.parameterBytes[static_cast<size_t>(s)] += layer.parameterBytes;
+    graph.inputBytes[static_cast<size_t>(s)] += layer.inputBytes;
     graph.layers[static_cast<size_t>(s)].push_back(static_cast<int>(l));
   }
   std::map<std::pair<int, int>, double> edges;

@@ -51,6 +51,7 @@ CutLattice chainLattice(const Problem &problem, const std::vector<int> &order) {
   resize(lattice.backward);
   resize(lattice.work);
   resize(lattice.saved);
+  resize(lattice.inputs);
   resize(lattice.params);
   resize(lattice.weightGradient);
   resize(lattice.cutBytes);
@@ -67,6 +68,7 @@ CutLattice chainLattice(const Problem &problem, const std::vector<int> &order) {
     lattice.backward[i] = lattice.backward[i - 1] + layer.backwardMs;
     lattice.work[i] = lattice.work[i - 1] + layer.workMs();
     lattice.saved[i] = lattice.saved[i - 1] + layer.savedBytes;
+    lattice.inputs[i] = lattice.inputs[i - 1] + layer.inputBytes;
     lattice.params[i] = lattice.params[i - 1] + layer.parameterBytes;
     lattice.weightGradient[i] = lattice.weightGradient[i - 1] + layer.weightGradientMs();
     lattice.cutBytes[i] = i < count ? cut[i - 1] : 0.0;
@@ -150,6 +152,7 @@ std::optional<CutLattice> idealLattice(const Problem &problem, size_t maxCuts) {
   resize(lattice.backward);
   resize(lattice.work);
   resize(lattice.saved);
+  resize(lattice.inputs);
   resize(lattice.params);
   resize(lattice.weightGradient);
   resize(lattice.cutBytes);
@@ -162,6 +165,7 @@ std::optional<CutLattice> idealLattice(const Problem &problem, size_t maxCuts) {
       lattice.backward[c] += l.backwardMs;
       lattice.work[c] += l.workMs();
       lattice.saved[c] += l.savedBytes;
+      lattice.inputs[c] += l.inputBytes;
       lattice.params[c] += l.parameterBytes;
       lattice.weightGradient[c] += l.weightGradientMs();
     }

@@ -175,6 +175,7 @@ Problem parseGraphText(std::istream &in, const std::string &name) {
     layer.backwardMs = input ? 0 : node.backward;
     layer.parameterBytes = input ? 0 : node.parameters;
     layer.savedBytes = input ? 0 : node.activation;
+    layer.inputBytes = input ? node.activation : 0; // the data a recomputing stage keeps
     layer.outputBytes = node.activation;
     layerOf[node.id] = static_cast<int>(problem.layers.size());
     problem.layers.push_back(layer);

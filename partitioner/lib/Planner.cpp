@@ -192,7 +192,7 @@ PlanResult evaluateUnderPolicyOrThrow(const Problem &problem, const Allocation &
       if (allocation.recompute[s] || !over[static_cast<size_t>(graph.gpu[s])])
         continue;
       const double saving = result.simulation.stageInFlight[s] *
-                            (graph.savedBytes[s] - graph.inBytes[s]);
+                            (graph.savedBytes[s] - graph.inBytes[s] - graph.inputBytes[s]);
       if (saving > bestSaving) {
         bestSaving = saving;
         pick = static_cast<int>(s);

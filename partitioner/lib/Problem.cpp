@@ -114,6 +114,7 @@ void finalizeProblem(Problem &problem) {
     requireFiniteNonNegative(layer.parameterBytes, "parameter bytes", where);
     requireFiniteNonNegative(layer.savedBytes, "saved bytes", where);
     requireFiniteNonNegative(layer.outputBytes, "output bytes", where);
+    requireFiniteNonNegative(layer.inputBytes, "input bytes", where);
     if (layer.backwardWeightMs > layer.backwardMs)
       throw Error(where + ": weight-gradient time exceeds the backward time");
   }

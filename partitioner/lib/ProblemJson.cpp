@@ -56,7 +56,7 @@ Problem readDocument(const json &document, const std::string &name) {
   for (size_t i = 0; i < layers.size(); ++i) {
     JsonFields item(layers[i], name + ": layers[" + std::to_string(i) + "]",
                     {"name", "node_ids", "forward_ms", "backward_ms", "backward_weight_ms",
-                     "parameter_bytes", "saved_bytes", "output_bytes"});
+                     "parameter_bytes", "saved_bytes", "output_bytes", "input_bytes"});
     Layer layer;
     layer.name = item.string("name", "layer" + std::to_string(i));
     if (item.has("node_ids"))
@@ -68,6 +68,7 @@ Problem readDocument(const json &document, const std::string &name) {
       throw Error(item.field("backward_weight_ms") + " must be non-negative");
     layer.parameterBytes = item.bytes("parameter_bytes", 0, bytesOf);
     layer.savedBytes = item.bytes("saved_bytes", 0, bytesOf);
+    layer.inputBytes = item.bytes("input_bytes", 0, bytesOf);
     layer.outputBytes = item.bytes("output_bytes", 0, bytesOf);
     problem.layers.push_back(layer);
   }
@@ -164,6 +165,8 @@ void writeProblemJson(const Problem &problem, std::ostream &out) {
       item["backward_weight_ms"] = layer.backwardWeightMs;
     item["parameter_bytes"] = layer.parameterBytes;
     item["saved_bytes"] = layer.savedBytes;
+    if (layer.inputBytes > 0)
+      item["input_bytes"] = layer.inputBytes;
     item["output_bytes"] = layer.outputBytes;
     layers.push_back(item);
   }

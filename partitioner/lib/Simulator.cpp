@@ -367,6 +367,7 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
     int stage;
     int delta;       // micro-batches in flight
     double bytes;
+    double keptBytes; // the part of `bytes` kept from F to B (or W)
   };
   std::vector<Event> events;
   const ActionKind release =
@@ -376,18 +377,20 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
   for (const auto &t : result.timeline) {
     const int s = t.action.stage;
     if (t.action.kind == ActionKind::Forward)
-      events.push_back({t.startMs, 1, s, +1, graph.keptBytes(s)});
+      events.push_back({t.startMs, 1, s, +1, graph.keptBytes(s), graph.keptBytes(s)});
     if (t.action.kind == recomputeAt && graph.recomputedBytes(s) > 0)
-      events.push_back({t.startMs, 1, s, 0, graph.recomputedBytes(s)});
+      events.push_back({t.startMs, 1, s, 0, graph.recomputedBytes(s), 0.0});
     if (t.action.kind == release)
-      events.push_back({t.endMs, 0, s, -1, -(graph.keptBytes(s) + graph.recomputedBytes(s))});
+      events.push_back({t.endMs, 0, s, -1, -(graph.keptBytes(s) + graph.recomputedBytes(s)),
+                        -graph.keptBytes(s)});
   }
   std::sort(events.begin(), events.end(), [](const Event &a, const Event &b) {
     return std::tie(a.time, a.order) < std::tie(b.time, b.order);
   });
   result.stageInFlight.assign(static_cast<size_t>(stages), 0);
   std::vector<int> alive(static_cast<size_t>(stages), 0);
-  std::vector<double> gpuActivation(static_cast<size_t>(gpus), 0);
+  std::vector<double> gpuActivation(static_cast<size_t>(gpus), 0),
+      gpuKept(static_cast<size_t>(gpus), 0);
   result.memory.assign(static_cast<size_t>(gpus), GpuMemory{});
   for (const Event &e : events) {
     const size_t s = static_cast<size_t>(e.stage);
@@ -395,8 +398,10 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
     result.stageInFlight[s] = std::max(result.stageInFlight[s], alive[s]);
     const size_t g = static_cast<size_t>(graph.gpu[s]);
     gpuActivation[g] += e.bytes;
+    gpuKept[g] += e.keptBytes;
     result.memory[g].activationPeakBytes =
         std::max(result.memory[g].activationPeakBytes, gpuActivation[g]);
+    result.memory[g].keptPeakBytes = std::max(result.memory[g].keptPeakBytes, gpuKept[g]);
   }
   for (int s = 0; s < stages; ++s) {
     const size_t g = static_cast<size_t>(graph.gpu[static_cast<size_t>(s)]);

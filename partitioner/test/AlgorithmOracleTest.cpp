@@ -312,10 +312,11 @@ double bruteSpan(const Problem &problem, const std::vector<std::vector<int>> &st
   for (int s = k - 1; s >= 0; --s) {
     const int gpu = gpus - k + s;
     const BruteStage &stage = priced[static_cast<size_t>(s)];
-    double params = 0, saved = 0;
+    double params = 0, saved = 0, modelInputs = 0;
     for (int l : stages[static_cast<size_t>(s)]) {
       params += problem.layers[static_cast<size_t>(l)].parameterBytes;
       saved += problem.layers[static_cast<size_t>(l)].savedBytes;
+      modelInputs += problem.layers[static_cast<size_t>(l)].inputBytes;
     }
     double buffers = 0;
     if (problem.training.communicationBuffers) {
@@ -325,7 +326,7 @@ double bruteSpan(const Problem &problem, const std::vector<std::vector<int>> &st
       if (s < k - 1)
         buffers += 2 * cutAfter[static_cast<size_t>(s)];
     }
-    const double received = s > 0 ? cutAfter[static_cast<size_t>(s - 1)] : 0.0;
+    const double received = modelInputs + (s > 0 ? cutAfter[static_cast<size_t>(s - 1)] : 0.0);
     bool placed = false;
     for (bool recompute : variants) {
       const double f = stage.forward;
@@ -374,8 +375,11 @@ TEST(AlgorithmOracle, PeriodicDynamicProgramEqualsBruteForceAtFixedPeriod) {
                                  : trial % 3 == 1 ? RecomputePolicy::Auto
                                                   : RecomputePolicy::All;
     if (problem.training.recompute != RecomputePolicy::None)
-      for (Layer &layer : problem.layers)
+      for (Layer &layer : problem.layers) {
         layer.savedBytes *= 4; // tighter memory, so that stages must recompute
+        if (rng() % 3 == 0)    // model inputs, which a recomputing stage keeps
+          layer.inputBytes = std::uniform_real_distribution<double>(0, 5e5)(rng);
+      }
     double total = 0, largest = 0;
     for (const Layer &l : problem.layers) {
       total += l.workMs();

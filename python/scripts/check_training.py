@@ -338,7 +338,8 @@ def plan_summary(out_dir: str, program: Dict[str, object]) -> Dict[str, object]:
         plan = json.load(f)
     return {"algorithm": plan.get("algorithm"), "schedule": plan.get("schedule"),
             "stages": int(program.get("stages", plan.get("stages", 0))),
-            "rank_of_stage": list(program.get("rank_of_stage", plan.get("gpu_of_stage", [])))}
+            "rank_of_stage": list(program.get("rank_of_stage", plan.get("gpu_of_stage", []))),
+            "recompute_stages": list((plan.get("allocation") or {}).get("recompute_stages", []))}
 
 
 def run_case(case: Case, work_dir: str, tolerance: float = DEFAULT_TOLERANCE,

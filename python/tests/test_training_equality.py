@@ -86,6 +86,10 @@ def schedule_is(name):
     return lambda plan: plan["schedule"] == name
 
 
+def recomputes_every_stage(plan):
+    return plan["recompute_stages"] == list(range(plan["stages"]))
+
+
 def general_plan(plan):
     return plan["algorithm"] == "general" and non_contiguous(plan["rank_of_stage"])
 
@@ -130,6 +134,13 @@ if HAVE_TORCH:
         "bert_4_ranks_general_plan_micro_batch_1_adam": (
             case("bert", ranks=4, algo="general", schedule="1f1b", micro_batch_size=1,
                  microbatches=8), general_plan),
+        # Recomputation: every stage keeps only what it receives and computes
+        # the rest again in its backward (skips and BatchNorm included).
+        "gpt2_2_ranks_1f1b_recompute_all_adam": (
+            case("gpt2", schedule="1f1b", extra=("--recompute=all",)), recomputes_every_stage),
+        "resnet_stage1_2_ranks_1f1b_recompute_all_adam": (
+            case("resnet50", output=RESNET_STAGE1, loss="mse", schedule="1f1b",
+                 extra=("--recompute=all",)), recomputes_every_stage),
         # MPI.
         "mlp_2_ranks_mpi_adam": (case("mlp", schedule="1f1b", transport="mpi"), None),
         "mlp_4_ranks_mpi_sgd": (

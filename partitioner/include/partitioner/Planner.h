@@ -86,6 +86,10 @@ struct GpuMemory {
   double extraWeightBytes = 0; ///< weight versions beyond the first
   double bufferBytes = 0;      ///< communication buffers
   double activationPeakBytes = 0;
+  /// Peak of the bytes kept from F to B alone, without the activations that
+  /// recomputing stages hold during their backward (= activationPeakBytes when no
+  /// stage recomputes). A runtime counts those as transient workspace.
+  double keptPeakBytes = 0;
   double peakBytes = 0;
 };
 

@@ -73,6 +73,9 @@ struct Layer {
   double parameterBytes = 0; ///< W(l)
   double savedBytes = 0;     ///< s(l): bytes kept from F(l) to B(l) per micro-batch
   double outputBytes = 0;    ///< size of the layer's output tensor
+  /// Bytes of the model's own inputs (data, labels) the layer reads per
+  /// micro-batch: what a recomputing stage keeps besides what it receives.
+  double inputBytes = 0;
 
   double workMs() const { return forwardMs + backwardMs; }
   double weightGradientMs() const {

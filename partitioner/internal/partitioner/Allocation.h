@@ -37,13 +37,15 @@ struct StageGraph {
   /// part, backwardMs - weightGradientMs) includes the recomputed forward.
   std::vector<double> forwardMs, backwardMs, weightGradientMs;
   std::vector<double> savedBytes, parameterBytes;
+  std::vector<double> inputBytes; ///< the model inputs its layers read (Layer::inputBytes)
   /// Per stage: recomputes its forward in the backward (Allocation::recompute).
   std::vector<bool> recompute;
   /// Bytes a stage keeps per micro-batch in flight from its F to the end of its B
-  /// (or W): its saved activations, or its received inputs when it recomputes.
+  /// (or W): its saved activations, or when it recomputes what it receives and
+  /// the model inputs it reads.
   double keptBytes(int stage) const {
     const size_t s = static_cast<size_t>(stage);
-    return recompute[s] ? inBytes[s] : savedBytes[s];
+    return recompute[s] ? inBytes[s] + inputBytes[s] : savedBytes[s];
   }
   /// Bytes a recomputing stage holds from the start of its B (or Bi) to the end of
   /// its B (or W): one micro-batch's saved activations, recomputed; 0 otherwise.

@@ -16,7 +16,7 @@ namespace partitioner {
 /// Every quantity is a sum over the layers inside the cut, so a stage between cuts
 /// A ⊂ B costs value[B] - value[A]. `cutBytes` are the exact bytes leaving the cut.
 struct CutLattice {
-  std::vector<double> forward, backward, work, saved, params, weightGradient;
+  std::vector<double> forward, backward, work, saved, params, weightGradient, inputs;
   std::vector<double> cutBytes;
   std::vector<int> size;
   std::vector<std::vector<int>> up; ///< cuts reachable by adding one layer

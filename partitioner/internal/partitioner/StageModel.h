@@ -40,8 +40,9 @@ public:
   /// Parameters x state multiplier, extra weight versions, communication buffers.
   double staticBytes(int from, int to, int versions) const;
   /// staticBytes + inFlight x saved activations (weight versions from the policy);
-  /// with `recompute`, inFlight x the bytes entering the stage + one copy of the
-  /// saved activations (the micro-batch being recomputed).
+  /// with `recompute`, inFlight x the bytes entering the stage (received, and the
+  /// model inputs its layers read) + one copy of the saved activations (the
+  /// micro-batch being recomputed).
   double memoryBytes(int from, int to, int inFlight, bool recompute = false) const;
   double memoryLimit() const { return problem_.platform.memoryBytesPerGpu; }
   bool fits(int from, int to, int inFlight, bool recompute = false) const {

@@ -85,7 +85,7 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                llvm::APFloat lowerBoundMs, llvm::APFloat bubble,
                                DenseI64ArrayAttr gpuOfStage,
                                ArrayAttr stageMetrics, ArrayAttr actions, int64_t parameters,
-                               int64_t forwardFlops) {
+                               int64_t forwardFlops, DenseI64ArrayAttr recomputeStages) {
   if (stages < 1 || gpus < 1 || microbatches < 1 || microBatchSize < 0)
     return emitError() << "plan: stages, gpus and microbatches must be at least 1, "
                           "micro_batch_size at least 0";
@@ -97,6 +97,11 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       if (gpu < 0 || gpu >= gpus)
         return emitError() << "plan: gpu_of_stage names GPU " << gpu << " of " << gpus;
   }
+  if (recomputeStages)
+    for (int64_t stage : recomputeStages.asArrayRef())
+      if (stage < 0 || stage >= stages)
+        return emitError() << "plan: recompute_stages names stage " << stage << " of "
+                           << stages;
   if (stageMetrics) {
     if (static_cast<int64_t>(stageMetrics.size()) != stages)
       return emitError() << "plan: stage_metrics has " << stageMetrics.size()

@@ -5,7 +5,9 @@
 // the forward become the stage's saved values (the forward's pipe.return
 // `saved` operands, the backward's block arguments), unless they depend on
 // parameters and constants only; then the backward recomputes them, as the
-// memory model assumes (it charges no saved bytes for them).
+// memory model assumes (it charges no saved bytes for them). A stage marked
+// `recompute` keeps only its inputs and received values; its backward
+// computes everything else again from them.
 //
 //===----------------------------------------------------------------------===//
 #include "pipe/Dialect/Pipe/Transforms/Passes.h"
@@ -224,14 +226,36 @@ Value StageDifferentiator::getForwardValue(Value value) {
   if (Value known = inBackward.lookup(value))
     return known;
   if (staticValues.contains(value)) {
-    // Parameters, constants and what is computed from them only: recomputed.
-    Operation *def = value.getDefiningOp();
-    IRMapping mapping;
-    for (Value operand : def->getOperands())
-      mapping.map(operand, getForwardValue(operand));
-    Operation *clone = builder.clone(*def, mapping);
-    for (auto [original, copy] : llvm::zip(def->getResults(), clone->getResults()))
-      inBackward[original] = copy;
+    // Parameters, constants and what is computed from them only (from the
+    // stage's inputs too when it recomputes): computed again here. The ops
+    // it needs are cloned in program order, without recursion (a recomputed
+    // stage can be a chain of thousands of ops).
+    SmallVector<Operation *> needed;
+    llvm::DenseSet<Operation *> seen;
+    SmallVector<Value> pending{value};
+    while (!pending.empty()) {
+      Value v = pending.pop_back_val();
+      if (inBackward.count(v) || !staticValues.contains(v))
+        continue;
+      Operation *def = v.getDefiningOp();
+      if (!seen.insert(def).second)
+        continue;
+      needed.push_back(def);
+      llvm::append_range(pending, def->getOperands());
+    }
+    llvm::sort(needed, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    for (Operation *def : needed) {
+      IRMapping mapping;
+      for (Value operand : def->getOperands())
+        mapping.map(operand, getForwardValue(operand)); // cloned already, or kept
+      Operation *clone = builder.clone(*def, mapping);
+      // The forward has updated the running statistics already: with momentum
+      // 1 the update keeps them exactly (running = 1 x running + 0 x batch).
+      if (auto bn = dyn_cast<nn::BatchNormTrainOp>(clone))
+        bn.setMomentumAttr(builder.getF32FloatAttr(1.0f));
+      for (auto [original, copy] : llvm::zip(def->getResults(), clone->getResults()))
+        inBackward[original] = copy;
+    }
     return inBackward.lookup(value);
   }
   Value argument = backward->addArgument(value.getType(), value.getLoc());
@@ -299,11 +323,21 @@ LogicalResult StageDifferentiator::run() {
   }
   needsGrad = pipe::computeGradientFlow(*forward, isSeed, isSink);
 
+  // A stage that recomputes keeps only its inputs (model inputs, labels and
+  // other sources without operands) and what it receives: every other value is
+  // computed again in the backward from them.
+  auto isKeptInput = [&](Value v) {
+    if (!stage.getRecompute())
+      return false;
+    Operation *def = v.getDefiningOp();
+    return !def || isa<RecvOp>(def) || def->getNumOperands() == 0;
+  };
   for (Operation &op : *forward) {
     bool isStatic = isa<ParamOp>(op) || op.hasTrait<OpTrait::ConstantLike>() ||
                     (op.getNumOperands() > 0 && !isa<RecvOp, SendOp, LossOp>(op) &&
-                     llvm::all_of(op.getOperands(),
-                                  [&](Value v) { return staticValues.contains(v); }));
+                     llvm::all_of(op.getOperands(), [&](Value v) {
+                       return staticValues.contains(v) || isKeptInput(v);
+                     }));
     if (isStatic)
       for (Value r : op.getResults())
         staticValues.insert(r);

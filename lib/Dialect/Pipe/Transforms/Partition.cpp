@@ -95,6 +95,10 @@ PlanAttr planAttribute(MLIRContext *context, const PartitionOutcome &outcome) {
     metrics.push_back(StageMetricsAttr::get(context, llvm::APFloat(plan.stages[s].computeMs),
                                             roundedBytes(gpu.memoryBytes), limit));
   }
+  SmallVector<int64_t> recompute;
+  for (int s = 0; s < plan.allocation.numStages(); ++s)
+    if (plan.allocation.recomputes(s))
+      recompute.push_back(s);
   return PlanAttr::get(
       context, plan.algorithm, partitioner::toString(plan.scheduleKind), outcome.objective,
       plan.allocation.numStages(), outcome.problem.platform.gpus,
@@ -106,7 +110,8 @@ PlanAttr planAttribute(MLIRContext *context, const PartitionOutcome &outcome) {
                                                   plan.allocation.gpuOfStage.end())),
       b.getArrayAttr(metrics), scheduleOrderAttr(b, plan.schedule),
       static_cast<int64_t>(std::llround(outcome.parameters)),
-      static_cast<int64_t>(std::llround(outcome.forwardFlops)));
+      static_cast<int64_t>(std::llround(outcome.forwardFlops)),
+      recompute.empty() ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(recompute));
 }
 
 std::string describeLinks(const partitioner::Platform &platform) {
@@ -179,8 +184,26 @@ void adviseOnInfeasibility(const PartitionOutcome &outcome, Diagnostic &diag) {
                       << partitioner::formatBytes(saved / 2, units)
                       << " per micro-batch); the parameter state stays (bf16 weights and "
                          "gradients plus an fp32 master copy)";
-  diag.attachNote() << "advice: recomputation (activation checkpointing) would trade time for "
-                       "activation memory; pipe-opt does not offer it yet";
+  if (problem.training.recompute != partitioner::RecomputePolicy::None)
+    return;
+  // Recomputation on the same GPUs: stages keep only what they receive.
+  partitioner::Problem recomputing = problem;
+  recomputing.training.recompute = partitioner::RecomputePolicy::Auto;
+  partitioner::PlanOptions options;
+  options.algorithms = {"madpipe"};
+  auto report = partitioner::plan(recomputing, options);
+  if (const partitioner::PlanResult *best = report ? report->best() : nullptr) {
+    int recomputed = 0;
+    for (int s = 0; s < best->allocation.numStages(); ++s)
+      recomputed += best->allocation.recomputes(s);
+    diag.attachNote() << "advice: --recompute=auto fits on " << problem.platform.gpus
+                      << " GPUs (madpipe, period " << llvm::formatv("{0:f3}", best->periodMs)
+                      << " ms, " << recomputed << " of " << best->allocation.numStages()
+                      << " stages run their forward again in the backward)";
+  } else {
+    diag.attachNote() << "advice: --recompute=auto does not fit on " << problem.platform.gpus
+                      << " GPUs either (recomputation trades activations only)";
+  }
 }
 } // namespace
 
@@ -264,6 +287,10 @@ pipe::pipeline::buildPartitionProblem(ModuleOp module, const PipePartitionOption
   outcome.problem.platform.byteUnits = units;
   outcome.problem.training.microbatches = options.microbatches;
   outcome.problem.training.schedule = *schedule;
+  auto recompute = partitioner::parseRecomputePolicy(options.recompute);
+  if (!recompute)
+    return module.emitError(recompute.error());
+  outcome.problem.training.recompute = *recompute;
   if (partitioner::Status status = outcome.problem.finalize(); !status)
     return module.emitError(status.error);
   outcome.linkModel = describeLinks(outcome.problem.platform);
@@ -336,6 +363,7 @@ struct PipePartitionPass : pipe::pipeline::impl::PipePartitionBase<PipePartition
     options.profile = profile;
     options.objective = objective;
     options.timeLimit = timeLimit;
+    options.recompute = recompute;
     auto outcome = buildPartitionProblem(module, options);
     if (failed(outcome) || (hooks.onProblem && failed(hooks.onProblem(*outcome))) ||
         failed(planPartition(module, *outcome, options, hooks)) ||

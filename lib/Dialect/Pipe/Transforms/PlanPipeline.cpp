@@ -39,6 +39,7 @@ PipePartitionOptions pipe::pipeline::partitionOptions(const PipePlanPipelineOpti
   partition.profile = options.profile;
   partition.objective = options.objective;
   partition.timeLimit = options.timeLimit;
+  partition.recompute = options.recompute;
   return partition;
 }
 
@@ -85,6 +86,7 @@ struct PipePlanPass : pipe::pipeline::impl::PipePlanPipelineBase<PipePlanPass> {
     values.profile = profile;
     values.objective = objective;
     values.timeLimit = timeLimit;
+    values.recompute = recompute;
     values.loss = loss;
     values.train = train;
     values.lr = lr;
@@ -98,9 +100,11 @@ struct PipePlanPass : pipe::pipeline::impl::PipePlanPipelineBase<PipePlanPass> {
 
   /// Every option of this pass, in declaration order.
   std::vector<const llvm::cl::Option *> optionList() const {
-    return {&stages, &memory,    &target, &microBatchSize, &microbatches, &algo, &schedule,
-            &dtype,  &optimizer, &profile, &objective,     &timeLimit,    &loss, &train,
-            &lr,     &momentum,  &beta1,  &beta2,          &eps,          &weightDecay};
+    return {&stages,    &memory,   &target,    &microBatchSize, &microbatches,
+            &algo,      &schedule, &dtype,     &optimizer,      &profile,
+            &objective, &timeLimit, &recompute, &loss,          &train,
+            &lr,        &momentum, &beta1,     &beta2,          &eps,
+            &weightDecay};
   }
 
   void runOnOperation() override {

@@ -187,6 +187,9 @@ LogicalResult Splitter::run() {
     auto stage = StageOp::create(builder, func.getLoc(), "stage" + std::to_string(s), s, device,
                                  builder.getDenseI64ArrayAttr({}),
                                  builder.getDenseI64ArrayAttr({}), ArrayAttr());
+    if (plan && plan.getRecomputeStages() &&
+        llvm::is_contained(plan.getRecomputeStages().asArrayRef(), s))
+      stage.setRecompute(true);
     stages[s].op = stage;
     stages[s].block = new Block();
     stage.getBody().push_back(stages[s].block);

@@ -103,7 +103,9 @@ def NN_BatchNormTrainOp : NN_Op<"batch_norm_train"> {
     Normalises over every dim but 1 with the batch mean and biased variance;
     `saved_mean` and `saved_invstd` (1 / sqrt(var + epsilon), f32, one per
     channel) are kept for `nn.batch_norm_grad`. The running statistics
-    operands are updated in place by the runtime (momentum as in ONNX).
+    operands are updated in place by the runtime (momentum as in ONNX);
+    momentum 1 keeps them exactly, as a recomputing stage's backward does
+    when it runs the op again.
   }];
   let arguments = (ins AnyTensor:$input, AnyTensor:$scale, AnyTensor:$bias,
                        AnyTensor:$running_mean, AnyTensor:$running_var,

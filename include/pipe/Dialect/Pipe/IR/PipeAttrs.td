@@ -150,8 +150,10 @@ def Pipe_PlanAttr : AttrDef<Pipe_Dialect, "Plan"> {
     `pipe-split-stages` onto the `pipe.pipeline`. `gpu_of_stage` maps each
     stage to its GPU (several stages per GPU when interleaved); `actions` is
     each GPU's order of compute actions, which `pipe-schedule` checks and
-    extends with the transfers. Every field has a default, so a hand-written
-    plan can give only what a test needs.
+    extends with the transfers. `recompute_stages` lists the stages whose
+    backward runs their forward again (they keep only what they receive).
+    Every field has a default, so a hand-written plan can give only what a
+    test needs.
   }];
   let parameters = (ins
     StringRefParameter<"the algorithm that chose the plan", "\"\"">:$algorithm,
@@ -174,7 +176,8 @@ def Pipe_PlanAttr : AttrDef<Pipe_Dialect, "Plan"> {
     OptionalParameter<"::mlir::ArrayAttr">:$stage_metrics,
     OptionalParameter<"::mlir::ArrayAttr">:$actions,
     DefaultValuedParameter<"int64_t", "0">:$parameters,
-    DefaultValuedParameter<"int64_t", "0">:$forward_flops);
+    DefaultValuedParameter<"int64_t", "0">:$forward_flops,
+    OptionalParameter<"::mlir::DenseI64ArrayAttr">:$recompute_stages);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -84,11 +84,14 @@ def Pipe_StageOp : Pipe_Op<"stage", [Symbol,
     After `pipe-differentiate`, the `backward` region holds the stage's
     backward program: its block arguments are the values the forward keeps
     for it (the `saved` operands of the forward's `pipe.return`, in order),
-    exactly the saved-for-backward set of the memory model.
+    exactly the saved-for-backward set of the memory model. A stage marked
+    `recompute` keeps only the values it receives and its inputs; its
+    backward computes the rest again from them.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Pipe_I64Attr:$index, Pipe_I64Attr:$device,
                        DenseI64ArrayAttr:$model_inputs, DenseI64ArrayAttr:$model_outputs,
-                       OptionalAttr<Pipe_StageActionsAttr>:$actions);
+                       OptionalAttr<Pipe_StageActionsAttr>:$actions,
+                       UnitAttr:$recompute);
   let regions = (region SizedRegion<1>:$body, MaxSizedRegion<1>:$backward);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body (`backward` $backward^)?";
   let hasVerifier = 1;

@@ -37,6 +37,9 @@ defvar PipePartitionOptionList = [
   Option<"timeLimit", "time-limit", "double", /*default=*/"10",
          "Wall-clock seconds each MIP algorithm (ilp, ilp-general) and madpipe-span's "
          "search may take">,
+  Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
+         "Stages that run their forward again in the backward and keep only their "
+         "inputs: none, auto (only where a stage would not fit otherwise) or all">,
 ];
 defvar PipeLossOption = Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
     "Training loss on model output 0: cross-entropy, mse or none">;
