@@ -44,7 +44,8 @@ ProblemPlan planProblem(const std::string &problemJson, const std::string &name,
                         const std::string &objective, double timeLimitSeconds,
                         long long maxDownsets, bool dagAware, std::optional<int> stages,
                         std::optional<int> microbatches, std::optional<std::string> memory,
-                        std::optional<std::string> schedule) {
+                        std::optional<std::string> schedule,
+                        std::optional<std::string> recompute) {
   using namespace partitioner;
   // The options first, as pipe-plan checks them before it reads the problem.
   PlanOptions options;
@@ -94,6 +95,13 @@ ProblemPlan planProblem(const std::string &problemJson, const std::string &name,
       throw py::value_error("schedule: " + kind.error());
     scheduleKind = *kind;
   }
+  std::optional<RecomputePolicy> recomputePolicy;
+  if (recompute) {
+    Expected<RecomputePolicy> policy = parseRecomputePolicy(*recompute);
+    if (!policy)
+      throw py::value_error("recompute: " + policy.error());
+    recomputePolicy = *policy;
+  }
 
   ProblemPlan result;
   std::string inputError;
@@ -116,6 +124,8 @@ ProblemPlan planProblem(const std::string &problemJson, const std::string &name,
         problem.platform.memoryBytesPerGpu = *memoryBytes;
       if (scheduleKind)
         problem.training.schedule = *scheduleKind;
+      if (recomputePolicy)
+        problem.training.recompute = *recomputePolicy;
       if (Status status = problem.finalize(); !status) {
         inputError = status.error;
         return;
@@ -171,9 +181,10 @@ PYBIND11_MODULE(_native, m) {
          const std::vector<std::string> &algorithms, const std::string &objective,
          double timeLimit, long long maxDownsets, bool dag, std::optional<int> stages,
          std::optional<int> microbatches, std::optional<std::string> memory,
-         std::optional<std::string> schedule) {
+         std::optional<std::string> schedule, std::optional<std::string> recompute) {
         ProblemPlan plan = planProblem(problemJson, name, algorithms, objective, timeLimit,
-                                       maxDownsets, dag, stages, microbatches, memory, schedule);
+                                       maxDownsets, dag, stages, microbatches, memory, schedule,
+                                       recompute);
         py::dict result;
         result["valid"] = plan.valid;
         result["plan_json"] = plan.planJson;
@@ -188,6 +199,7 @@ PYBIND11_MODULE(_native, m) {
       py::arg("max_downsets") = 20000, py::arg("dag") = true,
       py::arg("stages") = py::none(), py::arg("microbatches") = py::none(),
       py::arg("memory") = py::none(), py::arg("schedule") = py::none(),
+      py::arg("recompute") = py::none(),
       "Plans a problem JSON (text) as `pipe-plan NAME --json FILE --svg FILE` does. Returns a "
       "dict: valid, plan_json (the bytes pipe-plan --json writes), table (what it prints), svg "
       "(empty when no plan is valid) and reason (why no plan is valid). Raises ValueError for "

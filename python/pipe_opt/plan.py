@@ -419,8 +419,8 @@ def plan_problem(problem: Union[PathLike, str, Mapping[str, Any]],
                  algorithms: Union[str, Sequence[str]] = "best", objective: str = "period",
                  time_limit: float = 10.0, *, stages: Optional[int] = None,
                  microbatches: Optional[int] = None, memory: Optional[str] = None,
-                 schedule: Optional[str] = None, max_downsets: int = 20000,
-                 dag: bool = True) -> Plan:
+                 schedule: Optional[str] = None, recompute: Optional[str] = None,
+                 max_downsets: int = 20000, dag: bool = True) -> Plan:
     """Plans a problem JSON with the partitioner alone, as `pipe-plan PROBLEM
     --json plan.json --svg schedule.svg` does (docs/partitioner.md).
 
@@ -429,8 +429,9 @@ def plan_problem(problem: Union[PathLike, str, Mapping[str, Any]],
     algorithms: "best" (default), "all", or algorithm names (a list or a comma
       list; list_algorithms() names them) (--algo). objective: "period" or
       "iteration" (--objective). time_limit: seconds for each MIP algorithm
-      (--time-limit). stages, microbatches, memory ("16GB"), schedule ("1f1b"):
-      override the problem's (--stages, --microbatches, --memory, --schedule).
+      (--time-limit). stages, microbatches, memory ("16GB"), schedule ("1f1b"),
+      recompute ("none", "auto" or "all"): override the problem's (--stages,
+      --microbatches, --memory, --schedule, --recompute).
       max_downsets, dag: --max-downsets, --no-dag.
 
     Returns a Plan whose to_json() is the plan JSON pipe-plan writes, report its
@@ -452,7 +453,8 @@ def plan_problem(problem: Union[PathLike, str, Mapping[str, Any]],
     if isinstance(algorithms, str):
         algorithms = [a for a in algorithms.split(",") if a]
     result = _native().plan_problem(text, name, list(algorithms), objective, float(time_limit),
-                                    max_downsets, dag, stages, microbatches, memory, schedule)
+                                    max_downsets, dag, stages, microbatches, memory, schedule,
+                                    recompute)
     if not result["valid"]:
         raise PlanError(result["reason"], [result["reason"]])
     return Plan(result["plan_json"], {"schedule.svg": result["svg"]}, result["table"])

@@ -411,6 +411,17 @@ class PlanProblemTest(unittest.TestCase):
                                       objective="iteration", stages=2, microbatches=8,
                                       memory="16GB", schedule="gpipe").to_json(), plan.to_json())
 
+    def test_recompute_matches_pipe_plan(self):
+        result, json_path, _ = self.pipe_plan("--stages", "2", "--recompute", "all")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        plan = plan_problem(self.problem, stages=2, recompute="all")
+        self.assertEqual(plan.to_json(), read(json_path))
+        self.assertEqual(plan.data["allocation"]["recompute_stages"],
+                         list(range(plan.data["stages"])))
+        with self.assertRaises(ValueError) as caught:
+            plan_problem(self.problem, recompute="sometimes")
+        self.assertIn("none, auto or all", str(caught.exception))
+
     def test_infeasible_is_a_plan_error(self):
         result, json_path, _ = self.pipe_plan("--memory", "1KB")
         self.assertEqual(result.returncode, 1)
