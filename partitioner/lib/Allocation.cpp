@@ -65,8 +65,7 @@ Allocation allocationFromCuts(const Problem &problem, const CutLattice &lattice,
   const int shift = stages ? partition.gpus.front() : 0;
   for (int g : partition.gpus)
     allocation.gpuOfStage.push_back(g - shift);
-  if (std::find(partition.recompute.begin(), partition.recompute.end(), true) !=
-      partition.recompute.end())
+  if (std::count(partition.recompute.begin(), partition.recompute.end(), true) > 0)
     allocation.recompute = partition.recompute;
   if (problem.platform.speed.empty() == false)
     allocation.gpuOfStage = partition.gpus; // heterogeneous: keep the priced GPUs

@@ -264,18 +264,7 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
   std::vector<int> choice(cuts * width, -1);
   std::vector<int> copies(cuts * width, 0);
   std::vector<char> recomputes(cuts * width, 0);
-  std::vector<bool> recomputeVariants;
-  switch (problem.training.recompute) {
-  case RecomputePolicy::None:
-    recomputeVariants = {false};
-    break;
-  case RecomputePolicy::Auto:
-    recomputeVariants = {false, true};
-    break;
-  case RecomputePolicy::All:
-    recomputeVariants = {true};
-    break;
-  }
+  const std::vector<bool> variants = recomputeVariants(problem.training.recompute);
   span[static_cast<size_t>(full) * width] = 0;
   LargerCuts larger(lattice, problem.training.stateMultiplier, model.memoryLimit());
   const double maxWork = T * (1 + 1e-9) * maxSpeed(problem);
@@ -289,7 +278,7 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
         const int gpu = gpus - k;
         const double f = model.forwardMs(from, to, gpu);
         // Auto tries the recomputing variant only when the stage does not fit as it is.
-        for (bool recompute : recomputeVariants) {
+        for (bool recompute : variants) {
           const double b = model.backwardMs(from, to, gpu, recompute);
           if (f + b > T * (1 + 1e-9) || model.commMs(from, to, gpu) > T * (1 + 1e-9))
             break; // recomputing only lengthens the stage

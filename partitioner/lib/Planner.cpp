@@ -14,6 +14,10 @@
 namespace partitioner {
 
 namespace {
+bool anyTrue(const std::vector<bool> &flags) {
+  return std::find(flags.begin(), flags.end(), true) != flags.end();
+}
+
 bool nearlyEqual(double a, double b) {
   return std::fabs(a - b) <= 1e-9 * std::max({1.0, std::fabs(a), std::fabs(b)});
 }
@@ -76,8 +80,7 @@ PlanResult evaluateOrThrow(const Problem &problem, const Allocation &input, Sche
   result.scheduleKind = kind;
   Allocation allocation = numberGpusInPipelineOrder(problem, input);
   // No stage recomputes: the flags are left empty (one spelling of "none").
-  if (std::find(allocation.recompute.begin(), allocation.recompute.end(), true) ==
-      allocation.recompute.end())
+  if (!anyTrue(allocation.recompute))
     allocation.recompute.clear();
   result.allocation = allocation;
   result.lowerBoundMs = bounds.bestMs;
@@ -177,13 +180,12 @@ PlanResult evaluateUnderPolicyOrThrow(const Problem &problem, const Allocation &
   if (allocation.recompute.size() != stages)
     allocation.recompute.assign(stages, false);
   PlanResult result = evaluateOrThrow(problem, allocation, kind, bounds);
-  const std::vector<bool> overflowAtFirst = overflowingGpus(problem, result);
-  const bool overflowed =
-      std::find(overflowAtFirst.begin(), overflowAtFirst.end(), true) != overflowAtFirst.end();
-  // Mark stages on overflowing GPUs, the largest saving (in flight x (saved - kept)) first.
+  const bool overflowed = anyTrue(overflowingGpus(problem, result));
+  // Mark stages on overflowing GPUs, the largest saving (in flight x (saved -
+  // checkpoint)) first.
   for (;;) {
     const std::vector<bool> over = overflowingGpus(problem, result);
-    if (result.valid || std::find(over.begin(), over.end(), true) == over.end())
+    if (result.valid || !anyTrue(over))
       break;
     const StageGraph graph = buildStageGraph(problem, allocation);
     int pick = -1;
@@ -192,7 +194,7 @@ PlanResult evaluateUnderPolicyOrThrow(const Problem &problem, const Allocation &
       if (allocation.recompute[s] || !over[static_cast<size_t>(graph.gpu[s])])
         continue;
       const double saving = result.simulation.stageInFlight[s] *
-                            (graph.savedBytes[s] - graph.inBytes[s] - graph.inputBytes[s]);
+                            (graph.savedBytes[s] - graph.checkpointBytes(static_cast<int>(s)));
       if (saving > bestSaving) {
         bestSaving = saving;
         pick = static_cast<int>(s);
@@ -205,8 +207,8 @@ PlanResult evaluateUnderPolicyOrThrow(const Problem &problem, const Allocation &
   }
   // Marking one stage at a time can stop short of a plan (or reach a slower one)
   // that recomputing every stage finds: the better of the two is kept.
-  if (overflowed && std::find(allocation.recompute.begin(), allocation.recompute.end(), false) !=
-                        allocation.recompute.end()) {
+  if (overflowed && !std::all_of(allocation.recompute.begin(), allocation.recompute.end(),
+                                 [](bool flag) { return flag; })) {
     Allocation everywhere = allocation;
     everywhere.recompute.assign(stages, true);
     PlanResult candidate = evaluateOrThrow(problem, everywhere, kind, bounds);

@@ -76,23 +76,29 @@ double StageModel::memoryBytes(int from, int to, int inFlight, bool recompute) c
          inFlight * kept + (recompute ? saved : 0.0);
 }
 
+std::vector<bool> recomputeVariants(RecomputePolicy policy) {
+  switch (policy) {
+  case RecomputePolicy::None:
+    break;
+  case RecomputePolicy::Auto:
+    return {false, true};
+  case RecomputePolicy::All:
+    return {true};
+  }
+  return {false};
+}
+
 StageChoice StageModel::choose(int from, int to, int inFlight, int gpu, bool checkMemory) const {
-  const RecomputePolicy policy = problem_.training.recompute;
-  auto variant = [&](bool recompute) {
-    StageChoice choice;
+  StageChoice choice;
+  for (bool recompute : recomputeVariants(problem_.training.recompute)) {
     if (checkMemory && !fits(from, to, inFlight, recompute))
-      return choice;
+      continue;
     choice.feasible = true;
     choice.recompute = recompute;
     choice.periodMs = periodMs(from, to, gpu, recompute);
-    return choice;
-  };
-  if (policy == RecomputePolicy::All)
-    return variant(true);
-  StageChoice plain = variant(false);
-  if (plain.feasible || policy == RecomputePolicy::None)
-    return plain;
-  return variant(true);
+    break;
+  }
+  return choice;
 }
 
 } // namespace partitioner

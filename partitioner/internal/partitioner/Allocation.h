@@ -40,12 +40,17 @@ struct StageGraph {
   std::vector<double> inputBytes; ///< the model inputs its layers read (Layer::inputBytes)
   /// Per stage: recomputes its forward in the backward (Allocation::recompute).
   std::vector<bool> recompute;
-  /// Bytes a stage keeps per micro-batch in flight from its F to the end of its B
-  /// (or W): its saved activations, or when it recomputes what it receives and
+  /// What a stage keeps per micro-batch when it recomputes: what it receives and
   /// the model inputs it reads.
+  double checkpointBytes(int stage) const {
+    const size_t s = static_cast<size_t>(stage);
+    return inBytes[s] + inputBytes[s];
+  }
+  /// Bytes a stage keeps per micro-batch in flight from its F to the end of its B
+  /// (or W): its saved activations, or its checkpoint when it recomputes.
   double keptBytes(int stage) const {
     const size_t s = static_cast<size_t>(stage);
-    return recompute[s] ? inBytes[s] + inputBytes[s] : savedBytes[s];
+    return recompute[s] ? checkpointBytes(stage) : savedBytes[s];
   }
   /// Bytes a recomputing stage holds from the start of its B (or Bi) to the end of
   /// its B (or W): one micro-batch's saved activations, recomputed; 0 otherwise.

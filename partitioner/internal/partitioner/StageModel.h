@@ -7,6 +7,8 @@
 #include "partitioner/CutLattice.h"
 #include "partitioner/Problem.h"
 
+#include <vector>
+
 namespace partitioner {
 
 /// In-flight micro-batches of a stage under the position rule of a schedule family:
@@ -14,6 +16,10 @@ namespace partitioner {
 /// 1F1B-like schedules keep min(stagesFromEnd, m). Periodic schedules have no position
 /// rule (their count comes from the downstream latency) and fall back to 1F1B's bound.
 int positionalInFlight(ScheduleKind kind, int stagesFromEnd, int microbatches);
+
+/// The variants of a stage a policy tries, in order, keeping the first that fits:
+/// none {as it is}, auto {as it is, recomputing}, all {recomputing}.
+std::vector<bool> recomputeVariants(RecomputePolicy policy);
 
 /// A stage as a dynamic program prices it under the problem's RecomputePolicy.
 struct StageChoice {

@@ -276,8 +276,10 @@ public:
       output.provenLowerBoundMs = bound;
     }
     notes << " (" << columns << " columns)";
-    if (problem.training.recompute != RecomputePolicy::None)
+    if (problem.training.recompute != RecomputePolicy::None) {
+      notes << detail::withoutRecomputation(problem);
       output.provenLowerBoundMs = 0; // a bound without recomputation, not with it
+    }
     output.notes = notes.str();
     return output;
   }

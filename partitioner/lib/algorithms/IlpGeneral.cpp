@@ -386,8 +386,10 @@ public:
     }
     notes << ", " << output.allocation->numStages() << " stages on " << output.allocation->numGpusUsed()
           << " GPUs (" << columns << " columns)";
-    if (problem.training.recompute != RecomputePolicy::None)
+    if (problem.training.recompute != RecomputePolicy::None) {
+      notes << detail::withoutRecomputation(problem);
       output.provenLowerBoundMs = 0; // a bound without recomputation, not with it
+    }
     output.notes = notes.str();
     return output;
   }
