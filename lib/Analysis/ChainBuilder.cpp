@@ -104,7 +104,7 @@ FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &anal
   std::vector<std::vector<Operation *>> layerOps;
   for (const LayerGroup &group : groups)
     layerOps.push_back(group.ops);
-  const std::vector<double> savedBytes = computeLayerSavedBytes(analysis, layerOps);
+  const LayerSavedBytes saved = computeLayerSavedBytes(analysis, layerOps);
   for (const LayerGroup &group : groups) {
     partitioner::Layer layer;
     layer.name = analysis.lookup(group.anchor)->name;
@@ -126,9 +126,13 @@ FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &anal
                                   ? layer.name
                                   : layer.name + "#" + std::to_string(problem.layers.size()));
     layer.backwardWeightMs = std::min(backwardWeight, layer.backwardMs);
-    ParameterMemory params = computeParameterMemory(group.ops, policy);
+    StageMemory memory = computeStageMemory(analysis, group.ops, policy);
+    const ParameterMemory &params = memory.parameters;
     layer.parameterBytes = params.weightBytes + params.bufferBytes / stateMultiplier;
-    layer.savedBytes = savedBytes[problem.layers.size()];
+    layer.savedBytes = saved.bytes[problem.layers.size()];
+    // The layer run alone: what its forward or backward holds besides the saved
+    // activations (its inputs and outputs, values freed within, kernel scratch).
+    layer.workspaceBytes = std::max(memory.forwardPeakBytes, memory.backwardPeakBytes);
     // The model inputs it reads and the labels it makes (ops without operands
     // that are not parameters or constants): what a recomputing stage keeps.
     llvm::DenseSet<Value> inputs;
@@ -142,6 +146,9 @@ FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &anal
     }
     problem.layers.push_back(std::move(layer));
   }
+
+  for (const LayerSavedBytes::Shared &shared : saved.shared)
+    problem.sharedSaved.push_back({shared.layers, shared.bytes});
 
   // Exact cut sets: every value read outside its layer, as pipe-split-stages
   // sends it; parameters and constants are copied into each stage instead.

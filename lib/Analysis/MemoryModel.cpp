@@ -64,6 +64,28 @@ static bool isView(const CostAnalysis &analysis, Operation *op) {
   return false;
 }
 
+double pipe::kernelScratchBytes(Operation *op) {
+  auto conv = dyn_cast<nn::ConvOp>(op);
+  if (!conv)
+    return 0;
+  auto input = dyn_cast<RankedTensorType>(conv.getInput().getType());
+  auto weight = dyn_cast<RankedTensorType>(conv.getWeight().getType());
+  auto output = dyn_cast<RankedTensorType>(conv.getOutput().getType());
+  if (!input || !weight || !output || !input.hasStaticShape() || !weight.hasStaticShape() ||
+      !output.hasStaticShape())
+    return 0;
+  SmallVector<int64_t> kernel(weight.getShape().drop_front(2));
+  std::string error;
+  auto window = nn::computeWindowGeometry(input.getShape().drop_front(2), kernel,
+                                          conv.getStrides(), conv.getDilations(),
+                                          conv.getPads(), conv.getAutoPad(), false, error);
+  if (!window)
+    return 0;
+  SmallVector<int64_t> pads(window->padsBegin);
+  pads.append(window->padsEnd.begin(), window->padsEnd.end());
+  return nn::convScratchBytes(weight.getShape(), output.getShape(), window->strides, pads);
+}
+
 StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Operation *> ops,
                                      const TrainingPolicy &policy) {
   StageMemory m;
@@ -139,9 +161,20 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
     delta[range.start] += analysis.bytes(root);
     delta[range.end + 1] -= analysis.bytes(root);
   }
+  // Each kernel's scratch is live on top while it runs, forward and backward;
+  // so is, in the backward, the gradient of each trainable parameter the op
+  // reads, from the kernel that computes it to its accumulation.
+  std::vector<double> scratch(n), parameterGradients(n, 0.0);
+  for (int i = 0; i < n; ++i) {
+    scratch[i] = kernelScratchBytes(ops[i]);
+    for (Value operand : ops[i]->getOperands())
+      if (auto param = operand.getDefiningOp<nn::ParamOp>())
+        if (param.getTrainable() && isa<FloatType>(getElementTypeOrSelf(operand.getType())))
+          parameterGradients[i] += numElements(operand) * policy.gradientBytesPerParameter();
+  }
   double live = 0;
   for (int i = 0; i < n; ++i)
-    m.forwardPeakBytes = std::max(m.forwardPeakBytes, live += delta[i]);
+    m.forwardPeakBytes = std::max(m.forwardPeakBytes, (live += delta[i]) + scratch[i]);
 
   // Backward, in reverse order: the gradient of a value is live from the
   // backward of its last consumer to the backward of its producer (received
@@ -158,13 +191,41 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
     delta[revStart] += analysis.bytes(root);
     delta[revEnd + 1] -= analysis.bytes(root);
   }
+  // Gradient accumulation: a value read several times gets a partial gradient
+  // from each reader's rule, added to the sum so far. Where a sum exists (every
+  // reader but the first in backward order, or every one when a later stage
+  // sends the value's gradient back), the partial and the new sum are live
+  // beside the old sum while that reader's rule runs.
+  std::vector<double> accumulation(n, 0.0);
+  llvm::MapVector<Value, SmallVector<int>> readers;
+  for (int i = 0; i < n; ++i) {
+    bool flowsBack = llvm::any_of(ops[i]->getResults(),
+                                  [&](Value r) { return analysis.requiresGrad(r); });
+    if (!flowsBack)
+      continue;
+    for (Value operand : ops[i]->getOperands())
+      if (!analysis.isStatic(operand) && analysis.requiresGrad(operand))
+        readers[operand].push_back(i);
+  }
+  for (auto &[value, at] : readers) {
+    bool sent = llvm::any_of(value.getUsers(),
+                             [&](Operation *user) { return !position.count(user); });
+    // `at` is in forward order: the last reader's rule runs first.
+    for (size_t k = 0; k < at.size(); ++k)
+      if (sent || k + 1 < at.size())
+        accumulation[at[k]] += 2 * analysis.bytes(value);
+  }
   live = 0;
-  for (int j = 0; j < n; ++j)
-    m.backwardPeakBytes = std::max(m.backwardPeakBytes, live += delta[j]);
+  for (int j = 0; j < n; ++j) {
+    const int i = n - 1 - j;
+    m.backwardPeakBytes =
+        std::max(m.backwardPeakBytes, (live += delta[j]) + scratch[i] + parameterGradients[i] +
+                                          accumulation[i]);
+  }
   return m;
 }
 
-std::vector<double>
+LayerSavedBytes
 pipe::computeLayerSavedBytes(const CostAnalysis &analysis,
                              llvm::ArrayRef<std::vector<Operation *>> layers) {
   llvm::DenseSet<Operation *> inFunction;
@@ -179,20 +240,32 @@ pipe::computeLayerSavedBytes(const CostAnalysis &analysis,
     }
     return v;
   };
-  std::vector<double> bytes(layers.size(), 0.0);
-  llvm::DenseSet<Value> counted;
+  LayerSavedBytes result;
+  result.bytes.assign(layers.size(), 0.0);
+  // The layers keeping each root, in order of first appearance.
+  llvm::MapVector<Value, SmallVector<int, 2>> keepers;
   for (auto [i, layer] : llvm::enumerate(layers))
     for (Operation *op : layer) {
       const OpRecord *r = analysis.lookup(op);
       if (!r)
         continue;
-      bytes[i] += r->saved.extraBytes;
-      for (Value v : r->saved.values)
-        if (!analysis.isStatic(v))
-          if (Value root = rootOf(v); counted.insert(root).second)
-            bytes[i] += analysis.bytes(root);
+      result.bytes[i] += r->saved.extraBytes;
+      for (Value v : r->saved.values) {
+        if (analysis.isStatic(v))
+          continue;
+        SmallVector<int, 2> &kept = keepers[rootOf(v)];
+        if (kept.empty() || kept.back() != static_cast<int>(i))
+          kept.push_back(static_cast<int>(i));
+      }
     }
-  return bytes;
+  for (auto &[root, kept] : keepers) {
+    if (kept.size() == 1) {
+      result.bytes[kept.front()] += analysis.bytes(root);
+      continue;
+    }
+    result.shared.push_back({std::vector<int>(kept.begin(), kept.end()), analysis.bytes(root)});
+  }
+  return result;
 }
 
 StageMemory pipe::computeFunctionMemory(const CostAnalysis &analysis,

@@ -185,7 +185,6 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
 
   // What the hooks see of the pipeline as it runs.
   std::optional<pipeline::PartitionOutcome> outcome;
-  StageWorkspace workspace;
   bool problemWritten = false;
   const std::string replay = replayCommand(outputs.pathOf("problem.json"), options);
   pipeline::PartitionHooks hooks;
@@ -222,18 +221,11 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
     diag.attachNote() << "the problem is in " << outputs.pathOf("problem.json")
                       << "; replay the planning with: " << replay;
   };
-  hooks.onPlanned = [&](ModuleOp planned, pipeline::PartitionOutcome &result) -> LogicalResult {
+  hooks.onPlanned = [&](ModuleOp, pipeline::PartitionOutcome &result) -> LogicalResult {
     const partitioner::PlanResult &best = *result.report.best();
     progress.step(llvm::formatv("chose {0} by {1}: iteration {2:f3} ms, period {3:f3} ms; {4}",
                                 best.algorithm, result.objective, best.iterationMs,
                                 best.periodMs, partitioner::describeStages(result.problem, best)));
-    // The workspace is measured on the partitioned function, before the split.
-    if (plan.train) {
-      auto computed = computeStageWorkspace(planned, pipeline::partitionOptions(plan));
-      if (failed(computed))
-        return failure();
-      workspace = std::move(*computed);
-    }
     outcome = std::move(result);
     return success();
   };
@@ -256,7 +248,7 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   std::map<std::string, std::string> programFiles;
   if (plan.train) {
     auto built =
-        buildTrainingProgram(module, *outcome, workspace, options.modelPath, plan.optimizer);
+        buildTrainingProgram(module, *outcome, options.modelPath, plan.optimizer);
     if (failed(built))
       return failure();
     programFiles = std::move(*built);

@@ -15,38 +15,6 @@ using namespace mlir;
 using namespace pipe;
 using namespace pipe::driver;
 
-FailureOr<StageWorkspace>
-pipe::driver::computeStageWorkspace(ModuleOp module,
-                                    const pipeline::PipePartitionOptions &options) {
-  func::FuncOp func = pipeline::mainFunction(module);
-  if (!func)
-    return module.emitError("no partitioned function to measure");
-  std::optional<Profile> profile;
-  auto settings = parseCostSettings(module, options.target, options.dtype, "", profile);
-  if (failed(settings))
-    return failure();
-  auto policy = parseTrainingPolicy(module, options.optimizer, settings->dtype);
-  if (failed(policy))
-    return failure();
-  CostAnalysis analysis(func);
-  if (failed(analysis.compute(*settings)))
-    return failure();
-  std::map<int64_t, SmallVector<Operation *>> opsOfStage;
-  for (Operation &op : func.getBody().front())
-    if (auto stage = op.getAttrOfType<IntegerAttr>(pipeline::kStageAttr))
-      opsOfStage[stage.getInt()].push_back(&op);
-  StageWorkspace workspace;
-  for (auto &[stage, ops] : opsOfStage) {
-    if (stage < 0)
-      continue;
-    if (workspace.transientBytes.size() <= static_cast<size_t>(stage))
-      workspace.transientBytes.resize(stage + 1, 0);
-    StageMemory memory = computeStageMemory(analysis, ops, *policy);
-    workspace.transientBytes[stage] = std::max(memory.forwardPeakBytes, memory.backwardPeakBytes);
-  }
-  return workspace;
-}
-
 namespace {
 nlohmann::ordered_json tensorJson(const ProgramTensor &t) {
   return {{"index", t.index}, {"name", t.name},   {"dtype", t.dtype},
@@ -66,7 +34,7 @@ double bytesPerElement(const std::string &dtype) {
 
 FailureOr<std::map<std::string, std::string>>
 pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOutcome &outcome,
-                                   const StageWorkspace &workspace, StringRef modelPath,
+                                   StringRef modelPath,
                                    StringRef optimizer) {
   SmallVector<pipeline::PipelineOp> pipelines(module.getOps<pipeline::PipelineOp>());
   if (pipelines.size() != 1)
@@ -97,10 +65,12 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
   auto policy = parseTrainingPolicy(module, optimizer, ComputeDtype::FP32);
   if (failed(policy))
     return failure();
+  // The program's exact saved bytes held along the plan's timeline.
+  const std::vector<double> programSavedPeaks = partitioner::peakHeldBytes(best, programMemory.saved);
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (int64_t rank = 0; rank < description->ranks; ++rank) {
-    double parameters = 0, gradients = 0, optimizerState = 0, modelTransient = 0;
-    double workspaceBytes = 0, receivedBytes = 0;
+    double parameters = 0, gradients = 0, optimizerState = 0;
+    double programWorkspace = 0, receivedBytes = 0;
     for (const ProgramParameter &p : description->parameters) {
       if (!llvm::is_contained(p.ranks, rank))
         continue;
@@ -115,20 +85,41 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
         optimizerState += elements * policy->optimizerBytesPerParameter();
     }
     std::vector<int64_t> stages;
+    const double programSaved = static_cast<size_t>(rank) < programSavedPeaks.size()
+                                    ? programSavedPeaks[static_cast<size_t>(rank)]
+                                    : 0.0;
     for (int64_t s = 0; s < description->stages; ++s)
       if (description->rankOfStage[s] == rank) {
         stages.push_back(s);
-        if (static_cast<size_t>(s) < workspace.transientBytes.size())
-          modelTransient = std::max(modelTransient, workspace.transientBytes[s]);
-        workspaceBytes = std::max({workspaceBytes, programMemory.forwardWorkspace[s],
-                                   programMemory.backwardWorkspace[s]});
+        programWorkspace = std::max({programWorkspace, programMemory.forwardWorkspace[s],
+                                     programMemory.backwardWorkspace[s]});
         receivedBytes = std::max({receivedBytes, programMemory.forwardReceived[s],
                                   programMemory.backwardReceived[s]});
       }
-    double saved = 0, comm = 0;
+    double saved = 0, comm = 0, workspaceBytes = 0;
     if (static_cast<size_t>(rank) < best.simulation.memory.size()) {
-      saved = best.simulation.memory[rank].keptPeakBytes;
-      comm = best.simulation.memory[rank].bufferBytes;
+      const partitioner::GpuMemory &planned = best.simulation.memory[rank];
+      saved = planned.keptPeakBytes;
+      comm = planned.bufferBytes;
+      // The runtime counts what a recomputing stage computes again as workspace.
+      workspaceBytes =
+          planned.workspaceBytes + (planned.activationPeakBytes - planned.keptPeakBytes);
+    }
+    // The plan must hold for the program as lowered: its exact saved bytes and
+    // workspace, with the plan's in-flight counts, stay within the limit.
+    const double limit = outcome.problem.platform.memoryBytesPerGpu;
+    const double needed = parameters + gradients + optimizerState + std::max(saved, programSaved) +
+                          comm + std::max(workspaceBytes, programWorkspace);
+    if (needed > limit * (1 + 1e-9)) {
+      const partitioner::ByteUnits units = outcome.problem.platform.byteUnits;
+      auto bytes = [&](double b) { return partitioner::formatBytes(b, units); };
+      return module.emitError("the plan does not fit as lowered: rank ")
+             << rank << " needs " << bytes(needed) << ", over the limit of " << bytes(limit)
+             << " per GPU (saved activations: " << bytes(programSaved) << " in the program, "
+             << bytes(saved) << " planned; workspace: " << bytes(programWorkspace)
+             << " in the program, " << bytes(workspaceBytes)
+             << " planned); plan with --memory=" << bytes(limit - (needed - limit))
+             << " to leave that room";
     }
     ranks.push_back({{"rank", rank},
                      {"stages", stages},
@@ -148,9 +139,14 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
                                  "is workspace)"},
                        {"comm", "the plan: an activation and a gradient buffer per cut "
                                 "tensor, on each side"},
-                       {"workspace", "the program's transient peak (allocations replayed, "
-                                     "with the convolutions' im2col scratch)"}}},
-                     {"memory_model_transient", modelTransient},
+                       {"workspace", "the plan: the largest workspace of the rank's layers "
+                                     "(a layer run alone: values not saved, kernel scratch), "
+                                     "plus what its recomputing stages compute again"}}},
+                     // The program's own transient peak (its allocations replayed, with
+                     // the convolutions' im2col scratch), beside the plan's.
+                     {"program_workspace", programWorkspace},
+                     // The peak of the program's saved bytes along the plan's timeline.
+                     {"program_saved", programSaved},
                      {"program_received_peak", receivedBytes}});
   }
 

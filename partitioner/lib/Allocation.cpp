@@ -97,6 +97,7 @@ StageGraph buildStageGraph(const Problem &problem, const Allocation &allocation)
   zeros(graph.savedBytes);
   zeros(graph.parameterBytes);
   zeros(graph.inputBytes);
+  zeros(graph.workspaceBytes);
   zeros(graph.inBytes);
   zeros(graph.outBytes);
   graph.predecessors.resize(static_cast<size_t>(stages));
@@ -115,7 +116,17 @@ StageGraph buildStageGraph(const Problem &problem, const Allocation &allocation)
     graph.savedBytes[static_cast<size_t>(s)] += layer.savedBytes;
     graph.parameterBytes[static_cast<size_t>(s)] += layer.parameterBytes;
     graph.inputBytes[static_cast<size_t>(s)] += layer.inputBytes;
+    graph.workspaceBytes[static_cast<size_t>(s)] =
+        std::max(graph.workspaceBytes[static_cast<size_t>(s)], layer.workspaceBytes);
     graph.layers[static_cast<size_t>(s)].push_back(static_cast<int>(l));
+  }
+  // A shared saved value: one copy in each stage holding one of its keepers.
+  for (const SharedSaved &value : problem.sharedSaved) {
+    std::set<int> keeping;
+    for (int layer : value.layers)
+      keeping.insert(allocation.stageOfLayer[static_cast<size_t>(layer)]);
+    for (int s : keeping)
+      graph.savedBytes[static_cast<size_t>(s)] += value.bytes;
   }
   std::map<std::pair<int, int>, double> edges;
   for (const Tensor &tensor : problem.tensors) {

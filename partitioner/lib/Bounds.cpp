@@ -30,8 +30,10 @@ LowerBounds computeLowerBounds(const Problem &problem) {
     double stateTotal = 0, spanWeighted = 0;
     for (size_t l = 0; l < problem.layers.size(); ++l) {
       const Layer &layer = problem.layers[l];
-      const double state = problem.training.stateMultiplier * layer.parameterBytes;
-      stateTotal += state;
+      // Whichever GPU holds the layer holds its state and, while it runs, its workspace.
+      const double state =
+          problem.training.stateMultiplier * layer.parameterBytes + layer.workspaceBytes;
+      stateTotal += problem.training.stateMultiplier * layer.parameterBytes;
       const double span = down[l] / fastest;
       spanWeighted += layer.savedBytes * span;
       if (layer.savedBytes <= 0) {
@@ -39,7 +41,7 @@ LowerBounds computeLowerBounds(const Problem &problem) {
           bounds.memoryInfeasible = true;
           bounds.memoryReason = "layer " + layer.name + " needs " +
                                 formatBytes(state, platform.byteUnits) +
-                                " for its parameters and optimizer state, limit " +
+                                " for its parameters, optimizer state and workspace, limit " +
                                 formatBytes(limit, platform.byteUnits);
         }
         continue;

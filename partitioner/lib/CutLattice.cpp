@@ -1,5 +1,6 @@
 // Chain and downset (ideal) lattices of cut points.
 #include "partitioner/CutLattice.h"
+#include "partitioner/Error.h"
 #include "partitioner/Linearize.h"
 
 #include <algorithm>
@@ -37,6 +38,108 @@ std::vector<int> CutLattice::layersBetween(int from, int to) const {
   return result;
 }
 
+double CutLattice::workspaceBetween(int from, int to) const {
+  if (workspaceTree.empty() || from >= to)
+    return 0;
+  double best = 0;
+  if (isChain) {
+    // Positions [from, to) in the max tree.
+    size_t lo = static_cast<size_t>(from) + workspaceLeaves;
+    size_t hi = static_cast<size_t>(to) + workspaceLeaves;
+    for (; lo < hi; lo /= 2, hi /= 2) {
+      if (lo & 1)
+        best = std::max(best, workspaceTree[lo++]);
+      if (hi & 1)
+        best = std::max(best, workspaceTree[--hi]);
+    }
+    return best;
+  }
+  const uint64_t *outer = &bits[static_cast<size_t>(to) * words];
+  const uint64_t *inner = &bits[static_cast<size_t>(from) * words];
+  for (size_t w = 0; w < words; ++w)
+    for (uint64_t only = outer[w] & ~inner[w]; only; only &= only - 1)
+      best = std::max(best, workspaceTree[w * 64 + static_cast<size_t>(__builtin_ctzll(only))]);
+  return best;
+}
+
+double CutLattice::savedBetween(int from, int to) const {
+  double bytes = saved[static_cast<size_t>(to)] - saved[static_cast<size_t>(from)];
+  if (sharedAcross.empty())
+    return bytes;
+  for (int v : sharedAcross[static_cast<size_t>(from)]) {
+    const SharedSaved &value = shared[static_cast<size_t>(v)];
+    for (int layer : value.layers)
+      if (contains(to, layer) && !contains(from, layer)) {
+        bytes += value.bytes;
+        break;
+      }
+  }
+  return bytes;
+}
+
+namespace {
+/// Entries of the per-cut lists of shared saved values a lattice may hold.
+constexpr size_t kMaxSharedAcross = size_t{1} << 24;
+
+/// Fills lattice.shared and lattice.sharedAcross, and adds each shared value's
+/// bytes to lattice.saved of every cut that holds one of its keepers.
+void addSharedSaved(const Problem &problem, CutLattice &lattice) {
+  if (problem.sharedSaved.empty())
+    return;
+  lattice.shared = problem.sharedSaved;
+  const size_t cuts = lattice.numCuts();
+  lattice.sharedAcross.assign(cuts, {});
+  size_t entries = 0;
+  auto count = [&] {
+    if (++entries > kMaxSharedAcross)
+      throw Error("the shared saved values straddle more than " +
+                  std::to_string(kMaxSharedAcross) + " cut points in all");
+  };
+  if (lattice.isChain) {
+    // Cut i holds positions [0, i): a value with keepers at positions first..last
+    // counts from cut first + 1 on, and straddles cuts first + 1 .. last.
+    std::vector<double> added(cuts + 1, 0.0);
+    for (size_t v = 0; v < lattice.shared.size(); ++v) {
+      const SharedSaved &value = lattice.shared[v];
+      int first = static_cast<int>(cuts), last = -1;
+      for (int layer : value.layers) {
+        first = std::min(first, lattice.position[static_cast<size_t>(layer)]);
+        last = std::max(last, lattice.position[static_cast<size_t>(layer)]);
+      }
+      added[static_cast<size_t>(first) + 1] += value.bytes;
+      for (int c = first + 1; c <= last; ++c) {
+        lattice.sharedAcross[static_cast<size_t>(c)].push_back(static_cast<int>(v));
+        count();
+      }
+    }
+    double running = 0;
+    for (size_t c = 0; c < cuts; ++c)
+      lattice.saved[c] += (running += added[c]);
+    return;
+  }
+  for (size_t c = 0; c < cuts; ++c)
+    for (size_t v = 0; v < lattice.shared.size(); ++v) {
+      const SharedSaved &value = lattice.shared[v];
+      int inside = 0;
+      for (int layer : value.layers)
+        inside += lattice.contains(static_cast<int>(c), layer);
+      if (inside > 0)
+        lattice.saved[c] += value.bytes;
+      if (inside > 0 && inside < static_cast<int>(value.layers.size())) {
+        lattice.sharedAcross[c].push_back(static_cast<int>(v));
+        count();
+      }
+    }
+}
+
+bool anyWorkspace(const Problem &problem) {
+  for (const Layer &layer : problem.layers)
+    if (layer.workspaceBytes > 0)
+      return true;
+  return false;
+}
+} // namespace
+
 CutLattice chainLattice(const Problem &problem, const std::vector<int> &order) {
   CutLattice lattice;
   const size_t count = order.size();
@@ -72,6 +175,17 @@ CutLattice chainLattice(const Problem &problem, const std::vector<int> &order) {
     lattice.params[i] = lattice.params[i - 1] + layer.parameterBytes;
     lattice.weightGradient[i] = lattice.weightGradient[i - 1] + layer.weightGradientMs();
     lattice.cutBytes[i] = i < count ? cut[i - 1] : 0.0;
+  }
+  addSharedSaved(problem, lattice);
+  if (anyWorkspace(problem)) {
+    lattice.workspaceLeaves = count;
+    lattice.workspaceTree.assign(2 * count, 0.0);
+    for (size_t i = 0; i < count; ++i)
+      lattice.workspaceTree[count + i] =
+          problem.layers[static_cast<size_t>(order[i])].workspaceBytes;
+    for (size_t i = count; i-- > 1;)
+      lattice.workspaceTree[i] =
+          std::max(lattice.workspaceTree[2 * i], lattice.workspaceTree[2 * i + 1]);
   }
   return lattice;
 }
@@ -179,6 +293,10 @@ std::optional<CutLattice> idealLattice(const Problem &problem, size_t maxCuts) {
         }
     }
   }
+  addSharedSaved(problem, lattice);
+  if (anyWorkspace(problem))
+    for (const Layer &layer : problem.layers)
+      lattice.workspaceTree.push_back(layer.workspaceBytes);
   return lattice;
 }
 

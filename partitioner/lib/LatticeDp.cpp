@@ -21,7 +21,8 @@ constexpr double kRelativeTolerance = 1e-9;
 class LargerCuts {
 public:
   /// `stateMultiplier` and `maxBytes` prune stages whose saved bytes plus parameter
-  /// state exceed the memory (one copy in flight is the least any stage keeps).
+  /// state exceed the memory (one copy in flight is the least any stage keeps; the
+  /// prefix difference leaves out the copies of shared saved values, a lower bound).
   LargerCuts(const CutLattice &lattice, double stateMultiplier = 0, double maxBytes = kInfinity)
       : lattice_(lattice), stamp_(lattice.isChain ? 0 : lattice.numCuts(), 0),
         multiplier_(stateMultiplier), maxBytes_(maxBytes) {}
@@ -200,7 +201,7 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model,
   auto cost = [&](int from, int to, int k, int gpu) {
     if (options.memoryAware && options.pipeDreamFilter) {
       const CutLattice &l = model.lattice();
-      double stash = (k - 1) * ((l.saved[static_cast<size_t>(to)] - l.saved[static_cast<size_t>(from)]) +
+      double stash = (k - 1) * (l.savedBetween(from, to) +
                                 (l.params[static_cast<size_t>(to)] - l.params[static_cast<size_t>(from)]));
       if (stash > limit)
         return kInfinity;
@@ -443,6 +444,8 @@ std::string explainMemoryInfeasibility(const StageModel &model, int maxStages,
     double total = 0;
     for (const Layer &layer : problem.layers)
       total += problem.training.stateMultiplier * layer.parameterBytes + layer.savedBytes;
+    for (const SharedSaved &value : problem.sharedSaved)
+      total += value.bytes;
     out << "infeasible: no split of the " << problem.layers.size() << " layers into at most "
         << stages << " stages fits "
         << formatBytes(model.memoryLimit(), model.problem().platform.byteUnits)

@@ -328,7 +328,8 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
     item["memory_breakdown"] = {{"state", gpu.breakdown.stateBytes},
                                 {"extra_weight_versions", gpu.breakdown.extraWeightBytes},
                                 {"communication_buffers", gpu.breakdown.bufferBytes},
-                                {"activations_peak", gpu.breakdown.activationPeakBytes}};
+                                {"activations_peak", gpu.breakdown.activationPeakBytes},
+                                {"workspace", gpu.breakdown.workspaceBytes}};
     metrics.push_back(item);
   }
   document["stage_metrics"] = metrics;

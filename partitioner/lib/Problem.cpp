@@ -85,6 +85,7 @@ namespace {
 void finalizeProblem(Problem &problem) {
   auto &layers = problem.layers;
   auto &tensors = problem.tensors;
+  auto &sharedSaved = problem.sharedSaved;
   auto &name = problem.name;
   auto &platform = problem.platform;
   auto &training = problem.training;
@@ -115,6 +116,7 @@ void finalizeProblem(Problem &problem) {
     requireFiniteNonNegative(layer.savedBytes, "saved bytes", where);
     requireFiniteNonNegative(layer.outputBytes, "output bytes", where);
     requireFiniteNonNegative(layer.inputBytes, "input bytes", where);
+    requireFiniteNonNegative(layer.workspaceBytes, "workspace bytes", where);
     if (layer.backwardWeightMs > layer.backwardMs)
       throw Error(where + ": weight-gradient time exceeds the backward time");
   }
@@ -149,6 +151,19 @@ void finalizeProblem(Problem &problem) {
         throw Error("tensor of " + layerLabel(problem, tensor.producer) +
                     " is consumed by its own producer (self loop)");
     }
+  }
+  for (size_t v = 0; v < sharedSaved.size(); ++v) {
+    SharedSaved &shared = sharedSaved[v];
+    const std::string where = "shared saved value " + std::to_string(v);
+    requireFiniteNonNegative(shared.bytes, "bytes", where);
+    std::sort(shared.layers.begin(), shared.layers.end());
+    shared.layers.erase(std::unique(shared.layers.begin(), shared.layers.end()),
+                        shared.layers.end());
+    if (shared.layers.size() < 2)
+      throw Error(where + ": needs two or more distinct layers");
+    for (int layer : shared.layers)
+      if (layer < 0 || layer >= count)
+        throw Error(where + ": " + std::to_string(layer) + " is not a layer index");
   }
   if (platform.gpus < 1 || platform.gpus > kMaxGpus)
     throw Error("platform: the number of GPUs must be in 1.." + std::to_string(kMaxGpus) +

@@ -43,7 +43,8 @@ Problem readDocument(const json &document, const std::string &name) {
   // `settings` is what pipe-opt's main job planned under (dtype, target, ...):
   // a record for the reader, not an input.
   const JsonFields root = JsonFields::document(
-      document, name, {"name", "layers", "tensors", "platform", "training", "settings"});
+      document, name,
+      {"name", "layers", "tensors", "shared_saved", "platform", "training", "settings"});
   Problem problem;
   problem.name = root.string("name", name);
   if (!root.has("layers"))
@@ -56,7 +57,8 @@ Problem readDocument(const json &document, const std::string &name) {
   for (size_t i = 0; i < layers.size(); ++i) {
     JsonFields item(layers[i], name + ": layers[" + std::to_string(i) + "]",
                     {"name", "node_ids", "forward_ms", "backward_ms", "backward_weight_ms",
-                     "parameter_bytes", "saved_bytes", "output_bytes", "input_bytes"});
+                     "parameter_bytes", "saved_bytes", "output_bytes", "input_bytes",
+                     "workspace_bytes"});
     Layer layer;
     layer.name = item.string("name", "layer" + std::to_string(i));
     if (item.has("node_ids"))
@@ -69,6 +71,7 @@ Problem readDocument(const json &document, const std::string &name) {
     layer.parameterBytes = item.bytes("parameter_bytes", 0, bytesOf);
     layer.savedBytes = item.bytes("saved_bytes", 0, bytesOf);
     layer.inputBytes = item.bytes("input_bytes", 0, bytesOf);
+    layer.workspaceBytes = item.bytes("workspace_bytes", 0, bytesOf);
     layer.outputBytes = item.bytes("output_bytes", 0, bytesOf);
     problem.layers.push_back(layer);
   }
@@ -85,6 +88,20 @@ Problem readDocument(const json &document, const std::string &name) {
         tensor.consumers.push_back(static_cast<int>(consumer));
       tensor.bytes = item.bytes("bytes", 0, bytesOf);
       problem.tensors.push_back(tensor);
+    }
+  }
+  if (root.has("shared_saved")) {
+    const json &shared = root.array("shared_saved");
+    for (size_t i = 0; i < shared.size(); ++i) {
+      JsonFields item(shared[i], name + ": shared_saved[" + std::to_string(i) + "]",
+                      {"layers", "bytes"});
+      if (!item.has("layers"))
+        throw Error(item.location() + " needs 'layers'");
+      SharedSaved value;
+      for (int64_t layer : item.integers("layers", 0, lastLayer))
+        value.layers.push_back(static_cast<int>(layer));
+      value.bytes = item.bytes("bytes", 0, bytesOf);
+      problem.sharedSaved.push_back(value);
     }
   }
   if (root.has("platform")) {
@@ -167,6 +184,8 @@ void writeProblemJson(const Problem &problem, std::ostream &out) {
     item["saved_bytes"] = layer.savedBytes;
     if (layer.inputBytes > 0)
       item["input_bytes"] = layer.inputBytes;
+    if (layer.workspaceBytes > 0)
+      item["workspace_bytes"] = layer.workspaceBytes;
     item["output_bytes"] = layer.outputBytes;
     layers.push_back(item);
   }
@@ -177,6 +196,12 @@ void writeProblemJson(const Problem &problem, std::ostream &out) {
                        {"consumers", tensor.consumers},
                        {"bytes", tensor.bytes}});
   document["tensors"] = tensors;
+  if (!problem.sharedSaved.empty()) {
+    json shared = json::array();
+    for (const SharedSaved &value : problem.sharedSaved)
+      shared.push_back({{"layers", value.layers}, {"bytes", value.bytes}});
+    document["shared_saved"] = shared;
+  }
   json platform;
   platform["gpus"] = problem.platform.gpus;
   if (problem.platform.memoryBytesPerGpu == kInfinity)

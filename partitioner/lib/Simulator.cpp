@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 #include <tuple>
 
@@ -281,6 +282,38 @@ Schedule greedySchedule(const Problem &problem, const Allocation &allocation, Sc
   return schedule;
 }
 
+namespace {
+/// Peak per GPU of bytesPerStage[s] held per micro-batch from the start of stage
+/// s's F to the end of its B (or W, `splitBackward`) along `timeline`.
+std::vector<double> heldPeaks(const std::vector<TimedAction> &timeline,
+                              const std::vector<int> &gpuOfStage, bool splitBackward,
+                              const std::vector<double> &bytesPerStage, int gpus) {
+  const ActionKind release = splitBackward ? ActionKind::BackwardWeight : ActionKind::Backward;
+  std::vector<std::tuple<double, int, int>> events; // time, frees first, stage (+1 / -1)
+  for (const TimedAction &t : timeline) {
+    if (t.action.kind == ActionKind::Forward)
+      events.emplace_back(t.startMs, 1, t.action.stage + 1);
+    if (t.action.kind == release)
+      events.emplace_back(t.endMs, 0, -(t.action.stage + 1));
+  }
+  std::sort(events.begin(), events.end());
+  std::vector<double> held(static_cast<size_t>(gpus), 0), peak(static_cast<size_t>(gpus), 0);
+  for (const auto &[time, order, signedStage] : events) {
+    const size_t s = static_cast<size_t>(std::abs(signedStage) - 1);
+    const size_t g = static_cast<size_t>(gpuOfStage[s]);
+    held[g] += signedStage > 0 ? bytesPerStage[s] : -bytesPerStage[s];
+    peak[g] = std::max(peak[g], held[g]);
+  }
+  return peak;
+}
+} // namespace
+
+std::vector<double> peakHeldBytes(const PlanResult &plan, const std::vector<double> &bytesPerStage) {
+  return heldPeaks(plan.simulation.timeline, plan.allocation.gpuOfStage,
+                   plan.schedule.splitBackward, bytesPerStage,
+                   static_cast<int>(plan.simulation.memory.size()));
+}
+
 SimulationResult simulate(const Problem &problem, const Allocation &allocation,
                           const Schedule &schedule) {
   SimulationResult result;
@@ -367,7 +400,6 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
     int stage;
     int delta;       // micro-batches in flight
     double bytes;
-    double keptBytes; // the part of `bytes` kept from F to B (or W)
   };
   std::vector<Event> events;
   const ActionKind release =
@@ -377,20 +409,18 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
   for (const auto &t : result.timeline) {
     const int s = t.action.stage;
     if (t.action.kind == ActionKind::Forward)
-      events.push_back({t.startMs, 1, s, +1, graph.keptBytes(s), graph.keptBytes(s)});
+      events.push_back({t.startMs, 1, s, +1, graph.keptBytes(s)});
     if (t.action.kind == recomputeAt && graph.recomputedBytes(s) > 0)
-      events.push_back({t.startMs, 1, s, 0, graph.recomputedBytes(s), 0.0});
+      events.push_back({t.startMs, 1, s, 0, graph.recomputedBytes(s)});
     if (t.action.kind == release)
-      events.push_back({t.endMs, 0, s, -1, -(graph.keptBytes(s) + graph.recomputedBytes(s)),
-                        -graph.keptBytes(s)});
+      events.push_back({t.endMs, 0, s, -1, -(graph.keptBytes(s) + graph.recomputedBytes(s))});
   }
   std::sort(events.begin(), events.end(), [](const Event &a, const Event &b) {
     return std::tie(a.time, a.order) < std::tie(b.time, b.order);
   });
   result.stageInFlight.assign(static_cast<size_t>(stages), 0);
   std::vector<int> alive(static_cast<size_t>(stages), 0);
-  std::vector<double> gpuActivation(static_cast<size_t>(gpus), 0),
-      gpuKept(static_cast<size_t>(gpus), 0);
+  std::vector<double> gpuActivation(static_cast<size_t>(gpus), 0);
   result.memory.assign(static_cast<size_t>(gpus), GpuMemory{});
   for (const Event &e : events) {
     const size_t s = static_cast<size_t>(e.stage);
@@ -398,11 +428,16 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
     result.stageInFlight[s] = std::max(result.stageInFlight[s], alive[s]);
     const size_t g = static_cast<size_t>(graph.gpu[s]);
     gpuActivation[g] += e.bytes;
-    gpuKept[g] += e.keptBytes;
     result.memory[g].activationPeakBytes =
         std::max(result.memory[g].activationPeakBytes, gpuActivation[g]);
-    result.memory[g].keptPeakBytes = std::max(result.memory[g].keptPeakBytes, gpuKept[g]);
   }
+  std::vector<double> kept(static_cast<size_t>(stages));
+  for (int s = 0; s < stages; ++s)
+    kept[static_cast<size_t>(s)] = graph.keptBytes(s);
+  const std::vector<double> keptPeaks =
+      heldPeaks(result.timeline, allocation.gpuOfStage, schedule.splitBackward, kept, gpus);
+  for (int g = 0; g < gpus; ++g)
+    result.memory[static_cast<size_t>(g)].keptPeakBytes = keptPeaks[static_cast<size_t>(g)];
   for (int s = 0; s < stages; ++s) {
     const size_t g = static_cast<size_t>(graph.gpu[static_cast<size_t>(s)]);
     const double params = graph.parameterBytes[static_cast<size_t>(s)];
@@ -414,13 +449,15 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
     if (problem.training.communicationBuffers)
       memory.bufferBytes += kBuffersPerCutTensor * (graph.inBytes[static_cast<size_t>(s)] +
                                                     graph.outBytes[static_cast<size_t>(s)]);
+    memory.workspaceBytes =
+        std::max(memory.workspaceBytes, graph.workspaceBytes[static_cast<size_t>(s)]);
   }
   double busy = 0;
   int used = 0;
   for (int g = 0; g < gpus; ++g) {
     GpuMemory &memory = result.memory[static_cast<size_t>(g)];
     memory.peakBytes = memory.stateBytes + memory.extraWeightBytes + memory.bufferBytes +
-                       memory.activationPeakBytes;
+                       memory.activationPeakBytes + memory.workspaceBytes;
     if (!schedule.actions[static_cast<size_t>(g)].empty()) {
       ++used;
       busy += result.gpuBusyMs[static_cast<size_t>(g)];

@@ -67,13 +67,12 @@ double StageModel::staticBytes(int from, int to, int versions) const {
 }
 
 double StageModel::memoryBytes(int from, int to, int inFlight, bool recompute) const {
-  const double saved =
-      lattice_.saved[static_cast<size_t>(to)] - lattice_.saved[static_cast<size_t>(from)];
+  const double saved = lattice_.savedBetween(from, to);
   const double inputs =
       lattice_.inputs[static_cast<size_t>(to)] - lattice_.inputs[static_cast<size_t>(from)];
   const double kept = recompute ? lattice_.cutBytes[static_cast<size_t>(from)] + inputs : saved;
   return staticBytes(from, to, weightVersions(problem_.training, inFlight)) +
-         inFlight * kept + (recompute ? saved : 0.0);
+         inFlight * kept + (recompute ? saved : 0.0) + lattice_.workspaceBetween(from, to);
 }
 
 std::vector<bool> recomputeVariants(RecomputePolicy policy) {

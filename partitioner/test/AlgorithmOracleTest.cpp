@@ -73,9 +73,9 @@ std::vector<BruteStage> priceStages(const Problem &problem, const std::vector<st
       work += (layer.forwardMs + layer.backwardMs) / speed;
       stage.forward += layer.forwardMs / speed;
       stage.backward += layer.backwardMs / speed;
-      saved += layer.savedBytes;
       params += layer.parameterBytes;
     }
+    saved = stageSavedBytes(problem, stages[static_cast<size_t>(s)]);
     double comm = 0;
     if (s > 0)
       comm += problem.platform.linkBetween(gpu - 1, gpu).transferMs(cutBefore[static_cast<size_t>(s)]);
@@ -92,7 +92,8 @@ std::vector<BruteStage> priceStages(const Problem &problem, const std::vector<st
       copies = std::min(k - s, m);
     else if (rule == Rule::GPipe)
       copies = m;
-    stage.memory = problem.training.stateMultiplier * params + buffers + copies * saved;
+    stage.memory = problem.training.stateMultiplier * params + buffers + copies * saved +
+                   largestWorkspace(problem, stages[static_cast<size_t>(s)]);
     if (rule == Rule::PipeDream)
       stage.fits = (k - s - 1) * (saved + params) <= problem.platform.memoryBytesPerGpu;
     else if (rule != Rule::None)
@@ -252,6 +253,10 @@ TEST(AlgorithmOracle, ChainDynamicProgramsEqualBruteForce) {
     const int layers = 1 + static_cast<int>(rng() % 9);
     const int gpus = 1 + static_cast<int>(rng() % 4);
     Problem problem = randomChain(rng, layers, gpus);
+    if (trial % 2)
+      addRandomWorkspace(rng, problem);
+    if (trial % 3 == 0)
+      addRandomSharedSaved(rng, problem);
     const CutLattice lattice = chainLattice(problem, topologicalOrder(problem));
     std::vector<std::vector<std::vector<int>>> candidates, exact;
     for (const auto &sizes : allCompositions(layers, gpus)) {
@@ -275,6 +280,10 @@ TEST(AlgorithmOracle, DagAwareCutsEqualBruteForceOverMonotoneAllocations) {
     const int layers = 2 + static_cast<int>(rng() % 6);
     const int gpus = 1 + static_cast<int>(rng() % 3);
     Problem problem = randomDag(rng, layers, gpus);
+    if (trial % 2)
+      addRandomWorkspace(rng, problem);
+    if (trial % 3 == 0)
+      addRandomSharedSaved(rng, problem);
     auto lattice = idealLattice(problem, 100000);
     ASSERT_TRUE(lattice.has_value());
     // All labelings layer -> stage that are monotone along tensors and use 0..k-1.
@@ -315,9 +324,9 @@ double bruteSpan(const Problem &problem, const std::vector<std::vector<int>> &st
     double params = 0, saved = 0, modelInputs = 0;
     for (int l : stages[static_cast<size_t>(s)]) {
       params += problem.layers[static_cast<size_t>(l)].parameterBytes;
-      saved += problem.layers[static_cast<size_t>(l)].savedBytes;
       modelInputs += problem.layers[static_cast<size_t>(l)].inputBytes;
     }
+    saved = stageSavedBytes(problem, stages[static_cast<size_t>(s)]);
     double buffers = 0;
     if (problem.training.communicationBuffers) {
       // Two buffers per cut tensor on each side: the activation and its gradient.
@@ -348,7 +357,8 @@ double bruteSpan(const Problem &problem, const std::vector<std::vector<int>> &st
       const double span = x + b;
       const int copies = std::max(1, std::min(m, static_cast<int>(std::ceil(span / T - 1e-9))));
       const double activations = recompute ? copies * received + saved : copies * saved;
-      if (problem.training.stateMultiplier * params + buffers + activations >
+      if (problem.training.stateMultiplier * params + buffers + activations +
+              largestWorkspace(problem, stages[static_cast<size_t>(s)]) >
           problem.platform.memoryBytesPerGpu * (1 + 1e-12))
         continue;
       downstream = span;
@@ -380,6 +390,10 @@ TEST(AlgorithmOracle, PeriodicDynamicProgramEqualsBruteForceAtFixedPeriod) {
         if (rng() % 3 == 0)    // model inputs, which a recomputing stage keeps
           layer.inputBytes = std::uniform_real_distribution<double>(0, 5e5)(rng);
       }
+    if (trial % 4 == 3)
+      addRandomWorkspace(rng, problem);
+    if (trial % 5 == 4)
+      addRandomSharedSaved(rng, problem);
     double total = 0, largest = 0;
     for (const Layer &l : problem.layers) {
       total += l.workMs();
@@ -456,6 +470,8 @@ TEST(AlgorithmOracle, BestKeepsTheBestValidPlanOfAllTried) {
   std::mt19937 rng(5);
   for (int trial = 0; trial < 60; ++trial) {
     Problem problem = randomChain(rng, 3 + static_cast<int>(rng() % 8), 1 + static_cast<int>(rng() % 4));
+    if (trial % 2)
+      addRandomWorkspace(rng, problem);
     PlanningReport report = planOrThrow(problem);
     ASSERT_FALSE(report.results.empty());
     for (const PlanResult &r : report.results) {
@@ -487,6 +503,10 @@ TEST(AlgorithmOracle, IlpEqualsBruteForceOverMonotoneAllocations) {
     const int layers = 2 + static_cast<int>(rng() % 5);
     const int gpus = 1 + static_cast<int>(rng() % 3);
     Problem problem = trial % 2 ? randomDag(rng, layers, gpus) : randomChain(rng, layers, gpus);
+    if (trial % 4 >= 2)
+      addRandomWorkspace(rng, problem);
+    if (trial % 3 == 1)
+      addRandomSharedSaved(rng, problem);
     // One link class: the MIP may leave stages empty (it then charges more memory, never
     // less), which only matters when link classes differ between GPU pairs.
     problem.platform.interNode = problem.platform.intraNode;

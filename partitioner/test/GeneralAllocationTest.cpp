@@ -42,7 +42,7 @@ ModelValue modelValue(const Problem &problem, const std::vector<int> &order, con
     stageOf[static_cast<size_t>(i)] = S - 1;
   }
   std::vector<double> compute(static_cast<size_t>(P), 0), ports(static_cast<size_t>(P), 0),
-      memory(static_cast<size_t>(P), 0);
+      memory(static_cast<size_t>(P), 0), workspace(static_cast<size_t>(P), 0);
   const int m = problem.training.microbatches;
   for (int i = 0; i < L; ++i) {
     const Layer &layer = problem.layers[static_cast<size_t>(order[static_cast<size_t>(i)])];
@@ -52,7 +52,10 @@ ModelValue modelValue(const Problem &problem, const std::vector<int> &order, con
     memory[g] += (problem.training.stateMultiplier + weightVersions(problem.training, copies) - 1) *
                      layer.parameterBytes +
                  copies * layer.savedBytes;
+    workspace[g] = std::max(workspace[g], layer.workspaceBytes); // one layer runs at a time
   }
+  for (int g = 0; g < P; ++g)
+    memory[static_cast<size_t>(g)] += workspace[static_cast<size_t>(g)];
   for (int b = 0; b + 1 < L; ++b) {
     const int before = gpuOf[static_cast<size_t>(b)], after = gpuOf[static_cast<size_t>(b + 1)];
     if (before == after)
@@ -118,6 +121,8 @@ Problem randomSmallChain(std::mt19937 &rng, int layers, int gpus, int variant) {
   const WeightPolicy policies[] = {WeightPolicy::Default, WeightPolicy::Single, WeightPolicy::DoubleBuffered,
                                    WeightPolicy::Stashed};
   problem.training.weights = policies[rng() % 4];
+  if (variant % 4 == 1)
+    addRandomWorkspace(rng, problem);
   orThrow(problem.finalize());
   return problem;
 }

@@ -129,6 +129,50 @@ TEST(Simulator, WeightStashingKeepsOneVersionPerInFlightMicroBatch) {
     EXPECT_NEAR(result.memory[static_cast<size_t>(s)].extraWeightBytes, 1000.0, 1e-9);
 }
 
+TEST(Simulator, AGpuHoldsTheLargestWorkspaceOfItsStagesOnce) {
+  // Interleaved: GPU g holds stages g and g + 2; their workspaces do not add up.
+  Problem problem = uniformPipeline(4, 8, 1, 2);
+  problem.platform.gpus = 2;
+  const double workspace[] = {5e5, 3e5, 1e5, 7e5};
+  for (size_t l = 0; l < 4; ++l)
+    problem.layers[l].workspaceBytes = workspace[l];
+  Allocation interleaved;
+  for (int s = 0; s < 4; ++s) {
+    interleaved.stageOfLayer.push_back(s);
+    interleaved.gpuOfStage.push_back(s % 2);
+  }
+  const SimulationResult with = simulatePlan(problem, interleaved, ScheduleKind::Interleaved);
+  for (Layer &layer : problem.layers)
+    layer.workspaceBytes = 0;
+  const SimulationResult without = simulatePlan(problem, interleaved, ScheduleKind::Interleaved);
+  const double expected[] = {5e5, 7e5};
+  for (size_t g = 0; g < 2; ++g) {
+    EXPECT_EQ(with.memory[g].workspaceBytes, expected[g]);
+    EXPECT_EQ(without.memory[g].workspaceBytes, 0);
+    EXPECT_NEAR(with.memory[g].peakBytes - without.memory[g].peakBytes, expected[g], 1e-6);
+    EXPECT_EQ(with.memory[g].activationPeakBytes, without.memory[g].activationPeakBytes);
+  }
+}
+
+TEST(Simulator, EachStageKeepingASharedValueHoldsItsOwnCopy) {
+  // 1F1B on 2 GPUs, 4 micro-batches: stage 0 keeps 2 in flight, stage 1 one.
+  Problem problem = uniformPipeline(3, 4, 1, 2);
+  problem.platform.gpus = 2;
+  problem.sharedSaved.push_back({{1, 2}, 5e5}); // kept by layers 1 and 2
+  orThrow(problem.finalize());
+  Allocation split; // layers {0, 1} | {2}: both stages keep a copy
+  split.stageOfLayer = {0, 0, 1};
+  split.gpuOfStage = {0, 1};
+  Allocation together = split; // layers {0} | {1, 2}: one stage keeps one copy
+  together.stageOfLayer = {0, 1, 1};
+  const SimulationResult a = simulatePlan(problem, split, ScheduleKind::OneFOneB);
+  const SimulationResult b = simulatePlan(problem, together, ScheduleKind::OneFOneB);
+  EXPECT_NEAR(a.memory[0].keptPeakBytes, 2 * (2e6 + 5e5), 1e-6);
+  EXPECT_NEAR(a.memory[1].keptPeakBytes, 1e6 + 5e5, 1e-6);
+  EXPECT_NEAR(b.memory[0].keptPeakBytes, 2 * 1e6, 1e-6);
+  EXPECT_NEAR(b.memory[1].keptPeakBytes, 2e6 + 5e5, 1e-6);
+}
+
 TEST(Simulator, InterleavedAndZeroBubbleReduceTheBubble) {
   const int S = 4, m = 8;
   Problem problem = uniformPipeline(2 * S, m, 0.5, 1.0);

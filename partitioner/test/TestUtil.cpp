@@ -1,6 +1,8 @@
 // Random instances for the oracle tests.
 #include "TestUtil.h"
 
+#include <algorithm>
+
 namespace partitioner::testing {
 
 namespace {
@@ -60,6 +62,52 @@ Problem randomDag(std::mt19937 &rng, int layers, int gpus) {
   problem.tensors = kept;
   orThrow(problem.finalize());
   return problem;
+}
+
+void addRandomWorkspace(std::mt19937 &rng, Problem &problem) {
+  for (Layer &layer : problem.layers)
+    if (rng() % 2 == 0)
+      layer.workspaceBytes = uniform(rng, 0, 2e6);
+  orThrow(problem.finalize());
+}
+
+void addRandomSharedSaved(std::mt19937 &rng, Problem &problem) {
+  const int layers = static_cast<int>(problem.layers.size());
+  if (layers < 2)
+    return;
+  const int values = 1 + static_cast<int>(rng() % 3);
+  for (int v = 0; v < values; ++v) {
+    SharedSaved value;
+    const int keepers = 2 + static_cast<int>(rng() % 2);
+    for (int k = 0; k < keepers; ++k)
+      value.layers.push_back(static_cast<int>(rng() % static_cast<unsigned>(layers)));
+    value.bytes = uniform(rng, 0, 1e6);
+    std::sort(value.layers.begin(), value.layers.end());
+    value.layers.erase(std::unique(value.layers.begin(), value.layers.end()), value.layers.end());
+    if (value.layers.size() >= 2)
+      problem.sharedSaved.push_back(value);
+  }
+  orThrow(problem.finalize());
+}
+
+double stageSavedBytes(const Problem &problem, const std::vector<int> &layers) {
+  double bytes = 0;
+  for (int l : layers)
+    bytes += problem.layers[static_cast<size_t>(l)].savedBytes;
+  for (const SharedSaved &value : problem.sharedSaved)
+    for (int keeper : value.layers)
+      if (std::find(layers.begin(), layers.end(), keeper) != layers.end()) {
+        bytes += value.bytes;
+        break;
+      }
+  return bytes;
+}
+
+double largestWorkspace(const Problem &problem, const std::vector<int> &layers) {
+  double largest = 0;
+  for (int l : layers)
+    largest = std::max(largest, problem.layers[static_cast<size_t>(l)].workspaceBytes);
+  return largest;
 }
 
 std::vector<std::vector<int>> allCompositions(int n, int maxParts) {

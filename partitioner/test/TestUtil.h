@@ -19,6 +19,21 @@ Problem randomChain(std::mt19937 &rng, int layers, int gpus);
 /// A random DAG of `layers` nodes (each node consumes 1-2 earlier nodes).
 Problem randomDag(std::mt19937 &rng, int layers, int gpus);
 
+/// Gives about half of the layers a workspace in [0, 2e6] bytes (held while the
+/// layer runs; a stage holds the largest of its layers').
+void addRandomWorkspace(std::mt19937 &rng, Problem &problem);
+
+/// Adds one to three values kept by two or three random layers each (bytes in
+/// [0, 1e6]; each stage holding one of them keeps a copy).
+void addRandomSharedSaved(std::mt19937 &rng, Problem &problem);
+
+/// Bytes a stage made of `layers` keeps per micro-batch: its layers' saved bytes
+/// and one copy of each shared saved value one of them keeps.
+double stageSavedBytes(const Problem &problem, const std::vector<int> &layers);
+
+/// The largest workspace among `layers`: what a stage (or a GPU) of them holds.
+double largestWorkspace(const Problem &problem, const std::vector<int> &layers);
+
 /// Every composition of `n` into 1..maxParts positive parts.
 std::vector<std::vector<int>> allCompositions(int n, int maxParts);
 

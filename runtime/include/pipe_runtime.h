@@ -180,7 +180,8 @@ PIPE_EXPORT void pipe_free(pipe_rank *r, pipe_tensor *t);
  * the caller's reference and accounts it as PIPE_MEM_SAVED. */
 PIPE_EXPORT void pipe_save(pipe_rank *r, int32_t stage, int32_t microbatch, int32_t slot,
                            pipe_tensor *t);
-/* Takes the value back out of the slot (the caller frees it). */
+/* Takes the value back out of the slot (the caller frees it); it stays
+ * PIPE_MEM_SAVED until freed. */
 PIPE_EXPORT pipe_tensor *pipe_restore(pipe_rank *r, int32_t stage, int32_t microbatch,
                                       int32_t slot);
 

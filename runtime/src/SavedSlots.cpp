@@ -78,9 +78,9 @@ pipe_tensor *pipe_restore(pipe_rank *r, int32_t stage, int32_t microbatch, int32
   pipe_tensor *t = it->second;
   r->saved.erase(it);
   reinterpret_cast<TensorBox *>(t)->inSlot = false;
-  auto *storage = static_cast<Storage *>(t->storage);
-  if (--storage->savedSlots == 0 && storage->category == PIPE_MEM_SAVED)
-    recategorize(r->memory, storage, PIPE_MEM_WORKSPACE);
+  // It stays SAVED until the backward frees it: the memory model keeps a
+  // micro-batch's saved activations from its forward to the end of its backward.
+  --static_cast<Storage *>(t->storage)->savedSlots;
   return t;
 }
 

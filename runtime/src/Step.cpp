@@ -52,7 +52,8 @@ void pipe_step_end(pipe_rank *r) {
   closeNode(r);
   checkSlotsEmpty(r);
   reapSends(r);
-  int64_t workspace = r->memory.live(PIPE_MEM_WORKSPACE);
+  // The slots are empty: a SAVED tensor left is a restored one never freed.
+  int64_t workspace = r->memory.live(PIPE_MEM_WORKSPACE) + r->memory.live(PIPE_MEM_SAVED);
   int64_t received = r->memory.live(PIPE_MEM_COMM) - r->pendingSendBytes;
   if (workspace > 0 || received > 0) {
     const TensorBox *left = anyTransientTensor(r);

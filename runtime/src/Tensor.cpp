@@ -166,7 +166,7 @@ void destroyTensor(pipe_rank *r, pipe_tensor *t) {
 const TensorBox *anyTransientTensor(pipe_rank *r) {
   for (const pipe_tensor *t : r->tensors) {
     int32_t category = static_cast<const Storage *>(t->storage)->category;
-    if (category == PIPE_MEM_WORKSPACE || category == PIPE_MEM_COMM)
+    if (category == PIPE_MEM_WORKSPACE || category == PIPE_MEM_COMM || category == PIPE_MEM_SAVED)
       return reinterpret_cast<const TensorBox *>(t);
   }
   return nullptr;

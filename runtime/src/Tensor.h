@@ -35,7 +35,8 @@ pipe_tensor *tensorOver(pipe_rank *r, Storage *storage, void *data, int32_t dtyp
                         const pipe_ints &shape, int64_t numel);
 /// The box of a tensor the runtime made; fails on anything else.
 TensorBox *boxOf(pipe_rank *r, const pipe_tensor *t, const char *what);
-/// A live tensor of workspace or received bytes, for the end-of-step check.
+/// A live tensor of workspace, received or (restored, unfreed) saved bytes, for
+/// the end-of-step check.
 const TensorBox *anyTransientTensor(pipe_rank *r);
 /// Releases a tensor, borrowed or not (the rank's own teardown).
 void destroyTensor(pipe_rank *r, pipe_tensor *t);

@@ -15,18 +15,19 @@
 // (Adam fp32: state multiplier 16 / 4 = 4) = 40; conv2 4*4*3*3*4 = 576;
 // fc (64*2 + 2)*4 = 520.
 // Saved (fp32): conv1 keeps x (256); bn keeps y1 (256) + 32 bytes of
-// statistics and relu keeps r (256): 544; conv2 keeps r too, which counts in
-// the first layer that keeps it only, so that a stage's saved bytes are the sum
-// of its layers' (a cut between layers 1 and 2 leaves stage 2's copy of r
-// uncounted); fc keeps the flattened sum (256).
+// statistics: 288; relu keeps r (256) and conv2 keeps r too: r is a shared
+// saved value of layers 1 and 2, in neither's saved bytes, which each stage
+// holding one of them keeps once (a cut between layers 1 and 2 makes two
+// copies); fc keeps the flattened sum (256).
 // CHECK-LABEL: chain @block layers=4 tensors=3 state_multiplier=4
 // CHECK-NEXT: layer 0 'conv1' nodes=conv1 params=64 saved=256 out=256
-// CHECK-NEXT: layer 1 'bn' nodes=bn,relu params=40 saved=544 out=256
+// CHECK-NEXT: layer 1 'bn' nodes=bn,relu params=40 saved=288 out=256
 // CHECK-NEXT: layer 2 'conv2' nodes=conv2,skip,flatten params=576 saved=0 out=256
 // CHECK-NEXT: layer 3 'fc' nodes=fc params=520 saved=256 out=0
 // CHECK-NEXT: tensor 0 -> 1,2 bytes=256
 // CHECK-NEXT: tensor 1 -> 2 bytes=256
 // CHECK-NEXT: tensor 2 -> 3 bytes=256
+// CHECK-NEXT: shared saved 1,2 bytes=256
 // JSON: "node_ids": [
 // JSON-NEXT: "conv1"
 // JSON: "name": "block"

@@ -58,8 +58,12 @@ struct ParameterMemory {
 struct StageMemory {
   ParameterMemory parameters;
   double savedBytes = 0;         ///< activations kept per micro-batch
-  double forwardPeakBytes = 0;   ///< transient forward memory (not saved)
-  double backwardPeakBytes = 0;  ///< live activation gradients during backward
+  /// Transient forward memory: live values that are not saved, plus the running
+  /// kernel's scratch.
+  double forwardPeakBytes = 0;
+  /// Live activation gradients during backward, plus the running kernel's scratch
+  /// and the gradients of the parameters it reads (until they are accumulated).
+  double backwardPeakBytes = 0;
   /// Parameters + `inFlight` micro-batches of saved activations + the larger
   /// transient peak.
   double total(double inFlight) const {
@@ -67,6 +71,11 @@ struct StageMemory {
            std::max(forwardPeakBytes, backwardPeakBytes);
   }
 };
+
+/// Scratch the runtime's kernel for `op` (and for its gradients) allocates while it
+/// runs: the CPU runtime's im2col columns for nn.conv (nn::convScratchBytes), 0
+/// for every other op.
+double kernelScratchBytes(mlir::Operation *op);
 
 /// Memory of the nn.param ops among `ops` under `policy`.
 ParameterMemory computeParameterMemory(llvm::ArrayRef<mlir::Operation *> ops,
@@ -79,14 +88,21 @@ StageMemory computeStageMemory(const CostAnalysis &analysis,
                                llvm::ArrayRef<mlir::Operation *> ops,
                                const TrainingPolicy &policy);
 
-/// Saved bytes per layer, additive: `layers` partition the analysed function's
-/// ops into layers in program order, and each saved storage root (and each
-/// rule's extra bytes) counts in the first layer whose ops keep it, so a stage
-/// of consecutive layers keeps the sum of theirs. A value kept by ops on both
-/// sides of a cut is kept by both stages, and counts only in the first: the
-/// later stage's copy is missing from the sum.
-std::vector<double> computeLayerSavedBytes(const CostAnalysis &analysis,
-                                           llvm::ArrayRef<std::vector<mlir::Operation *>> layers);
+/// Saved bytes of layers: `layers` partition the analysed function's ops into
+/// layers in program order. A saved storage root (and each rule's extra bytes)
+/// kept by the ops of one layer counts in that layer's `bytes`; one kept by the
+/// ops of several layers is `shared`: each stage holding one of them keeps its own
+/// copy (the later stages' are what they received), as partitioner::SharedSaved.
+struct LayerSavedBytes {
+  std::vector<double> bytes; ///< per layer
+  struct Shared {
+    std::vector<int> layers;
+    double bytes = 0;
+  };
+  std::vector<Shared> shared;
+};
+LayerSavedBytes computeLayerSavedBytes(const CostAnalysis &analysis,
+                                       llvm::ArrayRef<std::vector<mlir::Operation *>> layers);
 
 /// The whole analysed function as one stage.
 StageMemory computeFunctionMemory(const CostAnalysis &analysis, const TrainingPolicy &policy);

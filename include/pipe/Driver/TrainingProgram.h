@@ -19,20 +19,11 @@
 
 namespace pipe::driver {
 
-/// The memory model's transient peak of each stage (the larger of its
-/// forward and backward), computed on the partitioned function before it is
-/// split: the workspace the planner does not charge.
-struct StageWorkspace {
-  std::vector<double> transientBytes; ///< per stage
-};
-mlir::FailureOr<StageWorkspace> computeStageWorkspace(mlir::ModuleOp module,
-                                                      const pipeline::PipePartitionOptions &options);
-
 /// The files of the training program, by name: rankK.cpp and program.json.
 /// `module` holds the differentiated, scheduled pipeline (it is not changed).
 mlir::FailureOr<std::map<std::string, std::string>>
 buildTrainingProgram(mlir::ModuleOp module, const pipeline::PartitionOutcome &outcome,
-                     const StageWorkspace &workspace, llvm::StringRef modelPath,
+                     llvm::StringRef modelPath,
                      llvm::StringRef optimizer);
 
 } // namespace pipe::driver

@@ -411,8 +411,9 @@ private:
   }
 
 public:
-  /// The peaks of the replayed allocations (see ProgramMemory).
-  double peakWorkspace = 0, peakReceived = 0;
+  /// The peaks of the replayed allocations, and the bytes handed to saved
+  /// slots (see ProgramMemory).
+  double peakWorkspace = 0, peakReceived = 0, savedBytes = 0;
 
 private:
   // A replay of the program's allocations: each emitted tensor's storage,
@@ -442,6 +443,12 @@ private:
   /// Values the function does not own: parameters, and values handed to
   /// saved slots.
   llvm::DenseSet<Value> notOwned;
+  /// A forward's saved values and their slots (its pipe.return's list), and
+  /// those already handed to their slot: each is saved as soon as it exists.
+  llvm::DenseMap<Value, int64_t> savedSlot;
+  llvm::DenseSet<Value> savedEarly;
+  /// Hands `v` to its saved slot now if the forward saves it.
+  void saveIfKept(Value v, Location at);
   int32_t currentNode = -1;
 };
 
@@ -490,8 +497,10 @@ void FunctionEmitter::leave(Value t) {
   if (it == storageOf.end())
     return;
   Storage &storage = storages[it->second];
-  if (storage.counted)
+  if (storage.counted) {
     (storage.received ? liveReceived : liveWorkspace) -= storage.bytes;
+    savedBytes += storage.bytes;
+  }
   storage.counted = false;
   storageOf.erase(it);
 }
@@ -514,8 +523,24 @@ LogicalResult FunctionEmitter::allocAll(Operation *op) {
   return success();
 }
 
+void FunctionEmitter::saveIfKept(Value v, Location at) {
+  auto slot = savedSlot.find(v);
+  if (slot == savedSlot.end() || notOwned.contains(v) || !values.count(v))
+    return; // not saved, or pipe.return reports why it cannot be
+  call(at, "pipe_save", {r(), stage.getIndex(), mb(), slot->second, get(v)});
+  leave(get(v));
+  notOwned.insert(v);
+  savedEarly.insert(v);
+}
+
 LogicalResult FunctionEmitter::emit(Block &block) {
   Location loc = stage.getLoc();
+  // A forward saves each kept value as soon as it is computed, so that its
+  // WORKSPACE holds only what is not saved (the memory model's split).
+  if (auto ret = dyn_cast<ReturnOp>(block.getTerminator()); ret && !backward)
+    for (auto [slot, value] : llvm::enumerate(ret.getSaved()))
+      if (!savedSlot.try_emplace(value, static_cast<int64_t>(slot)).second)
+        return ret.emitOpError("saves the same value in two slots");
   // Block arguments: model inputs of a forward, saved values of a backward.
   for (BlockArgument arg : block.getArguments()) {
     Operation *where = stage.getOperation();
@@ -526,13 +551,14 @@ LogicalResult FunctionEmitter::emit(Block &block) {
       values[arg] = call(loc, "pipe_restore",
                          {r(), stage.getIndex(), mb(), static_cast<int64_t>(arg.getArgNumber())},
                          true);
-      track(values[arg], arg, /*received=*/false);
+      // Not workspace: a restored value stays SAVED until it is freed.
       continue;
     }
     int64_t input = stage.getModelInputs()[arg.getArgNumber()];
     int64_t range = isa<IntegerType>(typeOf(arg).getElementType()) ? integerRange(arg) : 0;
     values[arg] = call(loc, "pipe_input", {r(), mb(), input, *dt, shape(arg), range}, true);
     track(values[arg], arg, /*received=*/false);
+    saveIfKept(arg, loc);
   }
 
   // The last op that uses each value: it is freed right after.
@@ -559,6 +585,8 @@ LogicalResult FunctionEmitter::emit(Block &block) {
     }
     if (failed(lower(&op)))
       return failure();
+    for (Value result : op.getResults())
+      saveIfKept(result, op.getLoc());
     llvm::SetVector<Value> operands(op.operand_begin(), op.operand_end());
     for (Value v : operands)
       if (lastUse.lookup(v) == &op)
@@ -629,6 +657,8 @@ LogicalResult FunctionEmitter::lower(Operation *op) {
   }
   if (auto ret = dyn_cast<ReturnOp>(op)) {
     for (auto [slot, value] : llvm::enumerate(ret.getSaved())) {
+      if (savedEarly.contains(value))
+        continue;
       if (notOwned.contains(value))
         return ret.emitOpError("saves a parameter or a value it does not own");
       call(loc, "pipe_save",
@@ -740,24 +770,11 @@ FailureOr<nn::WindowGeometry> window(Operation *op, Value input, ArrayRef<int64_
   return *geometry;
 }
 
-/// The im2col columns the runtime's convolution kernels allocate as scratch
-/// (runtime/src/cpu/Conv.cpp): a (C/group x kernel volume) x (output volume)
-/// f32 matrix, or one float for a 1x1 kernel with stride 1 and no padding.
+/// The runtime's im2col scratch of a convolution (nn::convScratchBytes).
 double convScratchBytes(Value weight, Value output, ArrayRef<int64_t> strides,
                         ArrayRef<int64_t> pads) {
-  ArrayRef<int64_t> w = typeOf(weight).getShape();
-  bool pointwise = llvm::all_of(w.drop_front(2), [](int64_t k) { return k == 1; }) &&
-                   llvm::all_of(strides, [](int64_t s) { return s == 1; }) &&
-                   llvm::all_of(pads, [](int64_t p) { return p == 0; });
-  if (pointwise)
-    return 4;
-  double rows = static_cast<double>(w[1]);
-  for (int64_t k : w.drop_front(2))
-    rows *= static_cast<double>(k);
-  double outVolume = 1;
-  for (int64_t d : typeOf(output).getShape().drop_front(2))
-    outVolume *= static_cast<double>(d);
-  return 4 * rows * outVolume;
+  return nn::convScratchBytes(typeOf(weight).getShape(), typeOf(output).getShape(), strides,
+                              pads);
 }
 
 std::string padsOf(const nn::WindowGeometry &g) {
@@ -1324,6 +1341,8 @@ LogicalResult RankEmitter::emit(PipelineOp pipeline) {
         (backward ? memory->backwardWorkspace : memory->forwardWorkspace)[s] =
             body.peakWorkspace;
         (backward ? memory->backwardReceived : memory->forwardReceived)[s] = body.peakReceived;
+        if (!backward)
+          memory->saved[s] = body.savedBytes;
       }
     }
   }
@@ -1550,6 +1569,7 @@ LogicalResult pipe::lowerPipelineToEmitC(ModuleOp module, ProgramMemory *memory)
     size_t stages = tables->stages.size();
     *memory = ProgramMemory();
     memory->forwardWorkspace.assign(stages, 0);
+    memory->saved.assign(stages, 0);
     memory->backwardWorkspace.assign(stages, 0);
     memory->forwardReceived.assign(stages, 0);
     memory->backwardReceived.assign(stages, 0);

@@ -85,6 +85,8 @@ struct GpuMemory {
   double stateBytes = 0;       ///< parameters x state multiplier
   double extraWeightBytes = 0; ///< weight versions beyond the first
   double bufferBytes = 0;      ///< communication buffers
+  /// The largest workspace of the GPU's stages (it runs one at a time).
+  double workspaceBytes = 0;
   double activationPeakBytes = 0;
   /// Peak of the bytes kept from F to B alone, without the activations that
   /// recomputing stages hold during their backward (= activationPeakBytes when no
@@ -207,6 +209,12 @@ struct PlanningReport {
 /// names the stage, bytes and limit of the most memory-balanced split), else the
 /// first algorithm's.
 std::string noPlanReason(const PlanningReport &report);
+
+/// The peak, per GPU of the platform, of bytesPerStage[s] held per micro-batch
+/// from the start of stage s's forward to the end of its backward (or W) along
+/// the plan's simulated timeline: GpuMemory::keptPeakBytes for other per-stage
+/// byte counts (the main job checks a lowered program's exact saved bytes).
+std::vector<double> peakHeldBytes(const PlanResult &plan, const std::vector<double> &bytesPerStage);
 
 /// Runs the algorithms on a finalized problem; an unknown algorithm name is an error.
 Expected<PlanningReport> plan(const Problem &problem, const PlanOptions &options = {});

@@ -76,6 +76,11 @@ struct Layer {
   /// Bytes of the model's own inputs (data, labels) the layer reads per
   /// micro-batch: what a recomputing stage keeps besides what it receives.
   double inputBytes = 0;
+  /// Transient bytes the layer needs while it runs (values that are not saved,
+  /// kernel scratch), forward or backward, whichever is larger. A stage holds the
+  /// largest of its layers' on top of what it keeps (docs/partitioner.md,
+  /// "Memory of a GPU").
+  double workspaceBytes = 0;
 
   double workMs() const { return forwardMs + backwardMs; }
   double weightGradientMs() const {
@@ -88,6 +93,15 @@ struct Layer {
 struct Tensor {
   int producer = 0;
   std::vector<int> consumers;
+  double bytes = 0;
+};
+
+/// A value several layers keep for their backward (one computes it and keeps it,
+/// another reads it and keeps it too). Each stage holding one of `layers` keeps
+/// its own copy per micro-batch in flight (the later stage's is the copy it
+/// received); the bytes are in none of those layers' savedBytes.
+struct SharedSaved {
+  std::vector<int> layers; ///< two or more, sorted
   double bytes = 0;
 };
 
@@ -191,6 +205,8 @@ struct Problem {
   /// Tensors between layers. Empty on input means a plain chain whose layer l sends
   /// outputBytes to l+1; finalize() fills it.
   std::vector<Tensor> tensors;
+  /// Values kept by several layers (docs/partitioner.md, "Memory of a GPU").
+  std::vector<SharedSaved> sharedSaved;
   Platform platform;
   TrainingSettings training;
 

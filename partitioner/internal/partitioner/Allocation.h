@@ -38,6 +38,8 @@ struct StageGraph {
   std::vector<double> forwardMs, backwardMs, weightGradientMs;
   std::vector<double> savedBytes, parameterBytes;
   std::vector<double> inputBytes; ///< the model inputs its layers read (Layer::inputBytes)
+  /// The largest Layer::workspaceBytes among its layers: held while it runs.
+  std::vector<double> workspaceBytes;
   /// Per stage: recomputes its forward in the backward (Allocation::recompute).
   std::vector<bool> recompute;
   /// What a stage keeps per micro-batch when it recomputes: what it receives and

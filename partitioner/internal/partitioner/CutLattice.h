@@ -15,6 +15,8 @@ namespace partitioner {
 /// Cuts are numbered by non-decreasing size; cut 0 is empty, the last one is full.
 /// Every quantity is a sum over the layers inside the cut, so a stage between cuts
 /// A ⊂ B costs value[B] - value[A]. `cutBytes` are the exact bytes leaving the cut.
+/// The one maximum, the workspace of a stage, is `workspaceBetween`; the saved bytes
+/// of a stage are `savedBetween` (values kept on both sides of a cut count twice).
 struct CutLattice {
   std::vector<double> forward, backward, work, saved, params, weightGradient, inputs;
   std::vector<double> cutBytes;
@@ -33,6 +35,25 @@ struct CutLattice {
   bool contains(int cut, int layer) const;
   /// Layers of the difference B \ A (A ⊂ B), in increasing layer index.
   std::vector<int> layersBetween(int from, int to) const;
+  /// The largest Layer::workspaceBytes among the layers of B \ A (0 when empty):
+  /// O(log layers) on chains (a max tree over `order`), O(words + |B \ A|) on ideal
+  /// lattices.
+  double workspaceBetween(int from, int to) const;
+  /// Saved bytes of the stage B \ A: saved[B] - saved[A], where a shared saved value
+  /// counts once, at its first keeper, plus each value kept both in A and in B \ A
+  /// (the stage keeps its own copy).
+  double savedBetween(int from, int to) const;
+
+  /// Problem::sharedSaved, and per cut the indices of those kept on both sides of
+  /// it (both empty when the problem has none).
+  std::vector<SharedSaved> shared;
+  std::vector<std::vector<int>> sharedAcross;
+
+  /// Chain lattices: a bottom-up max tree over positions (leaf i at
+  /// workspaceTree[leaves + i]); ideal lattices: the workspace of each layer. Both
+  /// empty when no layer has a workspace.
+  std::vector<double> workspaceTree;
+  size_t workspaceLeaves = 0;
 };
 
 /// The prefixes of `order` (which must be a topological order of the problem).

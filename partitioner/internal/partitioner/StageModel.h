@@ -48,7 +48,7 @@ public:
   /// staticBytes + inFlight x saved activations (weight versions from the policy);
   /// with `recompute`, inFlight x the bytes entering the stage (received, and the
   /// model inputs its layers read) + one copy of the saved activations (the
-  /// micro-batch being recomputed).
+  /// micro-batch being recomputed). Plus the largest workspace of its layers.
   double memoryBytes(int from, int to, int inFlight, bool recompute = false) const;
   double memoryLimit() const { return problem_.platform.memoryBytesPerGpu; }
   bool fits(int from, int to, int inFlight, bool recompute = false) const {

@@ -27,7 +27,8 @@ struct GeneralChain {
     const CutLattice lattice = chainLattice(problem, order);
     for (size_t i = 0; i < order.size(); ++i) {
       work.push_back(lattice.work[i + 1] - lattice.work[i]);
-      saved.push_back(lattice.saved[i + 1] - lattice.saved[i]);
+      // The layer's own saved bytes: shared saved values are charged apart.
+      saved.push_back(problem.layers[static_cast<size_t>(order[i])].savedBytes);
       params.push_back(lattice.params[i + 1] - lattice.params[i]);
       if (i + 1 < order.size())
         boundaryBytes.push_back(lattice.cutBytes[i + 1]);

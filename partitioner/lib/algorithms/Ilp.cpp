@@ -201,6 +201,34 @@ public:
               for (size_t t = 0; t < problem.tensors.size(); ++t)
                 memory.add(z[t][static_cast<size_t>(boundary)],
                            kBuffersPerCutTensor * problem.tensors[t].bytes / limit);
+        // The stage's workspace w >= workspace(l) x[l][j]: the largest of its layers'.
+        int workspace = -1;
+        for (int l = 0; l < layers; ++l) {
+          const double bytes = problem.layers[static_cast<size_t>(l)].workspaceBytes / limit;
+          if (bytes <= 0)
+            continue;
+          if (workspace < 0)
+            workspace = addColumn("w_" + std::to_string(j), 1e30, false, 0.0);
+          LinearRow atLeast;
+          atLeast.add(workspace, 1);
+          addX(atLeast, l, j, -bytes);
+          atLeast.addTo(model, 'G', 0);
+        }
+        if (workspace >= 0)
+          memory.add(workspace, 1);
+        // A shared saved value: one copy per micro-batch if any keeper is in stage j.
+        for (const SharedSaved &value : problem.sharedSaved) {
+          if (value.bytes <= 0)
+            continue;
+          const int held = addColumn("", 1.0, false, 0.0);
+          for (int keeper : value.layers) {
+            LinearRow atLeast;
+            atLeast.add(held, 1);
+            addX(atLeast, keeper, j, -1);
+            atLeast.addTo(model, 'G', 0);
+          }
+          memory.add(held, copies * value.bytes / limit);
+        }
         memory.addTo(model, 'L', 1.0);
       }
     }

@@ -105,6 +105,9 @@ public:
                warm.allocation->stageOfLayer[static_cast<size_t>(b)];
       });
     const detail::GeneralChain chain(problem, order);
+    std::vector<int> positionOf(problem.layers.size());
+    for (int l = 0; l < L; ++l)
+      positionOf[static_cast<size_t>(chain.order[static_cast<size_t>(l)])] = l;
     const Platform &platform = problem.platform;
     const TrainingSettings &training = problem.training;
     const int m = training.microbatches;
@@ -284,6 +287,47 @@ public:
             memory.add(e[static_cast<size_t>(b)][static_cast<size_t>(p)], bytes);
             memory.add(f[static_cast<size_t>(b)][static_cast<size_t>(p)], bytes);
           }
+        // The GPU's workspace w >= workspace(l) x[l][p]: the largest of its layers'.
+        int workspace = -1;
+        for (int l = 0; l < L; ++l) {
+          const double bytes =
+              problem.layers[static_cast<size_t>(chain.order[static_cast<size_t>(l)])]
+                  .workspaceBytes / limit;
+          if (bytes <= 0)
+            continue;
+          if (workspace < 0)
+            workspace = addColumn(0, 1e30, false, 0);
+          Row atLeast;
+          atLeast.add(workspace, 1);
+          atLeast.add(X(l, p), -bytes);
+          atLeast.addTo(model, 'G', 0);
+        }
+        if (workspace >= 0)
+          memory.add(workspace, 1);
+        // A shared saved value: the copies of the stage of a keeper on this GPU (the
+        // most of them when keepers on it sit in different stages, which the MIP then
+        // under-counts; the simulator charges each stage's copy).
+        for (const SharedSaved &value : problem.sharedSaved) {
+          const double bytes = value.bytes / limit;
+          if (bytes <= 0)
+            continue;
+          const int held = addColumn(0, 1e30, false, 0);
+          for (int keeper : value.layers) {
+            const int l = positionOf[static_cast<size_t>(keeper)];
+            Row atLeast; // held >= bytes * copies(l) if l is on p
+            atLeast.add(held, 1);
+            if (gpipe) {
+              atLeast.add(X(l, p), -bytes * m);
+              atLeast.addTo(model, 'G', 0);
+              continue;
+            }
+            const double most = std::min(m, L - l);
+            atLeast.add(n[static_cast<size_t>(l)], -bytes);
+            atLeast.add(X(l, p), -bytes * most);
+            atLeast.addTo(model, 'G', -bytes * most);
+          }
+          memory.add(held, 1);
+        }
         memory.addTo(model, 'L', 1.0);
       }
       for (int l = 0; l < L && !gpipe; ++l) {

@@ -126,7 +126,7 @@ void readPredicted(const Fields &document, ProgramInfo &info) {
   const json &ranks = predicted.array("ranks");
   for (size_t i = 0; i < ranks.size(); ++i) {
     Fields rank(ranks[i], predicted.field("ranks") + "[" + std::to_string(i) + "]",
-                {"rank", "stages", "memory", "sources", "memory_model_transient",
+                {"rank", "stages", "memory", "sources", "program_workspace", "program_saved",
                  "program_received_peak"});
     int64_t index = rank.integer("rank", -1, 0, info.ranks - 1);
     if (index < 0)
@@ -138,7 +138,8 @@ void readPredicted(const Fields &document, ProgramInfo &info) {
       (void)rank.integers("stages", 0, kMaxStages - 1);
     if (rank.has("sources"))
       (void)Fields(rank.at("sources"), rank.field("sources"));
-    (void)rank.number("memory_model_transient", 0);
+    (void)rank.number("program_workspace", 0);
+    (void)rank.number("program_saved", 0);
     (void)rank.number("program_received_peak", 0);
     info.predictedMemory[static_cast<int>(index)] = memoryOf(rank);
   }
@@ -171,10 +172,9 @@ ProgramInfo parseProgramInfo(const std::string &text, const std::string &file,
     info.ranks = static_cast<int>(root.integer("ranks", 0, 1, kMaxRanks));
     info.microbatches = static_cast<int>(root.integer("microbatches", 1, 1, kMaxMicrobatches));
     info.microBatchSize = root.integer("micro_batch_size", 1, 0, kMaxDim);
+    // A plan may leave GPUs idle (fewer stages than ranks): their programs
+    // only take part in the optimizer step.
     int64_t stages = root.integer("stages", info.ranks, 1, kMaxStages);
-    if (stages < info.ranks)
-      throw std::runtime_error(root.field("stages") + " is " + std::to_string(stages) +
-                               ", fewer than the " + std::to_string(info.ranks) + " ranks");
     if (root.has("rank_of_stage")) {
       std::vector<int64_t> rankOfStage = root.integers("rank_of_stage", 0, info.ranks - 1);
       if (static_cast<int64_t>(rankOfStage.size()) != stages)

@@ -15,29 +15,32 @@
 
 // The forward of stage 0: the input of micro-batch mb, each op one kernel on
 // a tensor allocated with its static shape, every value freed after its last
-// use, the activation sent to rank 1, and what the backward reads kept.
+// use, what the backward reads kept as soon as it is computed, and the
+// activation sent to rank 1.
 // RANK0-LABEL: static void stage0_forward(
 // RANK0-SAME: pipe_rank* [[R:v[0-9]+]], int32_t [[MB:v[0-9]+]]) {
 // RANK0: pipe_tensor* [[X:v[0-9]+]] = pipe_input([[R]], [[MB]], 0, PIPE_F32, PIPE_INTS(4, 8), 0);
+// RANK0-NEXT: pipe_save([[R]], 0, [[MB]], 1, [[X]]);
 // RANK0: pipe_node([[R]], 0);
 // RANK0: pipe_tensor* [[H:v[0-9]+]] = pipe_alloc([[R]], PIPE_F32, PIPE_INTS(4, 16), PIPE_MEM_WORKSPACE);
 // RANK0: pipe_tensor* [[W1:v[0-9]+]] = pipe_param([[R]], 0);
 // RANK0: pipe_k_gemm([[R]], [[X]], [[W1]], {{v[0-9]+}}, [[H]], 1.0, 1.0, 0, 1);
 // RANK0: pipe_k_unary([[R]], PIPE_RELU, [[H]], [[A:v[0-9]+]], 0.0, 0.0);
-// RANK0: pipe_free([[R]], [[H]]);
+// RANK0-NEXT: pipe_save([[R]], 0, [[MB]], 0, [[A]]);
+// RANK0-NEXT: pipe_free([[R]], [[H]]);
 // RANK0: pipe_send([[R]], [[Y:v[0-9]+]], 1, 0, PIPE_TRANSFER_ACTIVATION, [[MB]]);
-// RANK0: pipe_save([[R]], 0, [[MB]], 0, [[A]]);
-// RANK0: pipe_save([[R]], 0, [[MB]], 1, [[X]]);
-// RANK0: pipe_free([[R]], [[Y]]);
-// RANK0: return;
+// RANK0-NEXT: pipe_free([[R]], [[Y]]);
+// RANK0-NEXT: return;
 
-// The backward: saved values restored, the output gradient received, weight
-// gradients accumulated.
+// The backward: saved values restored, the output gradient received, each
+// weight gradient accumulated and freed as soon as it is complete.
 // RANK0-LABEL: static void stage0_backward(
 // RANK0-SAME: pipe_rank* [[R:v[0-9]+]], int32_t [[MB:v[0-9]+]]) {
 // RANK0: pipe_tensor* [[A:v[0-9]+]] = pipe_restore([[R]], 0, [[MB]], 0);
 // RANK0: pipe_tensor* [[X:v[0-9]+]] = pipe_restore([[R]], 0, [[MB]], 1);
 // RANK0: pipe_tensor* [[DY:v[0-9]+]] = pipe_recv([[R]], 1, 0, PIPE_TRANSFER_GRADIENT, [[MB]], PIPE_F32, PIPE_INTS(4, 3));
+// RANK0: pipe_accumulate_grad([[R]], 2, [[DW2:v[0-9]+]]);
+// RANK0-NEXT: pipe_free([[R]], [[DW2]]);
 // RANK0: pipe_k_unary_grad([[R]], PIPE_RELU, [[A]],
 // RANK0: pipe_accumulate_grad([[R]], 0,
 // RANK0: return;

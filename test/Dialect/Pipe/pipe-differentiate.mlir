@@ -111,13 +111,14 @@ func.func @unary_parameters(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK-NEXT: %[[DCOL_FULL:.*]] = nn.mul %[[DS]], %[[SA]]
 // CHECK: %[[DCOL_MUL:.*]] = nn.reshape {{.*}} -> tensor<3x1xf32>
 // CHECK-NEXT: %[[DCOL:.*]] = nn.add %[[DCOL_DIV]], %[[DCOL_MUL]] : (tensor<3x1xf32>, tensor<3x1xf32>) -> tensor<3x1xf32>
+// col's gradient is complete after mul, its first user: accumulated there.
+// CHECK-NEXT: pipe.accumulate_grad %[[DCOL]] into %[[BCOL]] : tensor<3x1xf32>
 // add: d row = da summed to [4].
 // CHECK: nn.reduce_sum %[[DA]]
 // CHECK: %[[DROW_ADD:.*]] = nn.reshape {{.*}} -> tensor<4xf32>
 // CHECK-NEXT: %[[DROW:.*]] = nn.add %[[DROW_SUB]], %[[DROW_ADD]] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
 // CHECK-NEXT: %[[BROW:.*]] = pipe.param "row"
 // CHECK-NEXT: pipe.accumulate_grad %[[DROW]] into %[[BROW]] : tensor<4xf32>
-// CHECK-NEXT: pipe.accumulate_grad %[[DCOL]] into %[[BCOL]] : tensor<3x1xf32>
 // SAVED: stage 0: keeps 2 values, 192 bytes; memory model 192 bytes: equal
 func.func @broadcast(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   %row = nn.param "row" {source = #nn.param_source<inline>} : tensor<4xf32>
@@ -208,12 +209,13 @@ func.func @matmul_batched(%q: tensor<2x4x5x8xf32>, %k: tensor<2x4x8x5xf32>) -> t
 // CHECK-NEXT: %[[DC1:.*]] = nn.reshape %[[SUM]], %[[SHAPE]]
 // CHECK-NEXT: %[[BETA:.*]] = nn.constant dense<5.000000e-01> : tensor<f32>
 // CHECK-NEXT: %[[DC:.*]] = nn.mul %[[DC1]], %[[BETA]] : (tensor<6xf32>, tensor<f32>) -> tensor<6xf32>
-// CHECK-NEXT: %[[DS:.*]] = nn.mul %[[DA]], %[[SX]]
-// CHECK-NEXT: %[[S:.*]] = pipe.param "s"
-// CHECK-NEXT: pipe.accumulate_grad %[[DS]] into %[[S]] : tensor<8x4xf32>
+// Each parameter gradient is accumulated once its op's rule has run.
 // CHECK-NEXT: pipe.accumulate_grad %[[DW]] into %[[W]] : tensor<6x8xf32>
 // CHECK-NEXT: %[[C:.*]] = pipe.param "c"
 // CHECK-NEXT: pipe.accumulate_grad %[[DC]] into %[[C]] : tensor<6xf32>
+// CHECK-NEXT: %[[DS:.*]] = nn.mul %[[DA]], %[[SX]]
+// CHECK-NEXT: %[[S:.*]] = pipe.param "s"
+// CHECK-NEXT: pipe.accumulate_grad %[[DS]] into %[[S]] : tensor<8x4xf32>
 // SAVED: stage 0: keeps 2 values, 256 bytes; memory model 256 bytes: equal
 func.func @gemm(%x: tensor<8x4xf32>) -> tensor<4x6xf32> {
   %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<8x4xf32>
@@ -241,10 +243,10 @@ func.func @gemm(%x: tensor<8x4xf32>) -> tensor<4x6xf32> {
 // CHECK-NEXT: %[[DW:.*]] = nn.conv_grad_weight %[[SA]], %[[DY]] {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, weight_shape = array<i64: 6, 2, 3, 3>} : (tensor<2x4x9x9xf32>, tensor<2x6x5x5xf32>) -> tensor<6x2x3x3xf32>
 // CHECK-NEXT: %[[AXES:.*]] = nn.constant dense<[0, 2, 3]> : tensor<3xi64>
 // CHECK-NEXT: %[[DB:.*]] = nn.reduce_sum %[[DY]], %[[AXES]] {keepdims = 0 : i64} : (tensor<2x6x5x5xf32>, tensor<3xi64>) -> tensor<6xf32>
-// CHECK-NEXT: nn.mul %[[DA]], %[[SX]]
-// CHECK: pipe.accumulate_grad %[[DW]] into %[[W]] : tensor<6x2x3x3xf32>
+// CHECK-NEXT: pipe.accumulate_grad %[[DW]] into %[[W]] : tensor<6x2x3x3xf32>
 // CHECK-NEXT: %[[B:.*]] = pipe.param "b"
 // CHECK-NEXT: pipe.accumulate_grad %[[DB]] into %[[B]] : tensor<6xf32>
+// CHECK-NEXT: nn.mul %[[DA]], %[[SX]]
 // SAVED: stage 0: keeps 2 values, 5184 bytes; memory model 5184 bytes: equal
 func.func @conv(%x: tensor<2x4x9x9xf32>) -> tensor<2x6x5x5xf32> {
   %s = nn.param "s" {source = #nn.param_source<inline>} : tensor<4x1x1xf32>
@@ -317,10 +319,10 @@ func.func @average_pool(%x: tensor<2x3x8x8xf32>) -> (tensor<2x3x4x4xf32>, tensor
 // CHECK-NEXT: %[[DY:.*]] = pipe.output_grad 0
 // CHECK-NEXT: %[[SCALE:.*]] = pipe.param "bn.weight"
 // CHECK-NEXT: %[[DX:.*]], %[[DSCALE:.*]], %[[DBIAS:.*]] = nn.batch_norm_grad %[[SA]], %[[SCALE]], %[[SM]], %[[SI]], %[[DY]]
-// CHECK-NEXT: nn.mul %[[DX]]
-// CHECK: pipe.accumulate_grad %[[DSCALE]] into %[[SCALE]] : tensor<3xf32>
+// CHECK-NEXT: pipe.accumulate_grad %[[DSCALE]] into %[[SCALE]] : tensor<3xf32>
 // CHECK-NEXT: %[[BIAS:.*]] = pipe.param "bn.bias"
 // CHECK-NEXT: pipe.accumulate_grad %[[DBIAS]] into %[[BIAS]] : tensor<3xf32>
+// CHECK-NEXT: nn.mul %[[DX]]
 // CHECK-NOT: bn.running
 // CHECK: pipe.return
 // SAVED: stage 0: keeps 4 values, 792 bytes; memory model 792 bytes: equal
@@ -348,10 +350,10 @@ func.func @batch_norm(%x: tensor<2x3x4x4xf32>) -> tensor<2x3x4x4xf32> {
 // CHECK-NEXT: %[[DY:.*]] = pipe.output_grad 0
 // CHECK-NEXT: %[[SCALE:.*]] = pipe.param "ln.weight"
 // CHECK-NEXT: %[[DX:.*]], %[[DSCALE:.*]], %[[DBIAS:.*]] = nn.layer_norm_grad %[[SA]], %[[SCALE]], %[[SM]], %[[SI]], %[[DY]] {axis = 2 : i64}
-// CHECK: nn.reduce_sum %[[DX]]
-// CHECK: pipe.accumulate_grad %[[DSCALE]] into %[[SCALE]] : tensor<8xf32>
+// CHECK-NEXT: pipe.accumulate_grad %[[DSCALE]] into %[[SCALE]] : tensor<8xf32>
 // CHECK-NEXT: %[[BIAS:.*]] = pipe.param "ln.bias"
 // CHECK-NEXT: pipe.accumulate_grad %[[DBIAS]] into %[[BIAS]] : tensor<8xf32>
+// CHECK: nn.reduce_sum %[[DX]]
 // SAVED: stage 0: keeps 3 values, 400 bytes; memory model 400 bytes: equal
 func.func @layer_norm(%x: tensor<2x5x8xf32>) -> tensor<2x5x8xf32> {
   %b = nn.param "b" {source = #nn.param_source<inline>} : tensor<8xf32>

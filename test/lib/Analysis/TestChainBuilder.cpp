@@ -80,6 +80,11 @@ struct TestPrintChainPass : PassWrapper<TestPrintChainPass, OperationPass<Module
         llvm::interleave(tensor.consumers, os, ",");
         os << " bytes=" << number(tensor.bytes) << "\n";
       }
+      for (const partitioner::SharedSaved &value : problem.sharedSaved) {
+        os << "shared saved ";
+        llvm::interleave(value.layers, os, ",");
+        os << " bytes=" << number(value.bytes) << "\n";
+      }
     }
   }
 };

@@ -56,10 +56,15 @@ mlir::FailureOr<ProgramDescription> describeProgram(pipeline::PipelineOp pipelin
 
 /// What the lowered program itself holds at its peak, per stage, found by
 /// replaying its allocations and frees: the transient values of the forward
-/// and of the backward (PIPE_MEM_WORKSPACE), and the received tensors not
-/// yet freed or saved (PIPE_MEM_COMM). Kernel scratch is not included.
+/// and of the backward with the convolutions' im2col scratch
+/// (PIPE_MEM_WORKSPACE; saved values, from when they are computed until the
+/// backward frees them, are not), and the received tensors not yet freed or
+/// saved (PIPE_MEM_COMM).
 struct ProgramMemory {
   std::vector<double> forwardWorkspace, backwardWorkspace, forwardReceived, backwardReceived;
+  /// Bytes each stage's forward hands to saved slots per micro-batch (a storage
+  /// once; views of parameters and constants not).
+  std::vector<double> saved;
 };
 
 /// Lowers the module's pipeline in place to one `emitc.file "rankK"` per rank,

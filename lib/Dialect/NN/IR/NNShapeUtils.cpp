@@ -228,3 +228,20 @@ pipe::nn::SliceAxis pipe::nn::clampSlice(int64_t dim, int64_t start, int64_t end
   e = clamp(end, -1, dim - 1);
   return {static_cast<int64_t>(s), s > e ? static_cast<int64_t>((s - e - 1) / -stride + 1) : 0};
 }
+
+double pipe::nn::convScratchBytes(llvm::ArrayRef<int64_t> weightShape,
+                                  llvm::ArrayRef<int64_t> outputShape,
+                                  llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads) {
+  bool pointwise = llvm::all_of(weightShape.drop_front(2), [](int64_t k) { return k == 1; }) &&
+                   llvm::all_of(strides, [](int64_t s) { return s == 1; }) &&
+                   llvm::all_of(pads, [](int64_t p) { return p == 0; });
+  if (pointwise)
+    return 4;
+  double rows = static_cast<double>(weightShape[1]);
+  for (int64_t k : weightShape.drop_front(2))
+    rows *= static_cast<double>(k);
+  double outVolume = 1;
+  for (int64_t d : outputShape.drop_front(2))
+    outVolume *= static_cast<double>(d);
+  return 4 * rows * outVolume;
+}

@@ -19,6 +19,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <cmath>
 
@@ -368,6 +369,31 @@ LogicalResult StageDifferentiator::run() {
     }
   }
 
+  // A parameter's gradient is accumulated as soon as it is complete, after
+  // the rule of its first user, so that the backward holds one at a time (as
+  // the memory model counts it).
+  llvm::DenseMap<Value, unsigned> usersLeft;
+  for (Operation &op : *forward)
+    if (auto param = dyn_cast<ParamOp>(op); param && param.getTrainable()) {
+      llvm::SmallPtrSet<Operation *, 4> users;
+      for (Operation *user : param.getValue().getUsers())
+        if (user->getBlock() == forward)
+          users.insert(user);
+      usersLeft[param.getValue()] = users.size();
+    }
+  auto accumulateCompleted = [&](Operation &op) {
+    llvm::SmallDenseSet<Value, 4> seen;
+    for (Value operand : op.getOperands()) {
+      auto left = usersLeft.find(operand);
+      if (left == usersLeft.end() || !seen.insert(operand).second || --left->second > 0)
+        continue;
+      if (Value gradient = gradients.lookup(operand)) {
+        auto param = operand.getDefiningOp<ParamOp>();
+        AccumulateGradOp::create(builder, param.getLoc(), gradient, getForwardValue(param));
+      }
+    }
+  };
+
   // Reverse program order: each op's rule, once the gradients of its results
   // are complete.
   for (Operation &op : llvm::reverse(*forward)) {
@@ -377,28 +403,20 @@ LogicalResult StageDifferentiator::run() {
         llvm::any_of(op.getResults(), [&](Value r) { return gradients.count(r); });
     bool anyOperandNeeds =
         llvm::any_of(op.getOperands(), [&](Value v) { return needsGrad.contains(v); });
-    if (!anyResultGradient || !anyOperandNeeds)
-      continue;
-    auto rule = dyn_cast<nn::GradientOpInterface>(op);
-    if (!rule)
-      return op.emitOpError("has no gradient rule, and it is on a path from a trainable "
-                            "parameter to the loss");
-    current = &op;
-    if (failed(rule.emitGradient(*this)) || failedRule)
-      return failure();
-    current = nullptr;
+    if (anyResultGradient && anyOperandNeeds) {
+      auto rule = dyn_cast<nn::GradientOpInterface>(op);
+      if (!rule)
+        return op.emitOpError("has no gradient rule, and it is on a path from a trainable "
+                              "parameter to the loss");
+      current = &op;
+      if (failed(rule.emitGradient(*this)) || failedRule)
+        return failure();
+      current = nullptr;
+    }
+    accumulateCompleted(op);
   }
 
-  // Parameter gradients, then the gradients of received activations.
-  for (Operation &op : *forward) {
-    auto param = dyn_cast<ParamOp>(op);
-    if (!param || !param.getTrainable())
-      continue;
-    Value gradient = gradients.lookup(param.getValue());
-    if (!gradient)
-      continue;
-    AccumulateGradOp::create(builder, param.getLoc(), gradient, getForwardValue(param));
-  }
+  // The gradients of received activations.
   for (const Transfer &out : gradientsOut) {
     Value gradient = gradients.lookup(out.get());
     if (!gradient)

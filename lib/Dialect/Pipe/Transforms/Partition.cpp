@@ -139,6 +139,8 @@ void adviseOnInfeasibility(const PartitionOutcome &outcome, Diagnostic &diag) {
     state += problem.training.stateMultiplier * layer.parameterBytes;
     saved += layer.savedBytes;
   }
+  for (const partitioner::SharedSaved &value : problem.sharedSaved)
+    saved += value.bytes;
   // The memory-aware DP on more GPUs: the smallest count (up to 8x) that fits.
   int fitting = 0;
   double fittingPeriod = 0;

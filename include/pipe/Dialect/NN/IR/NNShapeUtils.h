@@ -81,6 +81,15 @@ computeWindowGeometry(llvm::ArrayRef<int64_t> spatialIn,
                       llvm::StringRef autoPad, bool ceilMode,
                       std::string &error);
 
+/// Bytes of the im2col columns the CPU runtime's convolution kernels
+/// (runtime/src/cpu/Conv.cpp) allocate as scratch, forward and in both
+/// gradients: a (C/group x kernel volume) x (output spatial volume) f32 matrix,
+/// or one float for a 1x1 kernel with stride 1 and no padding. `weightShape` is
+/// (M, C/group, k...), `outputShape` (N, M, out...), `pads` begins then ends.
+double convScratchBytes(llvm::ArrayRef<int64_t> weightShape,
+                        llvm::ArrayRef<int64_t> outputShape,
+                        llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads);
+
 } // namespace pipe::nn
 
 #endif // PIPE_DIALECT_NN_IR_NNSHAPEUTILS_H
