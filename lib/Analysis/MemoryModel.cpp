@@ -4,6 +4,7 @@
 #include "pipe/Dialect/NN/IR/NNOps.h"
 #include "pipe/Dialect/NN/IR/NNShapeUtils.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/TypeUtilities.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -86,6 +87,107 @@ double pipe::kernelScratchBytes(Operation *op) {
   return nn::convScratchBytes(weight.getShape(), output.getShape(), window->strides, pads);
 }
 
+namespace {
+/// Runs `op`'s gradient rule into a block of its own, with a block argument
+/// for each result gradient and forward value it asks for, to see what the
+/// rule allocates besides the gradients it gives.
+class RuleRecorder final : public nn::GradientEmitter {
+public:
+  RuleRecorder(const CostAnalysis &analysis, Operation *op)
+      : analysis(analysis), op(op), builder(op->getContext()) {
+    builder.setInsertionPointToEnd(&block);
+  }
+  ~RuleRecorder() override { block.dropAllReferences(); }
+
+  OpBuilder &getBuilder() override { return builder; }
+  Value getResultGradient(unsigned index) override {
+    Value result = op->getResult(index);
+    return analysis.requiresGrad(result) ? argument(result) : Value();
+  }
+  bool needsGradient(unsigned index) override {
+    Value operand = op->getOperand(index);
+    return analysis.requiresGrad(operand) && isa<FloatType>(getElementTypeOrSelf(operand.getType()));
+  }
+  Value getForwardValue(Value value) override {
+    Value &known = forward[value];
+    if (!known)
+      known = argument(value);
+    return known;
+  }
+  void addOperandGradient(unsigned index, Value gradient) override {
+    given.emplace_back(index, gradient);
+  }
+
+  /// The rule's own allocations at their peak (not the gradients it gives),
+  /// and per operand whether the gradient it gives is a new allocation.
+  RuleMemory measure() {
+    RuleMemory memory;
+    memory.freshGradient.assign(op->getNumOperands(), false);
+    if (auto rule = dyn_cast<nn::GradientOpInterface>(op)) {
+      // A rule that does not apply reports why; that is pipe-differentiate's to say.
+      ScopedDiagnosticHandler quiet(op->getContext(), [](Diagnostic &) { return success(); });
+      if (failed(rule.emitGradient(*this)))
+        return memory;
+    }
+    // Storage of each value the rule makes (views share their operand's).
+    llvm::DenseMap<Value, Value> rootOf;
+    auto root = [&](Value v) {
+      auto it = rootOf.find(v);
+      return it == rootOf.end() ? Value() : it->second;
+    };
+    llvm::DenseMap<Value, std::pair<int, int>> range; // root -> first, last position
+    int position = 0;
+    for (Operation &made : block) {
+      for (Value operand : made.getOperands())
+        if (Value r = root(operand))
+          range[r].second = position;
+      bool view = isa<nn::ReshapeOp, nn::FlattenOp, nn::SqueezeOp, nn::UnsqueezeOp, nn::IdentityOp>(made);
+      for (Value result : made.getResults()) {
+        Value r = view && made.getNumOperands() > 0 ? root(made.getOperand(0)) : result;
+        if (view && !r)
+          continue; // a view of an argument: no new storage
+        rootOf[result] = r;
+        auto [it, inserted] = range.try_emplace(r, position, position);
+        if (!inserted)
+          it->second.second = position;
+      }
+      ++position;
+    }
+    llvm::DenseSet<Value> givenRoots;
+    for (auto [index, gradient] : given)
+      if (Value r = root(gradient)) {
+        givenRoots.insert(r);
+        memory.freshGradient[index] = true;
+      }
+    std::vector<double> live(static_cast<size_t>(position) + 1, 0.0);
+    for (auto &[r, span] : range) {
+      if (givenRoots.contains(r) || r.getDefiningOp<nn::ConstantOp>())
+        continue;
+      live[span.first] += analysis.bytes(r);
+      live[span.second + 1] -= analysis.bytes(r);
+    }
+    double running = 0;
+    for (int k = 0; k < position; ++k)
+      memory.temporaryBytes = std::max(memory.temporaryBytes, running += live[k]);
+    return memory;
+  }
+
+private:
+  Value argument(Value like) { return block.addArgument(like.getType(), op->getLoc()); }
+
+  const CostAnalysis &analysis;
+  Operation *op;
+  Block block;
+  OpBuilder builder;
+  llvm::DenseMap<Value, Value> forward;
+  SmallVector<std::pair<unsigned, Value>> given;
+};
+} // namespace
+
+RuleMemory pipe::measureGradientRule(const CostAnalysis &analysis, Operation *op) {
+  return RuleRecorder(analysis, op).measure();
+}
+
 StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Operation *> ops,
                                      const TrainingPolicy &policy) {
   StageMemory m;
@@ -164,9 +266,15 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
   // Each kernel's scratch is live on top while it runs, forward and backward;
   // so is, in the backward, the gradient of each trainable parameter the op
   // reads, from the kernel that computes it to its accumulation.
-  std::vector<double> scratch(n), parameterGradients(n, 0.0);
+  std::vector<double> scratch(n), parameterGradients(n, 0.0), temporaries(n, 0.0);
+  std::vector<RuleMemory> rules(n);
   for (int i = 0; i < n; ++i) {
     scratch[i] = kernelScratchBytes(ops[i]);
+    if (!isa<nn::ParamOp>(ops[i]) &&
+        llvm::any_of(ops[i]->getResults(), [&](Value r) { return analysis.requiresGrad(r); })) {
+      rules[i] = measureGradientRule(analysis, ops[i]);
+      temporaries[i] = rules[i].temporaryBytes;
+    }
     for (Value operand : ops[i]->getOperands())
       if (auto param = operand.getDefiningOp<nn::ParamOp>())
         if (param.getTrainable() && isa<FloatType>(getElementTypeOrSelf(operand.getType())))
@@ -194,33 +302,39 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
   // Gradient accumulation: a value read several times gets a partial gradient
   // from each reader's rule, added to the sum so far. Where a sum exists (every
   // reader but the first in backward order, or every one when a later stage
-  // sends the value's gradient back), the partial and the new sum are live
-  // beside the old sum while that reader's rule runs.
+  // sends the value's gradient back), the new sum, and the partial when the
+  // rule allocates it (not when it passes a gradient on, as an add does), are
+  // live beside the old sum while that reader's rule runs.
   std::vector<double> accumulation(n, 0.0);
-  llvm::MapVector<Value, SmallVector<int>> readers;
+  llvm::MapVector<Value, SmallVector<std::pair<int, unsigned>>> readers;
   for (int i = 0; i < n; ++i) {
     bool flowsBack = llvm::any_of(ops[i]->getResults(),
                                   [&](Value r) { return analysis.requiresGrad(r); });
     if (!flowsBack)
       continue;
-    for (Value operand : ops[i]->getOperands())
+    for (auto [index, operand] : llvm::enumerate(ops[i]->getOperands()))
       if (!analysis.isStatic(operand) && analysis.requiresGrad(operand))
-        readers[operand].push_back(i);
+        readers[operand].emplace_back(i, static_cast<unsigned>(index));
   }
   for (auto &[value, at] : readers) {
     bool sent = llvm::any_of(value.getUsers(),
                              [&](Operation *user) { return !position.count(user); });
     // `at` is in forward order: the last reader's rule runs first.
-    for (size_t k = 0; k < at.size(); ++k)
-      if (sent || k + 1 < at.size())
-        accumulation[at[k]] += 2 * analysis.bytes(value);
+    for (size_t k = 0; k < at.size(); ++k) {
+      if (!sent && k + 1 == at.size())
+        continue;
+      auto [i, index] = at[k];
+      const std::vector<bool> &fresh = rules[i].freshGradient;
+      bool allocated = index < fresh.size() && fresh[index];
+      accumulation[i] += (allocated ? 2 : 1) * analysis.bytes(value);
+    }
   }
   live = 0;
   for (int j = 0; j < n; ++j) {
     const int i = n - 1 - j;
     m.backwardPeakBytes =
         std::max(m.backwardPeakBytes, (live += delta[j]) + scratch[i] + parameterGradients[i] +
-                                          accumulation[i]);
+                                          accumulation[i] + temporaries[i]);
   }
   return m;
 }

@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -54,7 +55,17 @@ CommandResult mpiRun(int processes, std::vector<std::string> args,
     argv.insert(argv.end(), {"-x", entry.substr(0, entry.find('='))});
   argv.push_back(PIPE_RUN);
   argv.insert(argv.end(), args.begin(), args.end());
-  return runCommand(argv, kLimit, env);
+  // Each mpirun gets a session directory of its own: two that start and end
+  // at once (ctest -j) race on Open MPI's shared one, and one of them fails
+  // with "ORTE_ERROR_LOG: Error in file .../session_dir.c".
+  std::string session = (fs::temp_directory_path() / "pipe-mpirun-XXXXXX").string();
+  std::vector<std::string> environment = env;
+  if (mkdtemp(session.data()))
+    environment.push_back("OMPI_MCA_orte_tmpdir_base=" + session);
+  CommandResult result = runCommand(argv, kLimit, environment);
+  std::error_code ignored;
+  fs::remove_all(session, ignored);
+  return result;
 }
 
 std::vector<double> lossesOf(const std::string &out) {

@@ -61,8 +61,9 @@ struct StageMemory {
   /// Transient forward memory: live values that are not saved, plus the running
   /// kernel's scratch.
   double forwardPeakBytes = 0;
-  /// Live activation gradients during backward, plus the running kernel's scratch
-  /// and the gradients of the parameters it reads (until they are accumulated).
+  /// Live activation gradients during backward, plus the running kernel's scratch,
+  /// its rule's temporaries, a gradient being accumulated, and the gradients of
+  /// the parameters it reads (until they are accumulated).
   double backwardPeakBytes = 0;
   /// Parameters + `inFlight` micro-batches of saved activations + the larger
   /// transient peak.
@@ -76,6 +77,17 @@ struct StageMemory {
 /// runs: the CPU runtime's im2col columns for nn.conv (nn::convScratchBytes), 0
 /// for every other op.
 double kernelScratchBytes(mlir::Operation *op);
+
+/// What `op`'s gradient rule allocates for itself, found by running the rule
+/// (GradientOpInterface) into a block of its own: the peak of its temporaries
+/// (a batched matmul's transposed operands, a softmax's products), without the
+/// gradients it gives; and per operand whether the gradient it gives is a new
+/// allocation (a convolution's) or one it passes on (an add's dy).
+struct RuleMemory {
+  double temporaryBytes = 0;
+  std::vector<bool> freshGradient;
+};
+RuleMemory measureGradientRule(const CostAnalysis &analysis, mlir::Operation *op);
 
 /// Memory of the nn.param ops among `ops` under `policy`.
 ParameterMemory computeParameterMemory(llvm::ArrayRef<mlir::Operation *> ops,

@@ -157,6 +157,20 @@ struct TestPrintMemoryPass : PassWrapper<TestPrintMemoryPass, OperationPass<Modu
           os << (r.saved.values.empty() ? "" : ",") << "extra:" << count(r.saved.extraBytes);
         os << "\n";
       }
+      // What each rule allocates for itself, and which gradients it allocates.
+      for (const OpRecord &r : analysis.getRecords()) {
+        RuleMemory rule = measureGradientRule(analysis, r.op);
+        if (!llvm::is_contained(rule.freshGradient, true) && rule.temporaryBytes == 0)
+          continue;
+        os << "rule '" << r.name << "' " << r.op->getName()
+           << " temporaries=" << count(rule.temporaryBytes) << " allocates=";
+        SmallVector<std::string> fresh;
+        for (auto [i, allocated] : llvm::enumerate(rule.freshGradient))
+          if (allocated)
+            fresh.push_back("operand" + std::to_string(i));
+        llvm::interleave(fresh, os, ",");
+        os << "\n";
+      }
       StageMemory m = computeFunctionMemory(analysis, policy);
       const ParameterMemory &p = m.parameters;
       os << "params trainable=" << count(p.trainableParameters)
