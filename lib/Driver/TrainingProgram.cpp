@@ -113,13 +113,20 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
     if (needed > limit * (1 + 1e-9)) {
       const partitioner::ByteUnits units = outcome.problem.platform.byteUnits;
       auto bytes = [&](double b) { return partitioner::formatBytes(b, units); };
-      return module.emitError("the plan does not fit as lowered: rank ")
-             << rank << " needs " << bytes(needed) << ", over the limit of " << bytes(limit)
-             << " per GPU (saved activations: " << bytes(programSaved) << " in the program, "
-             << bytes(saved) << " planned; workspace: " << bytes(programWorkspace)
-             << " in the program, " << bytes(workspaceBytes)
-             << " planned); plan with --memory=" << bytes(limit - (needed - limit))
-             << " to leave that room";
+      InFlightDiagnostic error = module.emitError("the plan does not fit as lowered: rank ")
+                                 << rank << " needs " << bytes(needed) << ", over the limit of "
+                                 << bytes(limit) << " per GPU (saved activations: "
+                                 << bytes(programSaved) << " in the program, " << bytes(saved)
+                                 << " planned; workspace: " << bytes(programWorkspace)
+                                 << " in the program, " << bytes(workspaceBytes) << " planned)";
+      // Planning with the shortfall taken off the limit leaves that room, when
+      // anything is left.
+      const double room = limit - (needed - limit);
+      if (room > 0)
+        error << "; plan with --memory=" << bytes(room) << " to leave that room";
+      else
+        error << "; more GPUs or a smaller --micro-batch-size leave room";
+      return error;
     }
     ranks.push_back({{"rank", rank},
                      {"stages", stages},

@@ -750,3 +750,22 @@ func.func @no_rule_off_path(%x: tensor<2x4xf32>) -> tensor<2x7xf32> {
   %y = nn.mul %p, %w : (tensor<2x7xf32>, tensor<7xf32>) -> tensor<2x7xf32>
   return %y : tensor<2x7xf32>
 }
+
+// -----
+
+// A parameter the stage also returns: its gradient sums the output gradient
+// and the multiply's contribution, and is accumulated once, after the
+// multiply's rule (the return is not one of the readers it waits for).
+// CHECK-LABEL: pipe.pipeline @returned_parameter
+// CHECK: } backward {
+// CHECK: %[[DP:.*]] = pipe.output_grad 1
+// CHECK: %[[SUM:.*]] = nn.add %[[DP]], %{{.*}}
+// CHECK: pipe.accumulate_grad %[[SUM]] into %{{.*}} : tensor<4xf32>
+// CHECK-NOT: pipe.accumulate_grad
+// CHECK: pipe.return
+// SAVED: stage 0: keeps 1 values, 32 bytes; memory model 32 bytes: equal
+func.func @returned_parameter(%x: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>) {
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<4xf32>
+  %y = nn.mul %x, %w : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  return %y, %w : tensor<2x4xf32>, tensor<4xf32>
+}

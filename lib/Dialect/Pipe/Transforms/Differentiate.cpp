@@ -371,15 +371,21 @@ LogicalResult StageDifferentiator::run() {
 
   // A parameter's gradient is accumulated as soon as it is complete, after
   // the rule of its first user, so that the backward holds one at a time (as
-  // the memory model counts it).
+  // the memory model counts it). The users are the ops the loop below visits:
+  // not the return (a parameter returned as a model output gets its gradient
+  // from the ops that read it, or from its output gradient before them).
   llvm::DenseMap<Value, unsigned> usersLeft;
   for (Operation &op : *forward)
     if (auto param = dyn_cast<ParamOp>(op); param && param.getTrainable()) {
       llvm::SmallPtrSet<Operation *, 4> users;
       for (Operation *user : param.getValue().getUsers())
-        if (user->getBlock() == forward)
+        if (user->getBlock() == forward && user != ret.getOperation())
           users.insert(user);
       usersLeft[param.getValue()] = users.size();
+      // Read by no op: its gradient, if any, is complete already.
+      if (users.empty())
+        if (Value gradient = gradients.lookup(param.getValue()))
+          AccumulateGradOp::create(builder, param.getLoc(), gradient, getForwardValue(param));
     }
   auto accumulateCompleted = [&](Operation &op) {
     llvm::SmallDenseSet<Value, 4> seen;
