@@ -188,6 +188,18 @@ std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool
 
 } // namespace
 
+size_t countLatticeStages(const StageModel &model, double upperBoundMs, size_t budget) {
+  const CutLattice &lattice = model.lattice();
+  const double maxWork = upperBoundMs == kInfinity
+                             ? kInfinity
+                             : upperBoundMs * (1 + 1e-9) * maxSpeed(model.problem());
+  LargerCuts larger(lattice);
+  size_t count = 0;
+  for (int from = lattice.fullCut() - 1; from >= 0 && count <= budget; --from)
+    larger.forEach(from, maxWork, [&](int) { ++count; });
+  return std::min(count, budget + 1);
+}
+
 std::optional<CutPartition> minMaxPartition(const StageModel &model,
                                             const MinMaxOptions &options) {
   const Problem &problem = model.problem();

@@ -294,6 +294,79 @@ TEST(AlgorithmOracle, DagAwareCutsEqualBruteForceOverMonotoneAllocations) {
   }
 }
 
+TEST(AlgorithmOracle, LatticeStagesAreTheNestedPairsUnderTheBound) {
+  std::mt19937 rng(4242);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int layers = 2 + static_cast<int>(rng() % 9);
+    Problem problem = randomDag(rng, layers, 1 + static_cast<int>(rng() % 3));
+    auto lattice = idealLattice(problem, 100000);
+    ASSERT_TRUE(lattice.has_value());
+    const StageModel model(problem, *lattice);
+    // Brute force over every pair of cuts: A strictly inside B, and B \ A no
+    // slower than the bound on the fastest GPU.
+    const double bound = trial % 2 ? kInfinity : std::uniform_real_distribution<double>(0, 20)(rng);
+    const std::vector<double> &speed = problem.platform.speed;
+    const double fastest = speed.empty() ? 1 : *std::max_element(speed.begin(), speed.end());
+    size_t expected = 0;
+    const size_t cuts = lattice->numCuts();
+    for (size_t a = 0; a < cuts; ++a)
+      for (size_t b = 0; b < cuts; ++b) {
+        bool nested = a != b;
+        for (int l = 0; l < layers && nested; ++l)
+          nested = !lattice->contains(static_cast<int>(a), l) ||
+                   lattice->contains(static_cast<int>(b), l);
+        if (nested && lattice->work[b] - lattice->work[a] <= bound * (1 + 1e-9) * fastest)
+          ++expected;
+      }
+    const std::string name = "trial " + std::to_string(trial);
+    EXPECT_EQ(countLatticeStages(model, bound, 1u << 30), expected) << name;
+    if (expected > 0)
+      EXPECT_EQ(countLatticeStages(model, bound, expected - 1), expected) << name << " budget";
+  }
+}
+
+TEST(AlgorithmOracle, ManyBlocksInSeriesPlanOnOrdersInsteadOfDownsets) {
+  // 550 diamonds in series (fork, two parallel layers, join): 2,202 downsets, four
+  // per block, but millions of nested pairs. The DPs then plan on topological
+  // orders, and the result is no worse than on the first order alone.
+  Problem problem;
+  auto add = [&](double ms) {
+    Layer layer;
+    layer.name = "l" + std::to_string(problem.layers.size());
+    layer.forwardMs = ms;
+    layer.backwardMs = 2 * ms;
+    problem.layers.push_back(layer);
+    return static_cast<int>(problem.layers.size()) - 1;
+  };
+  int join = add(1);
+  for (int block = 0; block < 550; ++block) {
+    const int left = add(1 + block % 3), right = add(2), next = add(1);
+    problem.tensors.push_back({join, {left, right}, 1e3});
+    problem.tensors.push_back({left, {next}, 1e3});
+    problem.tensors.push_back({right, {next}, 1e3});
+    join = next;
+  }
+  problem.platform.gpus = 2;
+  problem.training.microbatches = 4;
+  orThrow(problem.finalize());
+  auto lattice = idealLattice(problem, 20000);
+  ASSERT_TRUE(lattice.has_value());
+  EXPECT_EQ(lattice->numCuts(), 2202u);
+  PlanOptions options;
+  LowerBounds bounds = computeLowerBounds(problem);
+  AlgorithmContext context{options, bounds};
+  AlgorithmOutput output = findAlgorithm("balanced")->run(problem, context);
+  ASSERT_TRUE(output.allocation.has_value()) << output.reason;
+  EXPECT_NE(output.notes.find("2202 downsets, more than 1000000 stages between them"),
+            std::string::npos)
+      << output.notes;
+  options.dagAware = false;
+  AlgorithmContext oneOrder{options, bounds};
+  AlgorithmOutput first = findAlgorithm("balanced")->run(problem, oneOrder);
+  ASSERT_TRUE(first.allocation.has_value());
+  EXPECT_LE(output.predictedPeriodMs, first.predictedPeriodMs * (1 + 1e-12));
+}
+
 /// Independent span recursion of the periodic schedule (LatticeDp.h).
 double bruteSpan(const Problem &problem, const std::vector<std::vector<int>> &stages, double T,
                  bool *feasible) {
@@ -468,7 +541,7 @@ TEST(AlgorithmOracle, ParamsSplitEqualsBruteForce) {
 
 TEST(AlgorithmOracle, BestKeepsTheBestValidPlanOfAllTried) {
   std::mt19937 rng(5);
-  for (int trial = 0; trial < 60; ++trial) {
+  for (int trial = 0, trials = scaledTrials(60); trial < trials; ++trial) {
     Problem problem = randomChain(rng, 3 + static_cast<int>(rng() % 8), 1 + static_cast<int>(rng() % 4));
     if (trial % 2)
       addRandomWorkspace(rng, problem);

@@ -192,7 +192,8 @@ TEST(Recompute, SimulatorKeepsInputsAndOneRecomputedCopy) {
 TEST(Recompute, AutoRecomputesOnlyWhereAStageWouldNotFitAndReplaysExactly) {
   std::mt19937 rng(99);
   int plansWithRecompute = 0;
-  for (int trial = 0; trial < 40; ++trial) {
+  const int trials = scaledTrials(40);
+  for (int trial = 0; trial < trials; ++trial) {
     const int layers = 3 + static_cast<int>(rng() % 10);
     const int gpus = 2 + static_cast<int>(rng() % 3);
     Problem problem = trial % 2 ? randomDag(rng, layers, gpus) : randomChain(rng, layers, gpus);
@@ -240,7 +241,7 @@ TEST(Recompute, AutoRecomputesOnlyWhereAStageWouldNotFitAndReplaysExactly) {
     EXPECT_TRUE(replay->mismatches.empty()) << label << ": " << replay->mismatches.front();
     EXPECT_EQ(replay->replayed.allocation.recompute, best.allocation.recompute) << label;
   }
-  EXPECT_GT(plansWithRecompute, 8) << plansWithRecompute;
+  EXPECT_GT(plansWithRecompute, trials / 5) << plansWithRecompute;
 }
 
 TEST(Recompute, PolicyParsesAndRoundTripsThroughProblemJson) {

@@ -231,7 +231,7 @@ TEST(Simulator, PeriodicScheduleMeetsThePeriodItWasPlannedFor) {
 
 TEST(Simulator, EveryGeneratedScheduleOfEveryPlanPassesTheChecker) {
   std::mt19937 rng(12);
-  for (int trial = 0; trial < 40; ++trial) {
+  for (int trial = 0, trials = scaledTrials(40); trial < trials; ++trial) {
     Problem problem = randomDag(rng, 6 + static_cast<int>(rng() % 10), 2 + static_cast<int>(rng() % 3));
     problem.training.microbatches = 2 * problem.platform.gpus;
     for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::OneFOneBStash,

@@ -2,6 +2,8 @@
 #include "TestUtil.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 
 namespace partitioner::testing {
 
@@ -128,6 +130,18 @@ std::vector<std::vector<int>> allCompositions(int n, int maxParts) {
   };
   recurse(n);
   return result;
+}
+
+int scaledTrials(int trials) {
+  const char *text = std::getenv("PARTITIONER_TEST_TRIAL_SCALE");
+  if (!text || !*text)
+    return trials;
+  char *end = nullptr;
+  const double scale = std::strtod(text, &end);
+  if (*end != '\0' || !(scale > 0 && scale <= 1))
+    throw Error(std::string("PARTITIONER_TEST_TRIAL_SCALE is '") + text +
+                "', expected a fraction in (0, 1]");
+  return std::max(1, static_cast<int>(std::lround(trials * scale)));
 }
 
 std::string profilesDirectory() { return PIPE_PARTITIONER_PROFILES_DIR; }

@@ -69,6 +69,11 @@ inline std::vector<int> flexibleOrder(const Problem &problem, const Allocation &
   return order;
 }
 
+/// DAG-aware cuts are tried when the downsets are at most PlanOptions::maxDownsets and
+/// the stages between them no slower than the chain's plan (the pairs every DP pass
+/// walks) at most this many: a DP pass then takes well under a second.
+constexpr size_t kMaxDownsetStages = 1000000;
+
 /// solve(model, upperBound) returns a partition (or nothing); smaller periodMs wins.
 inline AlgorithmOutput solveOnLattices(
     const Problem &problem, const AlgorithmContext &context,
@@ -85,6 +90,16 @@ inline AlgorithmOutput solveOnLattices(
   notes << "chain of " << problem.layers.size() << " layers";
   if (context.options.dagAware && !problem.isChain()) {
     ideals = idealLattice(problem, context.options.maxDownsets);
+    std::ostringstream tooMany;
+    if (!ideals) {
+      tooMany << "more than " << context.options.maxDownsets << " downsets";
+    } else if (countLatticeStages(StageModel(problem, *ideals), best ? best->periodMs : kInfinity,
+                                  kMaxDownsetStages) > kMaxDownsetStages) {
+      // Many blocks in series: few downsets each, but quadratically many stages.
+      tooMany << ideals->numCuts() << " downsets, more than " << kMaxDownsetStages
+              << " stages between them";
+      ideals.reset();
+    }
     if (ideals) {
       const StageModel idealModel(problem, *ideals);
       auto dag = solve(idealModel, best ? best->periodMs : kInfinity);
@@ -95,7 +110,7 @@ inline AlgorithmOutput solveOnLattices(
         bestLattice = &*ideals;
       }
     } else {
-      notes << " (more than " << context.options.maxDownsets << " downsets";
+      notes << " (" << tooMany.str();
       // Local search over topological orders: re-solve on an order built around the
       // current stages that lets every boundary move across parallel branches.
       std::vector<int> order = topologicalOrder(problem);
