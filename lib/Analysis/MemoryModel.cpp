@@ -102,7 +102,12 @@ public:
   OpBuilder &getBuilder() override { return builder; }
   Value getResultGradient(unsigned index) override {
     Value result = op->getResult(index);
-    return analysis.requiresGrad(result) ? argument(result) : Value();
+    if (!analysis.requiresGrad(result))
+      return Value();
+    Value &known = resultGradients[result];
+    if (!known)
+      known = argument(result);
+    return known;
   }
   bool needsGradient(unsigned index) override {
     Value operand = op->getOperand(index);
@@ -115,7 +120,7 @@ public:
     return known;
   }
   void addOperandGradient(unsigned index, Value gradient) override {
-    given.emplace_back(index, gradient);
+    given.push_back({index, gradient, static_cast<int>(block.getOperations().size())});
   }
 
   /// The rule's own allocations at their peak (not the gradients it gives),
@@ -129,13 +134,18 @@ public:
       if (failed(rule.emitGradient(*this)))
         return memory;
     }
-    // Storage of each value the rule makes (views share their operand's).
+    // Storage of each value the rule makes (views share their operand's), and
+    // of the result gradients it reads (block arguments, not its own).
     llvm::DenseMap<Value, Value> rootOf;
+    llvm::DenseMap<Value, std::pair<int, int>> range; // root -> first, last position
+    for (auto &[result, gradient] : resultGradients) {
+      rootOf[gradient] = gradient;
+      range[gradient] = {-1, -1};
+    }
     auto root = [&](Value v) {
       auto it = rootOf.find(v);
       return it == rootOf.end() ? Value() : it->second;
     };
-    llvm::DenseMap<Value, std::pair<int, int>> range; // root -> first, last position
     int position = 0;
     for (Operation &made : block) {
       for (Value operand : made.getOperands())
@@ -154,21 +164,40 @@ public:
       ++position;
     }
     llvm::DenseSet<Value> givenRoots;
-    for (auto [index, gradient] : given)
-      if (Value r = root(gradient)) {
+    for (const Given &g : given)
+      if (Value r = root(g.gradient)) {
         givenRoots.insert(r);
-        memory.freshGradient[index] = true;
+        memory.freshGradient[g.operand] = !isa<BlockArgument>(r);
       }
     std::vector<double> live(static_cast<size_t>(position) + 1, 0.0);
     for (auto &[r, span] : range) {
-      if (givenRoots.contains(r) || r.getDefiningOp<nn::ConstantOp>())
+      if (givenRoots.contains(r) || isa<BlockArgument>(r) || r.getDefiningOp<nn::ConstantOp>())
         continue;
       live[span.first] += analysis.bytes(r);
       live[span.second + 1] -= analysis.bytes(r);
     }
+    memory.temporariesAt.assign(static_cast<size_t>(position) + 1, 0.0);
     double running = 0;
-    for (int k = 0; k < position; ++k)
-      memory.temporaryBytes = std::max(memory.temporaryBytes, running += live[k]);
+    for (int k = 0; k < position; ++k) {
+      memory.temporariesAt[k] = (running += live[k]);
+      memory.temporaryBytes = std::max(memory.temporaryBytes, running);
+    }
+    memory.resultGradientsFreedAt.assign(static_cast<size_t>(position) + 1, 0.0);
+    for (auto &[result, gradient] : resultGradients)
+      if (!givenRoots.contains(gradient))
+        for (int k = range.lookup(gradient).second + 1; k <= position; ++k)
+          memory.resultGradientsFreedAt[k] += analysis.bytes(result);
+    for (const Given &g : given) {
+      RuleMemory::Given out;
+      out.operand = g.operand;
+      out.givenAt = g.at;
+      out.madeAt = g.at;
+      if (Value r = root(g.gradient); r && !isa<BlockArgument>(r)) {
+        out.freshBytes = analysis.bytes(r);
+        out.madeAt = range.lookup(r).first;
+      }
+      memory.given.push_back(out);
+    }
     return memory;
   }
 
@@ -180,7 +209,13 @@ private:
   Block block;
   OpBuilder builder;
   llvm::DenseMap<Value, Value> forward;
-  SmallVector<std::pair<unsigned, Value>> given;
+  llvm::MapVector<Value, Value> resultGradients; ///< result -> its gradient argument
+  struct Given {
+    unsigned operand;
+    Value gradient;
+    int at; ///< ops of the rule made before it was given
+  };
+  SmallVector<Given> given;
 };
 } // namespace
 
@@ -284,28 +319,18 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
   for (int i = 0; i < n; ++i)
     m.forwardPeakBytes = std::max(m.forwardPeakBytes, (live += delta[i]) + scratch[i]);
 
-  // Backward, in reverse order: the gradient of a value is live from the
-  // backward of its last consumer to the backward of its producer (received
-  // gradients of sent values from the start, gradients of received inputs
-  // until the end, when they are sent back).
-  std::fill(delta.begin(), delta.end(), 0.0);
-  for (auto &[root, range] : ranges) {
-    if (!analysis.requiresGrad(root))
-      continue;
-    Operation *def = root.getDefiningOp();
-    bool input = !def || !position.count(def);
-    int revStart = n - 1 - range.end;
-    int revEnd = input ? n - 1 : n - 1 - range.start;
-    delta[revStart] += analysis.bytes(root);
-    delta[revEnd + 1] -= analysis.bytes(root);
-  }
-  // Gradient accumulation: a value read several times gets a partial gradient
-  // from each reader's rule, added to the sum so far. Where a sum exists (every
-  // reader but the first in backward order, or every one when a later stage
-  // sends the value's gradient back), the new sum, and the partial when the
-  // rule allocates it (not when it passes a gradient on, as an add does), are
-  // live beside the old sum while that reader's rule runs.
-  std::vector<double> accumulation(n, 0.0);
+  // Backward, in reverse order. Each value read several times gets a partial
+  // gradient from each reader's rule, added to the sum so far as soon as the
+  // rule gives it. Where a sum exists (every reader but the first in backward
+  // order, or every one when a later stage sends the value's gradient back),
+  // the new sum and the partial when the rule allocates it (not when it passes
+  // a gradient on, as an add does) are live beside the old sum at that moment,
+  // with the rule's temporaries and the gradients it made and has not given.
+  // The first gradient of a value the op reads last starts with the rule that
+  // makes it: live from when it is made (an allocated one) or from the rule's
+  // end (one passed on shares the result gradient's storage until then).
+  std::vector<llvm::SmallDenseMap<unsigned, double, 4>> accumulating(n), starting(n);
+  llvm::DenseSet<Value> startsInRule;
   llvm::MapVector<Value, SmallVector<std::pair<int, unsigned>>> readers;
   for (int i = 0; i < n; ++i) {
     bool flowsBack = llvm::any_of(ops[i]->getResults(),
@@ -321,12 +346,66 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
                              [&](Operation *user) { return !position.count(user); });
     // `at` is in forward order: the last reader's rule runs first.
     for (size_t k = 0; k < at.size(); ++k) {
-      if (!sent && k + 1 == at.size())
-        continue;
       auto [i, index] = at[k];
-      const std::vector<bool> &fresh = rules[i].freshGradient;
-      bool allocated = index < fresh.size() && fresh[index];
-      accumulation[i] += (allocated ? 2 : 1) * analysis.bytes(value);
+      if (sent || k + 1 < at.size()) {
+        accumulating[i][index] = analysis.bytes(value);
+        continue;
+      }
+      // The sum starts here when no later op keeps the value live.
+      auto range = ranges.find(value);
+      if (rootOf(value) == value && range != ranges.end() && range->second.end == i) {
+        starting[i][index] = analysis.bytes(value);
+        startsInRule.insert(value);
+      }
+    }
+  }
+  // Gradients in `delta`: live from the backward of the value's last consumer
+  // (after its rule, for those that start in it) to the backward of its producer
+  // (received gradients of sent values from the start, gradients of received
+  // inputs until the end, when they are sent back).
+  std::fill(delta.begin(), delta.end(), 0.0);
+  for (auto &[root, range] : ranges) {
+    if (!analysis.requiresGrad(root))
+      continue;
+    Operation *def = root.getDefiningOp();
+    bool input = !def || !position.count(def);
+    int revStart = n - 1 - range.end + (startsInRule.contains(root) ? 1 : 0);
+    int revEnd = input ? n - 1 : n - 1 - range.start;
+    if (revStart > revEnd)
+      continue;
+    delta[revStart] += analysis.bytes(root);
+    delta[revEnd + 1] -= analysis.bytes(root);
+  }
+  // What each rule holds beyond `delta` (which has the op's result gradients
+  // throughout), at the largest of two kinds of moment: while its k-th op runs
+  // (its temporaries, the gradients made and not yet added to a sum, less the
+  // result gradients freed before), and as it gives a gradient to a sum (the
+  // same, with the new sum).
+  std::vector<double> ruleExtra(n, 0.0);
+  for (int i = 0; i < n; ++i) {
+    const RuleMemory &rule = rules[i];
+    ruleExtra[i] = temporaries[i];
+    // Allocated gradients made by op k at the latest: those that start a sum,
+    // and those for a sum not given before op k + 1.
+    auto pending = [&](int k) {
+      double bytes = 0;
+      for (const RuleMemory::Given &h : rule.given)
+        if (h.madeAt <= k && (starting[i].count(h.operand) ||
+                              (accumulating[i].count(h.operand) && h.givenAt > k)))
+          bytes += h.freshBytes;
+      return bytes;
+    };
+    for (size_t k = 0; k + 1 < rule.temporariesAt.size(); ++k)
+      ruleExtra[i] = std::max(ruleExtra[i], rule.temporariesAt[k] - rule.resultGradientsFreedAt[k] +
+                                                pending(static_cast<int>(k)));
+    for (const RuleMemory::Given &g : rule.given) {
+      auto sum = accumulating[i].find(g.operand);
+      if (sum == accumulating[i].end())
+        continue;
+      const size_t at = static_cast<size_t>(g.givenAt);
+      const double temporariesThen = at > 0 ? rule.temporariesAt[at - 1] : 0.0;
+      ruleExtra[i] = std::max(ruleExtra[i], temporariesThen - rule.resultGradientsFreedAt[at] +
+                                                pending(g.givenAt - 1) + sum->second);
     }
   }
   live = 0;
@@ -334,7 +413,7 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
     const int i = n - 1 - j;
     m.backwardPeakBytes =
         std::max(m.backwardPeakBytes, (live += delta[j]) + scratch[i] + parameterGradients[i] +
-                                          accumulation[i] + temporaries[i]);
+                                          ruleExtra[i]);
   }
   return m;
 }

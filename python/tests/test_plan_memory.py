@@ -43,12 +43,13 @@ class PlanMemoryTest(unittest.TestCase):
         if not cls.pipe_opt or not cls.pipe_run:
             raise unittest.SkipTest("pipe-opt or pipe-run is not built")
 
-    def plan_and_train(self, model, memory, *extra, micro_batch_size=2):
+    def plan_and_train(self, model, memory, *extra, micro_batch_size=2, stages=2):
         work = tempfile.mkdtemp(prefix="plan-memory-")
         self.addCleanup(subprocess.run, ["rm", "-rf", work])
         out = os.path.join(work, "out")
-        subprocess.run([self.pipe_opt, os.path.join(FIXTURES, model + ".onnx"),
-                        f"--micro-batch-size={micro_batch_size}", "--pipeline-stages=2",
+        path = model if model.endswith(".onnx") else os.path.join(FIXTURES, model + ".onnx")
+        subprocess.run([self.pipe_opt, path,
+                        f"--micro-batch-size={micro_batch_size}", f"--pipeline-stages={stages}",
                         f"--memory={memory}", "--disable-dropout", "--no-progress", "-o", out,
                         *extra], check=True, stdout=subprocess.DEVNULL)
         subprocess.run([self.pipe_run, out, "--steps", "2", "--timeout", "300"], check=True,
@@ -72,6 +73,50 @@ class PlanMemoryTest(unittest.TestCase):
                 cell = rank["memory"][category]
                 self.assertAlmostEqual(cell["measured_bytes"] / cell["predicted_bytes"], 1.0,
                                        delta=0.01, msg=f"rank {rank['rank']} {category}")
+
+    def test_gelu_chains_workspace_is_exact(self):
+        # GELU as exported (erf, and tanh with x^3): elementwise chains whose
+        # backward sums the gradient of x from several parts, each added to the
+        # sum as its rule gives it, and frees each result gradient after its
+        # last read. The plan's workspace is the program's, to the byte.
+        import numpy as np
+        import onnx
+        from onnx import TensorProto, helper, numpy_helper
+
+        def scalar(name, value):
+            return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+                np.array(value, dtype=np.float32), name))
+
+        chains = {
+            "erf": [scalar("r2", 1.4142135), scalar("one", 1.0), scalar("half", 0.5),
+                    ("Div", ["a", "r2"], "d"), ("Erf", ["d"], "e"), ("Add", ["e", "one"], "p"),
+                    ("Mul", ["a", "p"], "q"), ("Mul", ["q", "half"], "y")],
+            "tanh": [scalar("c", 0.044715), scalar("s", 0.7978846), scalar("one", 1.0),
+                     scalar("half", 0.5), ("Mul", ["a", "a"], "a2"), ("Mul", ["a", "a2"], "a3"),
+                     ("Mul", ["c", "a3"], "ca3"), ("Add", ["a", "ca3"], "in"),
+                     ("Mul", ["s", "in"], "si"), ("Tanh", ["si"], "t"),
+                     ("Add", ["one", "t"], "p"), ("Mul", ["a", "p"], "q"),
+                     ("Mul", ["half", "q"], "y")],
+        }
+        work = tempfile.mkdtemp(prefix="plan-memory-gelu-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", work])
+        for name, chain in chains.items():
+            nodes = [helper.make_node("Add", ["x", "b"], ["a"], name="bias")]
+            for item in chain:
+                nodes.append(item if not isinstance(item, tuple) else
+                             helper.make_node(item[0], item[1], [item[2]], name=item[2]))
+            graph = helper.make_graph(
+                nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16, 48])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 16, 48])],
+                [numpy_helper.from_array(np.linspace(-1, 1, 48, dtype=np.float32), "b")])
+            path = os.path.join(work, name + ".onnx")
+            onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+            plan, measured = self.plan_and_train(
+                path, "1GB", "--loss=mse",
+                f"--target={os.path.join(REPO_ROOT, 'bench', 'cpu-core.json')}", stages=1)
+            cell = measured["ranks"][0]["memory"]["workspace"]
+            self.assertAlmostEqual(cell["measured_bytes"] / cell["predicted_bytes"], 1.0,
+                                   delta=0.01, msg=name)
 
     def test_vgg16_recomputing_stage_fits(self):
         plan, measured = self.plan_and_train("vgg16", "1.8MB", "--recompute=auto")

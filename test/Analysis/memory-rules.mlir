@@ -15,10 +15,11 @@
 // CHECK-NEXT: rule 'scores' nn.matmul temporaries=256 allocates=operand0,operand1{{$}}
 // CHECK-NOT: rule 'residual'
 //
-// Backward peak, at the transpose's rule: a's gradient so far (256, from the
-// matmul), dt (256), the new partial dt^T (256) and the new sum (256): 1024.
-// At the matmul's rule: ds (128), its temporary (256), da and dt (256 each): 896.
-// CHECK: activations saved=768 fwd_peak=256 bwd_peak=1024
+// Backward peak, at the matmul's rule: ds (128), its temporary (256), da and dt
+// (256 each): 896. At the transpose's rule: a's gradient so far (256, from the
+// matmul), dt (256) and the partial dt^T (256) while the transpose runs; dt is
+// read for the last time there and freed before the sum (256) is made, so 768.
+// CHECK: activations saved=768 fwd_peak=256 bwd_peak=896
 func.func @attention(%x: tensor<2x4x8xf32>) -> tensor<2x4x4xf32> {
   %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<2x4x8xf32>
   %a = nn.mul %x, %w : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32> loc("scale")
@@ -26,4 +27,23 @@ func.func @attention(%x: tensor<2x4x8xf32>) -> tensor<2x4x4xf32> {
   %s = nn.matmul %a, %t : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32> loc("scores")
   %r = nn.add %s, %s : (tensor<2x4x4xf32>, tensor<2x4x4xf32>) -> tensor<2x4x4xf32> loc("residual")
   return %r : tensor<2x4x4xf32>
+}
+
+// The gradient of a value read several times is summed as each rule gives its
+// part (pipe-differentiate's order), one part at a time. With B = 256 bytes:
+// - cube (z = a * y): dz (B, received) and the rule's da and dy, the first
+//   gradients of a and y, made one after the other: 3B;
+// - square (y = a * a): a's gradient so far (B) and dy (B); the rule makes
+//   dy * a (B) and adds it to the sum at once (a new B): 4B. Then the second
+//   part (B) and its sum (B), dy freed after its last read: 3B. Counting both
+//   parts at once, as if given together, would say 6B.
+// CHECK-LABEL: memory @square_chain
+// CHECK: rule 'square' nn.mul temporaries=0 allocates=operand0,operand1{{$}}
+// CHECK: activations saved=768 fwd_peak=256 bwd_peak=1024
+func.func @square_chain(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<64xf32>
+  %a = nn.mul %x, %w : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32> loc("scale")
+  %y = nn.mul %a, %a : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32> loc("square")
+  %z = nn.mul %a, %y : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32> loc("cube")
+  return %z : tensor<64xf32>
 }

@@ -83,9 +83,24 @@ double kernelScratchBytes(mlir::Operation *op);
 /// (a batched matmul's transposed operands, a softmax's products), without the
 /// gradients it gives; and per operand whether the gradient it gives is a new
 /// allocation (a convolution's) or one it passes on (an add's dy).
+///
+/// pipe-differentiate adds a gradient to the sum so far as soon as the rule gives
+/// it, so the timeline matters too. Position k is the rule's k-th op; `given` lists
+/// each gradient in the order given: its operand, its bytes when it is a new
+/// allocation (0 when passed on), the op that made it, and how many ops were made
+/// before it was given. Per position, the temporaries live while op k runs, and
+/// the bytes of the op's result gradients freed before it runs (read for the last
+/// time earlier, and not passed on); entry `ops` is for after the last op.
 struct RuleMemory {
+  struct Given {
+    unsigned operand = 0;
+    double freshBytes = 0;
+    int madeAt = 0, givenAt = 0;
+  };
   double temporaryBytes = 0;
   std::vector<bool> freshGradient;
+  std::vector<Given> given;
+  std::vector<double> temporariesAt, resultGradientsFreedAt; ///< ops + 1 entries
 };
 RuleMemory measureGradientRule(const CostAnalysis &analysis, mlir::Operation *op);
 
