@@ -105,6 +105,7 @@ FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &anal
   for (const LayerGroup &group : groups)
     layerOps.push_back(group.ops);
   const LayerSavedBytes saved = computeLayerSavedBytes(analysis, layerOps);
+  const LayerCarriedBytes carried = computeLayerCarriedBytes(analysis, layerOps);
   for (const LayerGroup &group : groups) {
     partitioner::Layer layer;
     layer.name = analysis.lookup(group.anchor)->name;
@@ -131,8 +132,11 @@ FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &anal
     layer.parameterBytes = params.weightBytes + params.bufferBytes / stateMultiplier;
     layer.savedBytes = saved.bytes[problem.layers.size()];
     // The layer run alone: what its forward or backward holds besides the saved
-    // activations (its inputs and outputs, values freed within, kernel scratch).
-    layer.workspaceBytes = std::max(memory.forwardPeakBytes, memory.backwardPeakBytes);
+    // activations (its inputs and outputs, values freed within, kernel scratch),
+    // and what it holds for the layers around it.
+    const size_t index = problem.layers.size();
+    layer.workspaceBytes = std::max(memory.forwardPeakBytes + carried.forward[index],
+                                    memory.backwardPeakBytes + carried.backward[index]);
     // The model inputs it reads and the labels it makes (ops without operands
     // that are not parameters or constants): what a recomputing stage keeps.
     llvm::DenseSet<Value> inputs;

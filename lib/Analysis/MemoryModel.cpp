@@ -9,6 +9,7 @@
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace pipe;
@@ -115,8 +116,11 @@ public:
   }
   Value getForwardValue(Value value) override {
     Value &known = forward[value];
-    if (!known)
+    if (!known) {
       known = argument(value);
+      if (recomputed(value))
+        recomputedArguments.insert(known);
+    }
     return known;
   }
   void addOperandGradient(unsigned index, Value gradient) override {
@@ -142,6 +146,10 @@ public:
       rootOf[gradient] = gradient;
       range[gradient] = {-1, -1};
     }
+    for (Value argument : recomputedArguments) {
+      rootOf[argument] = argument;
+      range[argument] = {-1, -1};
+    }
     auto root = [&](Value v) {
       auto it = rootOf.find(v);
       return it == rootOf.end() ? Value() : it->second;
@@ -149,8 +157,12 @@ public:
     int position = 0;
     for (Operation &made : block) {
       for (Value operand : made.getOperands())
-        if (Value r = root(operand))
-          range[r].second = position;
+        if (Value r = root(operand)) {
+          std::pair<int, int> &span = range[r];
+          if (span.first < 0)
+            span.first = position; // an argument: from its first read
+          span.second = position;
+        }
       bool view = isa<nn::ReshapeOp, nn::FlattenOp, nn::SqueezeOp, nn::UnsqueezeOp, nn::IdentityOp>(made);
       for (Value result : made.getResults()) {
         Value r = view && made.getNumOperands() > 0 ? root(made.getOperand(0)) : result;
@@ -171,7 +183,8 @@ public:
       }
     std::vector<double> live(static_cast<size_t>(position) + 1, 0.0);
     for (auto &[r, span] : range) {
-      if (givenRoots.contains(r) || isa<BlockArgument>(r) || r.getDefiningOp<nn::ConstantOp>())
+      if (givenRoots.contains(r) || r.getDefiningOp<nn::ConstantOp>() || span.first < 0 ||
+          (isa<BlockArgument>(r) && !recomputedArguments.contains(r)))
         continue;
       live[span.first] += analysis.bytes(r);
       live[span.second + 1] -= analysis.bytes(r);
@@ -203,6 +216,21 @@ public:
 
 private:
   Value argument(Value like) { return block.addArgument(like.getType(), op->getLoc()); }
+  /// Whether pipe-differentiate computes `value` again in the backward into an
+  /// allocation of its own: a value computed from parameters and constants only
+  /// (a transposed weight), not one of them or a view of one.
+  bool recomputed(Value value) {
+    if (!analysis.isStatic(value))
+      return false;
+    while (Operation *def = value.getDefiningOp()) {
+      if (isa<nn::ParamOp>(def) || def->hasTrait<OpTrait::ConstantLike>())
+        return false;
+      if (!isView(analysis, def) || def->getNumOperands() == 0)
+        return true;
+      value = def->getOperand(0);
+    }
+    return false;
+  }
 
   const CostAnalysis &analysis;
   Operation *op;
@@ -210,6 +238,7 @@ private:
   OpBuilder builder;
   llvm::DenseMap<Value, Value> forward;
   llvm::MapVector<Value, Value> resultGradients; ///< result -> its gradient argument
+  llvm::SetVector<Value> recomputedArguments;    ///< forward values computed again
   struct Given {
     unsigned operand;
     Value gradient;
@@ -243,6 +272,16 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
     return v;
   };
 
+  // Storage the stage allocates: activations, and values computed from
+  // parameters and constants only by its own ops (a transposed weight, whose
+  // gradient flows back to the weight), not parameters and constants themselves.
+  auto tracked = [&](Value root) {
+    if (!analysis.isStatic(root))
+      return true;
+    Operation *def = root.getDefiningOp();
+    return def && position.count(def) && !isParameterOrConstant(def);
+  };
+
   // Live ranges of every activation (by storage root) in forward positions.
   struct Range {
     int start = 0, end = -1;
@@ -261,12 +300,12 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
   for (int i = 0; i < n; ++i) {
     Operation *op = ops[i];
     for (Value v : op->getOperands())
-      if (!analysis.isStatic(v))
-        touch(rootOf(v), i);
+      if (Value root = rootOf(v); tracked(root))
+        touch(root, i);
     for (Value r : op->getResults()) {
-      if (analysis.isStatic(r))
-        continue;
       Value root = rootOf(r);
+      if (!tracked(root))
+        continue;
       touch(root, i);
       for (Operation *user : r.getUsers())
         if (!position.count(user)) // sent to a later stage or returned
@@ -318,6 +357,13 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
   double live = 0;
   for (int i = 0; i < n; ++i)
     m.forwardPeakBytes = std::max(m.forwardPeakBytes, (live += delta[i]) + scratch[i]);
+  // The model inputs arrive as workspace when the forward starts, saved ones
+  // included (they are saved right after).
+  double inputs = 0;
+  for (auto &[root, range] : ranges)
+    if (isa<BlockArgument>(root))
+      inputs += analysis.bytes(root);
+  m.forwardPeakBytes = std::max(m.forwardPeakBytes, inputs);
 
   // Backward, in reverse order. Each value read several times gets a partial
   // gradient from each reader's rule, added to the sum so far as soon as the
@@ -338,7 +384,7 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
     if (!flowsBack)
       continue;
     for (auto [index, operand] : llvm::enumerate(ops[i]->getOperands()))
-      if (!analysis.isStatic(operand) && analysis.requiresGrad(operand))
+      if (tracked(rootOf(operand)) && analysis.requiresGrad(operand))
         readers[operand].emplace_back(i, static_cast<unsigned>(index));
   }
   for (auto &[value, at] : readers) {
@@ -459,6 +505,73 @@ pipe::computeLayerSavedBytes(const CostAnalysis &analysis,
     result.shared.push_back({std::vector<int>(kept.begin(), kept.end()), analysis.bytes(root)});
   }
   return result;
+}
+
+LayerCarriedBytes
+pipe::computeLayerCarriedBytes(const CostAnalysis &analysis,
+                               llvm::ArrayRef<std::vector<Operation *>> layers) {
+  llvm::DenseMap<Operation *, int> layerOf;
+  for (auto [i, layer] : llvm::enumerate(layers))
+    for (Operation *op : layer)
+      layerOf[op] = static_cast<int>(i);
+  // Views share their operand's storage (as in computeStageMemory).
+  auto rootOf = [&](Value v) {
+    while (Operation *def = v.getDefiningOp()) {
+      if (!layerOf.count(def) || !isView(analysis, def) || def->getNumOperands() == 0)
+        break;
+      v = def->getOperand(0);
+    }
+    return v;
+  };
+  llvm::DenseSet<Value> saved;
+  for (const std::vector<Operation *> &layer : layers)
+    for (Operation *op : layer)
+      if (const OpRecord *r = analysis.lookup(op))
+        for (Value v : r->saved.values)
+          saved.insert(rootOf(v));
+  // Per storage root: its producer's layer and the layers reading it.
+  struct Span {
+    int producer = -1;
+    llvm::SmallDenseSet<int, 4> readers;
+  };
+  llvm::MapVector<Value, Span> spans;
+  for (auto [i, layer] : llvm::enumerate(layers))
+    for (Operation *op : layer) {
+      if (isParameterOrConstant(op))
+        continue;
+      for (Value operand : op->getOperands()) {
+        if (analysis.isStatic(operand))
+          continue;
+        Value root = rootOf(operand);
+        auto [it, inserted] = spans.try_emplace(root);
+        if (inserted) {
+          Operation *def = root.getDefiningOp();
+          it->second.producer = def && layerOf.count(def) ? layerOf.lookup(def) : -1;
+        }
+        it->second.readers.insert(static_cast<int>(i));
+      }
+    }
+  LayerCarriedBytes carried;
+  carried.forward.assign(layers.size(), 0.0);
+  carried.backward.assign(layers.size(), 0.0);
+  for (auto &[root, span] : spans) {
+    if (span.producer < 0) // a model input: received by the first stage reading it
+      continue;
+    int last = span.producer;
+    for (int reader : span.readers)
+      last = std::max(last, reader);
+    const double bytes = analysis.bytes(root);
+    const bool forward = !saved.contains(root), backward = analysis.requiresGrad(root);
+    for (int l = span.producer + 1; l < last; ++l) {
+      // A layer reading it meanwhile holds it (forward) or adds to its sum
+      // (backward) too: the layer alone sees it only from its own read.
+      if (forward && !span.readers.contains(l))
+        carried.forward[l] += bytes;
+      if (backward)
+        carried.backward[l] += bytes;
+    }
+  }
+  return carried;
 }
 
 StageMemory pipe::computeFunctionMemory(const CostAnalysis &analysis,

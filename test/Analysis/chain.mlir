@@ -28,6 +28,11 @@
 // CHECK-NEXT: tensor 1 -> 2 bytes=256
 // CHECK-NEXT: tensor 2 -> 3 bytes=256
 // CHECK-NEXT: shared saved 1,2 bytes=256
+// Carried: y1 is made by layer 0 and read last by layer 2 (the skip), so layer 1
+// runs while it is live. In the forward bn keeps it (saved, not workspace); in
+// the backward the skip's gradient of y1 (256) is held while layer 1's backward
+// runs, then summed with bn's.
+// CHECK-NEXT: carried layer 1 forward=0 backward=256
 // JSON: "node_ids": [
 // JSON-NEXT: "conv1"
 // JSON: "name": "block"

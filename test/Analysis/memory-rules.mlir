@@ -47,3 +47,28 @@ func.func @square_chain(%x: tensor<64xf32>) -> tensor<64xf32> {
   %z = nn.mul %a, %y : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32> loc("cube")
   return %z : tensor<64xf32>
 }
+
+// A weight used transposed: pipe-differentiate computes wt again in the backward
+// (from the parameter), and its gradient flows back through the transpose.
+// Forward: wt (512 bytes, computed from w) and y (256, returned): 768; x is
+// saved. Backward: at fc's rule dy (256) and dwt (512) = 768; at wt's rule
+// dwt (512) and the parameter's gradient, its transpose (512): 1024.
+// CHECK-LABEL: memory @transposed_weight
+// CHECK: activations saved=128 fwd_peak=768 bwd_peak=1024
+func.func @transposed_weight(%x: tensor<4x8xf32>) -> tensor<4x16xf32> {
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<16x8xf32>
+  %wt = nn.transpose %w {perm = array<i64: 1, 0>} : (tensor<16x8xf32>) -> tensor<8x16xf32> loc("wt")
+  %y = nn.matmul %x, %wt : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> loc("fc")
+  return %y : tensor<4x16xf32>
+}
+
+// A model input arrives as workspace when the forward starts and is saved right
+// after (pipe-run's pipe_input, then pipe_save): x (2048 bytes) is the forward
+// peak although the projection keeps it and makes only 64 bytes.
+// CHECK-LABEL: memory @input_arrives
+// CHECK: activations saved=2048 fwd_peak=2048
+func.func @input_arrives(%x: tensor<8x64xf32>) -> tensor<8x2xf32> {
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<64x2xf32>
+  %y = nn.matmul %x, %w : (tensor<8x64xf32>, tensor<64x2xf32>) -> tensor<8x2xf32> loc("proj")
+  return %y : tensor<8x2xf32>
+}

@@ -131,6 +131,20 @@ struct LayerSavedBytes {
 LayerSavedBytes computeLayerSavedBytes(const CostAnalysis &analysis,
                                        llvm::ArrayRef<std::vector<mlir::Operation *>> layers);
 
+/// Bytes each layer holds for the others while it runs, beyond what the layer
+/// alone holds (computeStageMemory of its ops): values made by an earlier layer
+/// and read by a later one, in the forward those not saved (a residual, a branch
+/// point), and in the backward their gradients (the sum of a residual's gradient
+/// while the branch's backward runs). `layers` as for computeLayerSavedBytes. A
+/// value counts in the layers strictly between its producer and its last reader;
+/// where a stage boundary falls in between, the stage receives it instead, so
+/// across a boundary this is an upper bound.
+struct LayerCarriedBytes {
+  std::vector<double> forward, backward; ///< per layer
+};
+LayerCarriedBytes computeLayerCarriedBytes(const CostAnalysis &analysis,
+                                           llvm::ArrayRef<std::vector<mlir::Operation *>> layers);
+
 /// The whole analysed function as one stage.
 StageMemory computeFunctionMemory(const CostAnalysis &analysis, const TrainingPolicy &policy);
 

@@ -85,6 +85,15 @@ struct TestPrintChainPass : PassWrapper<TestPrintChainPass, OperationPass<Module
         llvm::interleave(value.layers, os, ",");
         os << " bytes=" << number(value.bytes) << "\n";
       }
+      // What each layer holds for the others (part of its workspace).
+      std::vector<std::vector<Operation *>> layerOps;
+      for (const LayerGroup &group : groupLayers(analysis))
+        layerOps.push_back(group.ops);
+      const LayerCarriedBytes carried = computeLayerCarriedBytes(analysis, layerOps);
+      for (size_t i = 0; i < layerOps.size(); ++i)
+        if (carried.forward[i] > 0 || carried.backward[i] > 0)
+          os << "carried layer " << i << " forward=" << number(carried.forward[i])
+             << " backward=" << number(carried.backward[i]) << "\n";
     }
   }
 };
