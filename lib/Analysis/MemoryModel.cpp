@@ -9,6 +9,7 @@
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
@@ -64,6 +65,18 @@ static bool isView(const CostAnalysis &analysis, Operation *op) {
     if (const OpRecord *r = analysis.lookup(op))
       return r->cost.kind == KernelClass::Free;
   return false;
+}
+
+/// The value whose storage `v` uses: views (isView) share their operand's, when
+/// the view is one of the ops `inside` accepts.
+static Value storageRoot(const CostAnalysis &analysis, Value v,
+                         llvm::function_ref<bool(Operation *)> inside) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!inside(def) || !isView(analysis, def) || def->getNumOperands() == 0)
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
 }
 
 double pipe::kernelScratchBytes(Operation *op) {
@@ -264,12 +277,7 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
     position[ops[i]] = i;
 
   auto rootOf = [&](Value v) {
-    while (Operation *def = v.getDefiningOp()) {
-      if (!position.count(def) || !isView(analysis, def) || def->getNumOperands() == 0)
-        break;
-      v = def->getOperand(0);
-    }
-    return v;
+    return storageRoot(analysis, v, [&](Operation *def) { return position.count(def) > 0; });
   };
 
   // Storage the stage allocates: activations, and values computed from
@@ -470,14 +478,8 @@ pipe::computeLayerSavedBytes(const CostAnalysis &analysis,
   llvm::DenseSet<Operation *> inFunction;
   for (const std::vector<Operation *> &layer : layers)
     inFunction.insert(layer.begin(), layer.end());
-  // Views share their operand's storage (as in computeStageMemory).
   auto rootOf = [&](Value v) {
-    while (Operation *def = v.getDefiningOp()) {
-      if (!inFunction.contains(def) || !isView(analysis, def) || def->getNumOperands() == 0)
-        break;
-      v = def->getOperand(0);
-    }
-    return v;
+    return storageRoot(analysis, v, [&](Operation *def) { return inFunction.contains(def); });
   };
   LayerSavedBytes result;
   result.bytes.assign(layers.size(), 0.0);
@@ -514,14 +516,8 @@ pipe::computeLayerCarriedBytes(const CostAnalysis &analysis,
   for (auto [i, layer] : llvm::enumerate(layers))
     for (Operation *op : layer)
       layerOf[op] = static_cast<int>(i);
-  // Views share their operand's storage (as in computeStageMemory).
   auto rootOf = [&](Value v) {
-    while (Operation *def = v.getDefiningOp()) {
-      if (!layerOf.count(def) || !isView(analysis, def) || def->getNumOperands() == 0)
-        break;
-      v = def->getOperand(0);
-    }
-    return v;
+    return storageRoot(analysis, v, [&](Operation *def) { return layerOf.count(def) > 0; });
   };
   llvm::DenseSet<Value> saved;
   for (const std::vector<Operation *> &layer : layers)
