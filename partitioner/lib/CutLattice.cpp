@@ -39,7 +39,7 @@ std::vector<int> CutLattice::layersBetween(int from, int to) const {
 }
 
 double CutLattice::workspaceBetween(int from, int to) const {
-  if (workspaceTree.empty() || from >= to)
+  if ((workspaceMaxTree.empty() && layerWorkspace.empty()) || from >= to)
     return 0;
   double best = 0;
   if (isChain) {
@@ -48,9 +48,9 @@ double CutLattice::workspaceBetween(int from, int to) const {
     size_t hi = static_cast<size_t>(to) + workspaceLeaves;
     for (; lo < hi; lo /= 2, hi /= 2) {
       if (lo & 1)
-        best = std::max(best, workspaceTree[lo++]);
+        best = std::max(best, workspaceMaxTree[lo++]);
       if (hi & 1)
-        best = std::max(best, workspaceTree[--hi]);
+        best = std::max(best, workspaceMaxTree[--hi]);
     }
     return best;
   }
@@ -58,7 +58,7 @@ double CutLattice::workspaceBetween(int from, int to) const {
   const uint64_t *inner = &bits[static_cast<size_t>(from) * words];
   for (size_t w = 0; w < words; ++w)
     for (uint64_t only = outer[w] & ~inner[w]; only; only &= only - 1)
-      best = std::max(best, workspaceTree[w * 64 + static_cast<size_t>(__builtin_ctzll(only))]);
+      best = std::max(best, layerWorkspace[w * 64 + static_cast<size_t>(__builtin_ctzll(only))]);
   return best;
 }
 
@@ -179,13 +179,13 @@ CutLattice chainLattice(const Problem &problem, const std::vector<int> &order) {
   addSharedSaved(problem, lattice);
   if (anyWorkspace(problem)) {
     lattice.workspaceLeaves = count;
-    lattice.workspaceTree.assign(2 * count, 0.0);
+    lattice.workspaceMaxTree.assign(2 * count, 0.0);
     for (size_t i = 0; i < count; ++i)
-      lattice.workspaceTree[count + i] =
+      lattice.workspaceMaxTree[count + i] =
           problem.layers[static_cast<size_t>(order[i])].workspaceBytes;
     for (size_t i = count; i-- > 1;)
-      lattice.workspaceTree[i] =
-          std::max(lattice.workspaceTree[2 * i], lattice.workspaceTree[2 * i + 1]);
+      lattice.workspaceMaxTree[i] =
+          std::max(lattice.workspaceMaxTree[2 * i], lattice.workspaceMaxTree[2 * i + 1]);
   }
   return lattice;
 }
@@ -296,7 +296,7 @@ std::optional<CutLattice> idealLattice(const Problem &problem, size_t maxCuts) {
   addSharedSaved(problem, lattice);
   if (anyWorkspace(problem))
     for (const Layer &layer : problem.layers)
-      lattice.workspaceTree.push_back(layer.workspaceBytes);
+      lattice.layerWorkspace.push_back(layer.workspaceBytes);
   return lattice;
 }
 

@@ -443,10 +443,9 @@ private:
   /// Values the function does not own: parameters, and values handed to
   /// saved slots.
   llvm::DenseSet<Value> notOwned;
-  /// A forward's saved values and their slots (its pipe.return's list), and
-  /// those already handed to their slot: each is saved as soon as it exists.
+  /// A forward's saved values not yet handed to their slot, and their slots (its
+  /// pipe.return's list): each is saved as soon as it exists, and leaves the map.
   llvm::DenseMap<Value, int64_t> savedSlot;
-  llvm::DenseSet<Value> savedEarly;
   /// Hands `v` to its saved slot now if the forward saves it.
   void saveIfKept(Value v, Location at);
   int32_t currentNode = -1;
@@ -530,7 +529,7 @@ void FunctionEmitter::saveIfKept(Value v, Location at) {
   call(at, "pipe_save", {r(), stage.getIndex(), mb(), slot->second, get(v)});
   leave(get(v));
   notOwned.insert(v);
-  savedEarly.insert(v);
+  savedSlot.erase(slot);
 }
 
 LogicalResult FunctionEmitter::emit(Block &block) {
@@ -657,8 +656,8 @@ LogicalResult FunctionEmitter::lower(Operation *op) {
   }
   if (auto ret = dyn_cast<ReturnOp>(op)) {
     for (auto [slot, value] : llvm::enumerate(ret.getSaved())) {
-      if (savedEarly.contains(value))
-        continue;
+      if (!savedSlot.count(value))
+        continue; // saved as soon as it was computed
       if (notOwned.contains(value))
         return ret.emitOpError("saves a parameter or a value it does not own");
       call(loc, "pipe_save",

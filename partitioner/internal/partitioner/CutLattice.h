@@ -49,11 +49,14 @@ struct CutLattice {
   std::vector<SharedSaved> shared;
   std::vector<std::vector<int>> sharedAcross;
 
-  /// Chain lattices: a bottom-up max tree over positions (leaf i at
-  /// workspaceTree[leaves + i]); ideal lattices: the workspace of each layer. Both
-  /// empty when no layer has a workspace.
-  std::vector<double> workspaceTree;
+  /// Chain lattices: a bottom-up max tree of the layers' workspace over positions
+  /// (leaf i at workspaceMaxTree[workspaceLeaves + i]). Empty on ideal lattices and
+  /// when no layer has a workspace.
+  std::vector<double> workspaceMaxTree;
   size_t workspaceLeaves = 0;
+  /// Ideal lattices: the workspace of each layer. Empty on chain lattices and when no
+  /// layer has a workspace.
+  std::vector<double> layerWorkspace;
 };
 
 /// The prefixes of `order` (which must be a topological order of the problem).
