@@ -140,11 +140,10 @@ public:
     given.push_back({index, gradient, static_cast<int>(block.getOperations().size())});
   }
 
-  /// The rule's own allocations at their peak (not the gradients it gives),
-  /// and per operand whether the gradient it gives is a new allocation.
+  /// The rule's timeline: its temporaries, the gradients it gives (and which
+  /// are new allocations), and when the result gradients are freed.
   RuleMemory measure() {
     RuleMemory memory;
-    memory.freshGradient.assign(op->getNumOperands(), false);
     if (auto rule = dyn_cast<nn::GradientOpInterface>(op)) {
       // A rule that does not apply reports why; that is pipe-differentiate's to say.
       ScopedDiagnosticHandler quiet(op->getContext(), [](Diagnostic &) { return success(); });
@@ -190,10 +189,8 @@ public:
     }
     llvm::DenseSet<Value> givenRoots;
     for (const Given &g : given)
-      if (Value r = root(g.gradient)) {
+      if (Value r = root(g.gradient))
         givenRoots.insert(r);
-        memory.freshGradient[g.operand] = !isa<BlockArgument>(r);
-      }
     std::vector<double> live(static_cast<size_t>(position) + 1, 0.0);
     for (auto &[r, span] : range) {
       if (givenRoots.contains(r) || r.getDefiningOp<nn::ConstantOp>() || span.first < 0 ||
@@ -348,14 +345,13 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
   // Each kernel's scratch is live on top while it runs, forward and backward;
   // so is, in the backward, the gradient of each trainable parameter the op
   // reads, from the kernel that computes it to its accumulation.
-  std::vector<double> scratch(n), parameterGradients(n, 0.0), temporaries(n, 0.0);
+  std::vector<double> scratch(n), parameterGradients(n, 0.0);
   std::vector<RuleMemory> rules(n);
   for (int i = 0; i < n; ++i) {
     scratch[i] = kernelScratchBytes(ops[i]);
     if (!isa<nn::ParamOp>(ops[i]) &&
         llvm::any_of(ops[i]->getResults(), [&](Value r) { return analysis.requiresGrad(r); })) {
       rules[i] = measureGradientRule(analysis, ops[i]);
-      temporaries[i] = rules[i].temporaryBytes;
     }
     for (Value operand : ops[i]->getOperands())
       if (auto param = operand.getDefiningOp<nn::ParamOp>())
@@ -438,7 +434,7 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
   std::vector<double> ruleExtra(n, 0.0);
   for (int i = 0; i < n; ++i) {
     const RuleMemory &rule = rules[i];
-    ruleExtra[i] = temporaries[i];
+    ruleExtra[i] = rule.temporaryBytes;
     // Allocated gradients made by op k at the latest: those that start a sum,
     // and those for a sum not given before op k + 1.
     auto pending = [&](int k) {

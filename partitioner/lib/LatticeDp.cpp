@@ -188,11 +188,10 @@ std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool
 
 } // namespace
 
-size_t countLatticeStages(const StageModel &model, double upperBoundMs, size_t budget) {
-  const CutLattice &lattice = model.lattice();
-  const double maxWork = upperBoundMs == kInfinity
-                             ? kInfinity
-                             : upperBoundMs * (1 + 1e-9) * maxSpeed(model.problem());
+size_t countLatticeStages(const Problem &problem, const CutLattice &lattice, double upperBoundMs,
+                          size_t budget) {
+  const double maxWork =
+      upperBoundMs == kInfinity ? kInfinity : upperBoundMs * (1 + 1e-9) * maxSpeed(problem);
   LargerCuts larger(lattice);
   size_t count = 0;
   for (int from = lattice.fullCut() - 1; from >= 0 && count <= budget; --from)

@@ -301,7 +301,6 @@ TEST(AlgorithmOracle, LatticeStagesAreTheNestedPairsUnderTheBound) {
     Problem problem = randomDag(rng, layers, 1 + static_cast<int>(rng() % 3));
     auto lattice = idealLattice(problem, 100000);
     ASSERT_TRUE(lattice.has_value());
-    const StageModel model(problem, *lattice);
     // Brute force over every pair of cuts: A strictly inside B, and B \ A no
     // slower than the bound on the fastest GPU.
     const double bound = trial % 2 ? kInfinity : std::uniform_real_distribution<double>(0, 20)(rng);
@@ -319,9 +318,9 @@ TEST(AlgorithmOracle, LatticeStagesAreTheNestedPairsUnderTheBound) {
           ++expected;
       }
     const std::string name = "trial " + std::to_string(trial);
-    EXPECT_EQ(countLatticeStages(model, bound, 1u << 30), expected) << name;
+    EXPECT_EQ(countLatticeStages(problem, *lattice, bound, 1u << 30), expected) << name;
     if (expected > 0)
-      EXPECT_EQ(countLatticeStages(model, bound, expected - 1), expected) << name << " budget";
+      EXPECT_EQ(countLatticeStages(problem, *lattice, bound, expected - 1), expected) << name << " budget";
   }
 }
 

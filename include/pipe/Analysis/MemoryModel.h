@@ -81,8 +81,8 @@ double kernelScratchBytes(mlir::Operation *op);
 /// What `op`'s gradient rule allocates for itself, found by running the rule
 /// (GradientOpInterface) into a block of its own: the peak of its temporaries
 /// (a batched matmul's transposed operands, a softmax's products), without the
-/// gradients it gives; and per operand whether the gradient it gives is a new
-/// allocation (a convolution's) or one it passes on (an add's dy).
+/// gradients it gives; and whether each gradient it gives is a new allocation (a
+/// convolution's: `freshBytes` > 0) or one it passes on (an add's dy).
 ///
 /// pipe-differentiate adds a gradient to the sum so far as soon as the rule gives
 /// it, so the timeline matters too. Position k is the rule's k-th op; `given` lists
@@ -98,7 +98,6 @@ struct RuleMemory {
     int madeAt = 0, givenAt = 0;
   };
   double temporaryBytes = 0;
-  std::vector<bool> freshGradient;
   std::vector<Given> given;
   std::vector<double> temporariesAt, resultGradientsFreedAt; ///< ops + 1 entries
 };

@@ -63,12 +63,13 @@ std::optional<CutPartition> periodicMinPeriod(
     const StageModel &model, int maxStages, double lowMs,
     const std::function<bool()> &outOfTime = [] { return false; });
 
-/// The stages a DP over `model`'s lattice prices when no stage may be slower than
+/// The stages a DP over `lattice` prices when no stage may be slower than
 /// `upperBoundMs`: the nested cuts A ⊂ B whose difference does at most that much work.
 /// Counted up to `budget`; returns min(count, budget + 1). Every DP pass walks these
 /// pairs, so their number is what a DP costs (downsets alone are not: a DAG of many
 /// blocks in series has few downsets per block, and quadratically many pairs).
-size_t countLatticeStages(const StageModel &model, double upperBoundMs, size_t budget);
+size_t countLatticeStages(const Problem &problem, const CutLattice &lattice, double upperBoundMs,
+                          size_t budget);
 
 /// Greedy feasible upper bound for chain lattices (bisection on T, longest stages from
 /// the end); exact when links are free. Infinity when nothing fits.

@@ -93,7 +93,7 @@ inline AlgorithmOutput solveOnLattices(
     std::ostringstream tooMany;
     if (!ideals) {
       tooMany << "more than " << context.options.maxDownsets << " downsets";
-    } else if (countLatticeStages(StageModel(problem, *ideals), best ? best->periodMs : kInfinity,
+    } else if (countLatticeStages(problem, *ideals, best ? best->periodMs : kInfinity,
                                   kMaxDownsetStages) > kMaxDownsetStages) {
       // Many blocks in series: few downsets each, but quadratically many stages.
       tooMany << ideals->numCuts() << " downsets, more than " << kMaxDownsetStages

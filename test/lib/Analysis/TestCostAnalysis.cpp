@@ -15,6 +15,7 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 #include <cstdio>
+#include <set>
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -160,14 +161,17 @@ struct TestPrintMemoryPass : PassWrapper<TestPrintMemoryPass, OperationPass<Modu
       // What each rule allocates for itself, and which gradients it allocates.
       for (const OpRecord &r : analysis.getRecords()) {
         RuleMemory rule = measureGradientRule(analysis, r.op);
-        if (!llvm::is_contained(rule.freshGradient, true) && rule.temporaryBytes == 0)
+        std::set<unsigned> allocated;
+        for (const RuleMemory::Given &g : rule.given)
+          if (g.freshBytes > 0)
+            allocated.insert(g.operand);
+        if (allocated.empty() && rule.temporaryBytes == 0)
           continue;
         os << "rule '" << r.name << "' " << r.op->getName()
            << " temporaries=" << count(rule.temporaryBytes) << " allocates=";
         SmallVector<std::string> fresh;
-        for (auto [i, allocated] : llvm::enumerate(rule.freshGradient))
-          if (allocated)
-            fresh.push_back("operand" + std::to_string(i));
+        for (unsigned i : allocated)
+          fresh.push_back("operand" + std::to_string(i));
         llvm::interleave(fresh, os, ",");
         os << "\n";
       }
