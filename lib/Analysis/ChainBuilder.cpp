@@ -154,6 +154,29 @@ FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &anal
   for (const LayerSavedBytes::Shared &shared : saved.shared)
     problem.sharedSaved.push_back({shared.layers, shared.bytes});
 
+  // Tied weights: a trainable parameter read by several layers sits in the first
+  // one's group, and pipe-split-stages gives a reference to every stage reading it,
+  // the first one owning it. It leaves that layer's parameters for
+  // Problem::sharedParameters, which charges each GPU reading it.
+  for (auto [i, group] : llvm::enumerate(groups)) {
+    for (Operation *op : group.ops) {
+      if (!isa<nn::ParamOp>(op))
+        continue;
+      std::vector<int> readers;
+      for (Operation *user : op->getUsers())
+        if (auto it = groupOf.find(user); it != groupOf.end())
+          readers.push_back(it->second);
+      std::sort(readers.begin(), readers.end());
+      readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
+      const ParameterMemory tied = computeParameterMemory({op}, policy);
+      if (readers.size() < 2 || tied.trainableParameters == 0)
+        continue;
+      partitioner::Layer &owner = problem.layers[i];
+      owner.parameterBytes = std::max(0.0, owner.parameterBytes - tied.weightBytes);
+      problem.sharedParameters.push_back({readers, tied.weightBytes});
+    }
+  }
+
   // Exact cut sets: every value read outside its layer, as pipe-split-stages
   // sends it; parameters and constants are copied into each stage instead.
   for (auto [i, group] : llvm::enumerate(groups)) {

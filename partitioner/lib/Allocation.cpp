@@ -96,6 +96,7 @@ StageGraph buildStageGraph(const Problem &problem, const Allocation &allocation)
   zeros(graph.weightGradientMs);
   zeros(graph.savedBytes);
   zeros(graph.parameterBytes);
+  zeros(graph.readParameterBytes);
   zeros(graph.inputBytes);
   zeros(graph.workspaceBytes);
   zeros(graph.inBytes);
@@ -127,6 +128,21 @@ StageGraph buildStageGraph(const Problem &problem, const Allocation &allocation)
       keeping.insert(allocation.stageOfLayer[static_cast<size_t>(layer)]);
     for (int s : keeping)
       graph.savedBytes[static_cast<size_t>(s)] += value.bytes;
+  }
+  // A shared parameter: owned by the first stage reading it; the first stage on
+  // every other GPU reading it keeps a copy.
+  for (const SharedParameter &value : problem.sharedParameters) {
+    std::set<int> reading;
+    for (int layer : value.layers)
+      reading.insert(allocation.stageOfLayer[static_cast<size_t>(layer)]);
+    std::set<int> gpus;
+    for (int s : reading) {
+      const int gpu = allocation.gpuOfStage[static_cast<size_t>(s)];
+      if (!gpus.insert(gpu).second)
+        continue;
+      (s == *reading.begin() ? graph.parameterBytes : graph.readParameterBytes)[static_cast<size_t>(s)] +=
+          value.bytes;
+    }
   }
   std::map<std::pair<int, int>, double> edges;
   for (const Tensor &tensor : problem.tensors) {

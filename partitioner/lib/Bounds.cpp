@@ -28,11 +28,20 @@ LowerBounds computeLowerBounds(const Problem &problem) {
   if (limit < kInfinity) {
     std::vector<double> down = downstreamWork(problem);
     double stateTotal = 0, spanWeighted = 0;
+    // The shared parameters: the owner holds their state, every reader at least the
+    // weight and its gradient.
+    std::vector<double> read(problem.layers.size(), 0.0);
+    for (const SharedParameter &value : problem.sharedParameters) {
+      stateTotal += problem.training.stateMultiplier * value.bytes;
+      for (int layer : value.layers)
+        read[static_cast<size_t>(layer)] += value.bytes;
+    }
     for (size_t l = 0; l < problem.layers.size(); ++l) {
       const Layer &layer = problem.layers[l];
       // Whichever GPU holds the layer holds its state and, while it runs, its workspace.
-      const double state =
-          problem.training.stateMultiplier * layer.parameterBytes + layer.workspaceBytes;
+      const double state = problem.training.stateMultiplier * layer.parameterBytes +
+                           readerStateMultiplier(problem.training) * read[l] +
+                           layer.workspaceBytes;
       stateTotal += problem.training.stateMultiplier * layer.parameterBytes;
       const double span = down[l] / fastest;
       spanWeighted += layer.savedBytes * span;

@@ -62,74 +62,94 @@ double CutLattice::workspaceBetween(int from, int to) const {
   return best;
 }
 
-double CutLattice::savedBetween(int from, int to) const {
-  double bytes = saved[static_cast<size_t>(to)] - saved[static_cast<size_t>(from)];
-  if (sharedAcross.empty())
-    return bytes;
-  for (int v : sharedAcross[static_cast<size_t>(from)]) {
-    const SharedSaved &value = shared[static_cast<size_t>(v)];
-    for (int layer : value.layers)
-      if (contains(to, layer) && !contains(from, layer)) {
-        bytes += value.bytes;
+namespace {
+/// Bytes of the entries of `shared` held both in A and in B \ A.
+double heldAgain(const CutLattice &lattice, const SharedAcrossCuts &shared, int from, int to) {
+  if (shared.across.empty())
+    return 0;
+  double bytes = 0;
+  for (int v : shared.across[static_cast<size_t>(from)])
+    for (int layer : shared.sharers[static_cast<size_t>(v)])
+      if (lattice.contains(to, layer) && !lattice.contains(from, layer)) {
+        bytes += shared.bytes[static_cast<size_t>(v)];
         break;
       }
-  }
   return bytes;
+}
+} // namespace
+
+double CutLattice::savedBetween(int from, int to) const {
+  return saved[static_cast<size_t>(to)] - saved[static_cast<size_t>(from)] +
+         heldAgain(*this, sharedSaved, from, to);
+}
+
+double CutLattice::readParametersBetween(int from, int to) const {
+  return heldAgain(*this, sharedParameters, from, to);
 }
 
 namespace {
-/// Entries of the per-cut lists of shared saved values a lattice may hold.
+/// Entries of the per-cut lists of shared values a lattice may hold.
 constexpr size_t kMaxSharedAcross = size_t{1} << 24;
 
-/// Fills lattice.shared and lattice.sharedAcross, and adds each shared value's
-/// bytes to lattice.saved of every cut that holds one of its keepers.
-void addSharedSaved(const Problem &problem, CutLattice &lattice) {
-  if (problem.sharedSaved.empty())
+/// Fills `shared` from `list` (SharedSaved or SharedParameter), and adds each
+/// entry's bytes to `totals` of every cut that holds one of its sharers.
+template <typename List>
+void addShared(const List &list, const char *what, CutLattice &lattice, SharedAcrossCuts &shared,
+               std::vector<double> &totals) {
+  if (list.empty())
     return;
-  lattice.shared = problem.sharedSaved;
+  for (const auto &value : list) {
+    shared.sharers.push_back(value.layers);
+    shared.bytes.push_back(value.bytes);
+  }
   const size_t cuts = lattice.numCuts();
-  lattice.sharedAcross.assign(cuts, {});
+  shared.across.assign(cuts, {});
   size_t entries = 0;
   auto count = [&] {
     if (++entries > kMaxSharedAcross)
-      throw Error("the shared saved values straddle more than " +
+      throw Error(std::string("the ") + what + " straddle more than " +
                   std::to_string(kMaxSharedAcross) + " cut points in all");
   };
   if (lattice.isChain) {
-    // Cut i holds positions [0, i): a value with keepers at positions first..last
+    // Cut i holds positions [0, i): an entry with sharers at positions first..last
     // counts from cut first + 1 on, and straddles cuts first + 1 .. last.
     std::vector<double> added(cuts + 1, 0.0);
-    for (size_t v = 0; v < lattice.shared.size(); ++v) {
-      const SharedSaved &value = lattice.shared[v];
+    for (size_t v = 0; v < list.size(); ++v) {
       int first = static_cast<int>(cuts), last = -1;
-      for (int layer : value.layers) {
+      for (int layer : shared.sharers[v]) {
         first = std::min(first, lattice.position[static_cast<size_t>(layer)]);
         last = std::max(last, lattice.position[static_cast<size_t>(layer)]);
       }
-      added[static_cast<size_t>(first) + 1] += value.bytes;
+      added[static_cast<size_t>(first) + 1] += shared.bytes[v];
       for (int c = first + 1; c <= last; ++c) {
-        lattice.sharedAcross[static_cast<size_t>(c)].push_back(static_cast<int>(v));
+        shared.across[static_cast<size_t>(c)].push_back(static_cast<int>(v));
         count();
       }
     }
     double running = 0;
     for (size_t c = 0; c < cuts; ++c)
-      lattice.saved[c] += (running += added[c]);
+      totals[c] += (running += added[c]);
     return;
   }
   for (size_t c = 0; c < cuts; ++c)
-    for (size_t v = 0; v < lattice.shared.size(); ++v) {
-      const SharedSaved &value = lattice.shared[v];
+    for (size_t v = 0; v < list.size(); ++v) {
       int inside = 0;
-      for (int layer : value.layers)
+      for (int layer : shared.sharers[v])
         inside += lattice.contains(static_cast<int>(c), layer);
       if (inside > 0)
-        lattice.saved[c] += value.bytes;
-      if (inside > 0 && inside < static_cast<int>(value.layers.size())) {
-        lattice.sharedAcross[c].push_back(static_cast<int>(v));
+        totals[c] += shared.bytes[v];
+      if (inside > 0 && inside < static_cast<int>(shared.sharers[v].size())) {
+        shared.across[c].push_back(static_cast<int>(v));
         count();
       }
     }
+}
+
+void addShared(const Problem &problem, CutLattice &lattice) {
+  addShared(problem.sharedSaved, "shared saved values", lattice, lattice.sharedSaved,
+            lattice.saved);
+  addShared(problem.sharedParameters, "shared parameters", lattice, lattice.sharedParameters,
+            lattice.params);
 }
 
 bool anyWorkspace(const Problem &problem) {
@@ -176,7 +196,7 @@ CutLattice chainLattice(const Problem &problem, const std::vector<int> &order) {
     lattice.weightGradient[i] = lattice.weightGradient[i - 1] + layer.weightGradientMs();
     lattice.cutBytes[i] = i < count ? cut[i - 1] : 0.0;
   }
-  addSharedSaved(problem, lattice);
+  addShared(problem, lattice);
   if (anyWorkspace(problem)) {
     lattice.workspaceLeaves = count;
     lattice.workspaceMaxTree.assign(2 * count, 0.0);
@@ -293,7 +313,7 @@ std::optional<CutLattice> idealLattice(const Problem &problem, size_t maxCuts) {
         }
     }
   }
-  addSharedSaved(problem, lattice);
+  addShared(problem, lattice);
   if (anyWorkspace(problem))
     for (const Layer &layer : problem.layers)
       lattice.layerWorkspace.push_back(layer.workspaceBytes);

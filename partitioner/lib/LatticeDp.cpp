@@ -212,7 +212,7 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model,
   auto cost = [&](int from, int to, int k, int gpu) {
     if (options.memoryAware && options.pipeDreamFilter) {
       const CutLattice &l = model.lattice();
-      double stash = (k - 1) * (l.savedBetween(from, to) +
+      double stash = (k - 1) * (l.savedBetween(from, to) + l.readParametersBetween(from, to) +
                                 (l.params[static_cast<size_t>(to)] - l.params[static_cast<size_t>(from)]));
       if (stash > limit)
         return kInfinity;
@@ -457,6 +457,8 @@ std::string explainMemoryInfeasibility(const StageModel &model, int maxStages,
       total += problem.training.stateMultiplier * layer.parameterBytes + layer.savedBytes;
     for (const SharedSaved &value : problem.sharedSaved)
       total += value.bytes;
+    for (const SharedParameter &value : problem.sharedParameters)
+      total += problem.training.stateMultiplier * value.bytes;
     out << "infeasible: no split of the " << problem.layers.size() << " layers into at most "
         << stages << " stages fits "
         << formatBytes(model.memoryLimit(), model.problem().platform.byteUnits)

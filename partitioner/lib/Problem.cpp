@@ -152,19 +152,23 @@ void finalizeProblem(Problem &problem) {
                     " is consumed by its own producer (self loop)");
     }
   }
-  for (size_t v = 0; v < sharedSaved.size(); ++v) {
-    SharedSaved &shared = sharedSaved[v];
-    const std::string where = "shared saved value " + std::to_string(v);
-    requireFiniteNonNegative(shared.bytes, "bytes", where);
-    std::sort(shared.layers.begin(), shared.layers.end());
-    shared.layers.erase(std::unique(shared.layers.begin(), shared.layers.end()),
-                        shared.layers.end());
-    if (shared.layers.size() < 2)
+  // Values and parameters shared by layers: sorted, distinct, two or more.
+  auto checkShared = [&](std::vector<int> &sharers, double bytes, const std::string &where) {
+    requireFiniteNonNegative(bytes, "bytes", where);
+    std::sort(sharers.begin(), sharers.end());
+    sharers.erase(std::unique(sharers.begin(), sharers.end()), sharers.end());
+    if (sharers.size() < 2)
       throw Error(where + ": needs two or more distinct layers");
-    for (int layer : shared.layers)
+    for (int layer : sharers)
       if (layer < 0 || layer >= count)
         throw Error(where + ": " + std::to_string(layer) + " is not a layer index");
-  }
+  };
+  for (size_t v = 0; v < sharedSaved.size(); ++v)
+    checkShared(sharedSaved[v].layers, sharedSaved[v].bytes,
+                "shared saved value " + std::to_string(v));
+  for (size_t v = 0; v < problem.sharedParameters.size(); ++v)
+    checkShared(problem.sharedParameters[v].layers, problem.sharedParameters[v].bytes,
+                "shared parameter " + std::to_string(v));
   if (platform.gpus < 1 || platform.gpus > kMaxGpus)
     throw Error("platform: the number of GPUs must be in 1.." + std::to_string(kMaxGpus) +
                 ", got " + std::to_string(platform.gpus));
@@ -409,6 +413,10 @@ int weightVersions(const TrainingSettings &settings, int inFlight) {
   default:
     return 1;
   }
+}
+
+double readerStateMultiplier(const TrainingSettings &settings) {
+  return std::min(2.0, settings.stateMultiplier);
 }
 
 std::string formatBytes(double bytes, ByteUnits units) {

@@ -44,7 +44,7 @@ Problem readDocument(const json &document, const std::string &name) {
   // a record for the reader, not an input.
   const JsonFields root = JsonFields::document(
       document, name,
-      {"name", "layers", "tensors", "shared_saved", "platform", "training", "settings"});
+      {"name", "layers", "tensors", "shared_saved", "shared_parameters", "platform", "training", "settings"});
   Problem problem;
   problem.name = root.string("name", name);
   if (!root.has("layers"))
@@ -90,20 +90,25 @@ Problem readDocument(const json &document, const std::string &name) {
       problem.tensors.push_back(tensor);
     }
   }
-  if (root.has("shared_saved")) {
-    const json &shared = root.array("shared_saved");
+  // Lists of {layers, bytes}: shared saved values and shared parameters.
+  auto readShared = [&](const char *key, auto &list) {
+    if (!root.has(key))
+      return;
+    const json &shared = root.array(key);
     for (size_t i = 0; i < shared.size(); ++i) {
-      JsonFields item(shared[i], name + ": shared_saved[" + std::to_string(i) + "]",
+      JsonFields item(shared[i], name + ": " + key + "[" + std::to_string(i) + "]",
                       {"layers", "bytes"});
       if (!item.has("layers"))
         throw Error(item.location() + " needs 'layers'");
-      SharedSaved value;
+      typename std::decay_t<decltype(list)>::value_type value;
       for (int64_t layer : item.integers("layers", 0, lastLayer))
         value.layers.push_back(static_cast<int>(layer));
       value.bytes = item.bytes("bytes", 0, bytesOf);
-      problem.sharedSaved.push_back(value);
+      list.push_back(value);
     }
-  }
+  };
+  readShared("shared_saved", problem.sharedSaved);
+  readShared("shared_parameters", problem.sharedParameters);
   if (root.has("platform")) {
     JsonFields p(root.at("platform"), name + ": platform",
                  {"gpus", "memory_bytes_per_gpu", "gpus_per_node", "intra_node", "inter_node",
@@ -196,12 +201,16 @@ void writeProblemJson(const Problem &problem, std::ostream &out) {
                        {"consumers", tensor.consumers},
                        {"bytes", tensor.bytes}});
   document["tensors"] = tensors;
-  if (!problem.sharedSaved.empty()) {
+  auto writeShared = [&](const char *key, const auto &list) {
+    if (list.empty())
+      return;
     json shared = json::array();
-    for (const SharedSaved &value : problem.sharedSaved)
+    for (const auto &value : list)
       shared.push_back({{"layers", value.layers}, {"bytes", value.bytes}});
-    document["shared_saved"] = shared;
-  }
+    document[key] = shared;
+  };
+  writeShared("shared_saved", problem.sharedSaved);
+  writeShared("shared_parameters", problem.sharedParameters);
   json platform;
   platform["gpus"] = problem.platform.gpus;
   if (problem.platform.memoryBytesPerGpu == kInfinity)

@@ -441,11 +441,13 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
   for (int s = 0; s < stages; ++s) {
     const size_t g = static_cast<size_t>(graph.gpu[static_cast<size_t>(s)]);
     const double params = graph.parameterBytes[static_cast<size_t>(s)];
+    const double read = graph.readParameterBytes[static_cast<size_t>(s)];
     GpuMemory &memory = result.memory[g];
-    memory.stateBytes += problem.training.stateMultiplier * params;
+    memory.stateBytes += problem.training.stateMultiplier * params +
+                         readerStateMultiplier(problem.training) * read;
     memory.extraWeightBytes +=
         (weightVersions(problem.training, result.stageInFlight[static_cast<size_t>(s)]) - 1) *
-        params;
+        (params + read);
     if (problem.training.communicationBuffers)
       memory.bufferBytes += kBuffersPerCutTensor * (graph.inBytes[static_cast<size_t>(s)] +
                                                     graph.outBytes[static_cast<size_t>(s)]);

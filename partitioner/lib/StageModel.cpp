@@ -59,7 +59,10 @@ double StageModel::periodMs(int from, int to, int gpu, bool recompute) const {
 double StageModel::staticBytes(int from, int to, int versions) const {
   const double params =
       lattice_.params[static_cast<size_t>(to)] - lattice_.params[static_cast<size_t>(from)];
-  double bytes = problem_.training.stateMultiplier * params + (versions - 1) * params;
+  const double read = lattice_.readParametersBetween(from, to);
+  const TrainingSettings &training = problem_.training;
+  double bytes = training.stateMultiplier * params + readerStateMultiplier(training) * read +
+                 (versions - 1) * (params + read);
   if (problem_.training.communicationBuffers)
     bytes += kBuffersPerCutTensor * (lattice_.cutBytes[static_cast<size_t>(from)] +
                                      lattice_.cutBytes[static_cast<size_t>(to)]);

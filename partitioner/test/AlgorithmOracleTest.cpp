@@ -63,17 +63,18 @@ std::vector<BruteStage> priceStages(const Problem &problem, const std::vector<st
     cutAfter.push_back(cutOf(problem, inside));
   }
   std::vector<BruteStage> result;
+  const std::vector<StageParameters> parameters = stageParameters(problem, stages);
   for (int s = 0; s < k; ++s) {
     const int gpu = gpus - k + s;
     BruteStage stage;
-    double work = 0, saved = 0, params = 0;
+    double work = 0, saved = 0;
+    const StageParameters &params = parameters[static_cast<size_t>(s)];
     const double speed = problem.platform.speed.empty() ? 1.0 : problem.platform.speed[static_cast<size_t>(gpu)];
     for (int l : stages[static_cast<size_t>(s)]) {
       const Layer &layer = problem.layers[static_cast<size_t>(l)];
       work += (layer.forwardMs + layer.backwardMs) / speed;
       stage.forward += layer.forwardMs / speed;
       stage.backward += layer.backwardMs / speed;
-      params += layer.parameterBytes;
     }
     saved = stageSavedBytes(problem, stages[static_cast<size_t>(s)]);
     double comm = 0;
@@ -92,10 +93,12 @@ std::vector<BruteStage> priceStages(const Problem &problem, const std::vector<st
       copies = std::min(k - s, m);
     else if (rule == Rule::GPipe)
       copies = m;
-    stage.memory = problem.training.stateMultiplier * params + buffers + copies * saved +
-                   largestWorkspace(problem, stages[static_cast<size_t>(s)]);
+    stage.memory = problem.training.stateMultiplier * params.owned +
+                   readerStateMultiplier(problem.training) * params.read + buffers +
+                   copies * saved + largestWorkspace(problem, stages[static_cast<size_t>(s)]);
     if (rule == Rule::PipeDream)
-      stage.fits = (k - s - 1) * (saved + params) <= problem.platform.memoryBytesPerGpu;
+      stage.fits = (k - s - 1) * (saved + params.owned + params.read) <=
+                   problem.platform.memoryBytesPerGpu;
     else if (rule != Rule::None)
       stage.fits = stage.memory <= problem.platform.memoryBytesPerGpu * (1 + 1e-12);
     result.push_back(stage);
@@ -257,6 +260,8 @@ TEST(AlgorithmOracle, ChainDynamicProgramsEqualBruteForce) {
       addRandomWorkspace(rng, problem);
     if (trial % 3 == 0)
       addRandomSharedSaved(rng, problem);
+    if (trial % 5 == 1)
+      addRandomSharedParameters(rng, problem);
     const CutLattice lattice = chainLattice(problem, topologicalOrder(problem));
     std::vector<std::vector<std::vector<int>>> candidates, exact;
     for (const auto &sizes : allCompositions(layers, gpus)) {
@@ -284,6 +289,8 @@ TEST(AlgorithmOracle, DagAwareCutsEqualBruteForceOverMonotoneAllocations) {
       addRandomWorkspace(rng, problem);
     if (trial % 3 == 0)
       addRandomSharedSaved(rng, problem);
+    if (trial % 5 == 1)
+      addRandomSharedParameters(rng, problem);
     auto lattice = idealLattice(problem, 100000);
     ASSERT_TRUE(lattice.has_value());
     // All labelings layer -> stage that are monotone along tensors and use 0..k-1.
@@ -373,6 +380,7 @@ double bruteSpan(const Problem &problem, const std::vector<std::vector<int>> &st
   const int gpus = problem.platform.gpus;
   const int m = problem.training.microbatches;
   auto priced = priceStages(problem, stages, Rule::None);
+  const std::vector<StageParameters> parameters = stageParameters(problem, stages);
   std::vector<bool> inside(problem.layers.size(), false);
   std::vector<double> cutAfter;
   for (const auto &stage : stages) {
@@ -393,11 +401,10 @@ double bruteSpan(const Problem &problem, const std::vector<std::vector<int>> &st
   for (int s = k - 1; s >= 0; --s) {
     const int gpu = gpus - k + s;
     const BruteStage &stage = priced[static_cast<size_t>(s)];
-    double params = 0, saved = 0, modelInputs = 0;
-    for (int l : stages[static_cast<size_t>(s)]) {
-      params += problem.layers[static_cast<size_t>(l)].parameterBytes;
+    double saved = 0, modelInputs = 0;
+    for (int l : stages[static_cast<size_t>(s)])
       modelInputs += problem.layers[static_cast<size_t>(l)].inputBytes;
-    }
+    const StageParameters &params = parameters[static_cast<size_t>(s)];
     saved = stageSavedBytes(problem, stages[static_cast<size_t>(s)]);
     double buffers = 0;
     if (problem.training.communicationBuffers) {
@@ -429,7 +436,8 @@ double bruteSpan(const Problem &problem, const std::vector<std::vector<int>> &st
       const double span = x + b;
       const int copies = std::max(1, std::min(m, static_cast<int>(std::ceil(span / T - 1e-9))));
       const double activations = recompute ? copies * received + saved : copies * saved;
-      if (problem.training.stateMultiplier * params + buffers + activations +
+      if (problem.training.stateMultiplier * params.owned +
+              readerStateMultiplier(problem.training) * params.read + buffers + activations +
               largestWorkspace(problem, stages[static_cast<size_t>(s)]) >
           problem.platform.memoryBytesPerGpu * (1 + 1e-12))
         continue;
@@ -466,6 +474,8 @@ TEST(AlgorithmOracle, PeriodicDynamicProgramEqualsBruteForceAtFixedPeriod) {
       addRandomWorkspace(rng, problem);
     if (trial % 5 == 4)
       addRandomSharedSaved(rng, problem);
+    if (trial % 7 == 2)
+      addRandomSharedParameters(rng, problem);
     double total = 0, largest = 0;
     for (const Layer &l : problem.layers) {
       total += l.workMs();
@@ -579,6 +589,8 @@ TEST(AlgorithmOracle, IlpEqualsBruteForceOverMonotoneAllocations) {
       addRandomWorkspace(rng, problem);
     if (trial % 3 == 1)
       addRandomSharedSaved(rng, problem);
+    if (trial % 5 == 3)
+      addRandomSharedParameters(rng, problem);
     // One link class: the MIP may leave stages empty (it then charges more memory, never
     // less), which only matters when link classes differ between GPU pairs.
     problem.platform.interNode = problem.platform.intraNode;

@@ -49,10 +49,24 @@ ModelValue modelValue(const Problem &problem, const std::vector<int> &order, con
     const size_t g = static_cast<size_t>(gpuOf[static_cast<size_t>(i)]);
     compute[g] += layer.workMs() / platform.speedOf(static_cast<int>(g));
     const int copies = kind == ScheduleKind::GPipe ? m : std::min(S - stageOf[static_cast<size_t>(i)], m);
-    memory[g] += (problem.training.stateMultiplier + weightVersions(problem.training, copies) - 1) *
-                     layer.parameterBytes +
-                 copies * layer.savedBytes;
+    memory[g] += copies * layer.savedBytes;
     workspace[g] = std::max(workspace[g], layer.workspaceBytes); // one layer runs at a time
+  }
+  // Parameters per stage: its layers', the shared ones it owns or keeps a copy of.
+  std::vector<std::vector<int>> stageLayers(static_cast<size_t>(S));
+  std::vector<int> gpuOfStage(static_cast<size_t>(S));
+  for (int i = 0; i < L; ++i) {
+    stageLayers[static_cast<size_t>(stageOf[static_cast<size_t>(i)])].push_back(order[static_cast<size_t>(i)]);
+    gpuOfStage[static_cast<size_t>(stageOf[static_cast<size_t>(i)])] = gpuOf[static_cast<size_t>(i)];
+  }
+  const std::vector<StageParameters> parameters = stageParameters(problem, stageLayers, gpuOfStage);
+  for (int s = 0; s < S; ++s) {
+    const int copies = kind == ScheduleKind::GPipe ? m : std::min(S - s, m);
+    const int extra = weightVersions(problem.training, copies) - 1;
+    const StageParameters &params = parameters[static_cast<size_t>(s)];
+    memory[static_cast<size_t>(gpuOfStage[static_cast<size_t>(s)])] +=
+        (problem.training.stateMultiplier + extra) * params.owned +
+        (readerStateMultiplier(problem.training) + extra) * params.read;
   }
   for (int g = 0; g < P; ++g)
     memory[static_cast<size_t>(g)] += workspace[static_cast<size_t>(g)];
@@ -123,6 +137,8 @@ Problem randomSmallChain(std::mt19937 &rng, int layers, int gpus, int variant) {
   problem.training.weights = policies[rng() % 4];
   if (variant % 4 == 1)
     addRandomWorkspace(rng, problem);
+  if (variant % 5 == 2)
+    addRandomSharedParameters(rng, problem);
   orThrow(problem.finalize());
   return problem;
 }

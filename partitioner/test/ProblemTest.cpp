@@ -119,6 +119,21 @@ TEST(Problem, JsonRoundTripAndErrors) {
   EXPECT_NE(message.find("layer 0 ('a')"), std::string::npos) << message;
   std::istringstream badTensor(R"({"layers": [{"name": "a"}], "tensors": [{"producer": 0, "consumers": [4]}]})");
   EXPECT_NE(errorOf([&] { orThrow(readProblemJson(badTensor, "x.json")); }).find("tensors[0].consumers[0] is 4, outside 0..0"), std::string::npos);
+  // Shared parameters round-trip, and need two distinct layers.
+  problem.sharedParameters.push_back({{3, 0}, 5e8});
+  orThrow(problem.finalize());
+  std::ostringstream withShared;
+  writeProblemJson(problem, withShared);
+  std::istringstream sharedBack(withShared.str());
+  Problem tied = orThrow(readProblemJson(sharedBack, "tied"));
+  ASSERT_EQ(tied.sharedParameters.size(), 1u);
+  EXPECT_EQ(tied.sharedParameters[0].layers, (std::vector<int>{0, 3}));
+  EXPECT_DOUBLE_EQ(tied.sharedParameters[0].bytes, 5e8);
+  std::istringstream lonely(
+      R"({"layers": [{"name": "a"}, {"name": "b"}], "shared_parameters": [{"layers": [1, 1], "bytes": 4}]})");
+  EXPECT_NE(errorOf([&] { orThrow(readProblemJson(lonely, "x.json")); })
+                .find("shared parameter 0: needs two or more distinct layers"),
+            std::string::npos);
   std::istringstream notJson("{layers: ");
   EXPECT_NE(errorOf([&] { orThrow(readProblemJson(notJson, "x.json")); }).find("not valid JSON"), std::string::npos);
 }

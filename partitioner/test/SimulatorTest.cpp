@@ -173,6 +173,39 @@ TEST(Simulator, EachStageKeepingASharedValueHoldsItsOwnCopy) {
   EXPECT_NEAR(b.memory[1].keptPeakBytes, 2e6 + 5e5, 1e-6);
 }
 
+TEST(Simulator, ASharedParameterIsOwnedOnceAndCopiedOncePerOtherGpu) {
+  // Layers 0 and 2 read a tied 1 MB weight; Adam-like state (4 bytes per byte).
+  Problem plain = uniformPipeline(3, 4, 1, 2);
+  Problem tied = plain;
+  tied.sharedParameters.push_back({{0, 2}, 1e6});
+  orThrow(tied.finalize());
+  auto extraState = [&](const Allocation &allocation) {
+    const SimulationResult with = simulatePlan(tied, allocation, ScheduleKind::OneFOneB);
+    const SimulationResult without = simulatePlan(plain, allocation, ScheduleKind::OneFOneB);
+    std::vector<double> extra;
+    for (size_t g = 0; g < with.memory.size(); ++g) {
+      EXPECT_NEAR(with.memory[g].peakBytes - without.memory[g].peakBytes,
+                  with.memory[g].stateBytes - without.memory[g].stateBytes, 1e-6);
+      extra.push_back(with.memory[g].stateBytes - without.memory[g].stateBytes);
+    }
+    return extra;
+  };
+  Allocation apart; // one layer per GPU: GPU 0 owns it, GPU 2 keeps weight + gradient
+  apart.stageOfLayer = {0, 1, 2};
+  apart.gpuOfStage = {0, 1, 2};
+  EXPECT_EQ(extraState(apart), (std::vector<double>{4e6, 0, 2e6}));
+  Allocation looped = apart; // stages 0 and 2 on GPU 0: one copy there, owned
+  looped.gpuOfStage = {0, 1, 0};
+  EXPECT_EQ(extraState(looped), (std::vector<double>{4e6, 0, 0}));
+  Allocation together; // layers {0} | {1, 2}
+  together.stageOfLayer = {0, 1, 1};
+  together.gpuOfStage = {0, 1};
+  EXPECT_EQ(extraState(together), (std::vector<double>{4e6, 2e6, 0}));
+  // Plain SGD keeps weight + gradient (2 bytes per byte) on the owner as well.
+  plain.training.stateMultiplier = tied.training.stateMultiplier = 2;
+  EXPECT_EQ(extraState(apart), (std::vector<double>{2e6, 0, 2e6}));
+}
+
 TEST(Simulator, InterleavedAndZeroBubbleReduceTheBubble) {
   const int S = 4, m = 8;
   Problem problem = uniformPipeline(2 * S, m, 0.5, 1.0);

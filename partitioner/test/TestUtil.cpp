@@ -73,23 +73,67 @@ void addRandomWorkspace(std::mt19937 &rng, Problem &problem) {
   orThrow(problem.finalize());
 }
 
-void addRandomSharedSaved(std::mt19937 &rng, Problem &problem) {
+namespace {
+/// Adds 1..maxValues entries of two or three random layers each, bytes in [0, 1e6].
+template <typename Shared>
+void addRandomShared(std::mt19937 &rng, Problem &problem, int maxValues,
+                     std::vector<Shared> &list) {
   const int layers = static_cast<int>(problem.layers.size());
   if (layers < 2)
     return;
-  const int values = 1 + static_cast<int>(rng() % 3);
+  const int values = 1 + static_cast<int>(rng() % static_cast<unsigned>(maxValues));
   for (int v = 0; v < values; ++v) {
-    SharedSaved value;
-    const int keepers = 2 + static_cast<int>(rng() % 2);
-    for (int k = 0; k < keepers; ++k)
+    Shared value;
+    const int sharers = 2 + static_cast<int>(rng() % 2);
+    for (int k = 0; k < sharers; ++k)
       value.layers.push_back(static_cast<int>(rng() % static_cast<unsigned>(layers)));
     value.bytes = uniform(rng, 0, 1e6);
     std::sort(value.layers.begin(), value.layers.end());
     value.layers.erase(std::unique(value.layers.begin(), value.layers.end()), value.layers.end());
     if (value.layers.size() >= 2)
-      problem.sharedSaved.push_back(value);
+      list.push_back(value);
   }
   orThrow(problem.finalize());
+}
+} // namespace
+
+void addRandomSharedSaved(std::mt19937 &rng, Problem &problem) {
+  addRandomShared(rng, problem, 3, problem.sharedSaved);
+}
+
+void addRandomSharedParameters(std::mt19937 &rng, Problem &problem) {
+  addRandomShared(rng, problem, 2, problem.sharedParameters);
+}
+
+std::vector<StageParameters> stageParameters(const Problem &problem,
+                                             const std::vector<std::vector<int>> &stages,
+                                             const std::vector<int> &gpuOfStage) {
+  std::vector<StageParameters> result(stages.size());
+  for (size_t s = 0; s < stages.size(); ++s)
+    for (int l : stages[s])
+      result[s].owned += problem.layers[static_cast<size_t>(l)].parameterBytes;
+  for (const SharedParameter &value : problem.sharedParameters) {
+    std::vector<int> gpusSeen;
+    for (size_t s = 0; s < stages.size(); ++s) {
+      bool reads = false;
+      for (int l : stages[s])
+        reads |= std::find(value.layers.begin(), value.layers.end(), l) != value.layers.end();
+      const int gpu = gpuOfStage[s];
+      if (!reads || std::find(gpusSeen.begin(), gpusSeen.end(), gpu) != gpusSeen.end())
+        continue;
+      (gpusSeen.empty() ? result[s].owned : result[s].read) += value.bytes;
+      gpusSeen.push_back(gpu);
+    }
+  }
+  return result;
+}
+
+std::vector<StageParameters> stageParameters(const Problem &problem,
+                                             const std::vector<std::vector<int>> &stages) {
+  std::vector<int> gpus(stages.size());
+  for (size_t s = 0; s < stages.size(); ++s)
+    gpus[s] = static_cast<int>(s);
+  return stageParameters(problem, stages, gpus);
 }
 
 double stageSavedBytes(const Problem &problem, const std::vector<int> &layers) {

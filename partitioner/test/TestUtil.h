@@ -27,6 +27,26 @@ void addRandomWorkspace(std::mt19937 &rng, Problem &problem);
 /// [0, 1e6]; each stage holding one of them keeps a copy).
 void addRandomSharedSaved(std::mt19937 &rng, Problem &problem);
 
+/// Adds one or two trainable parameters read by two or three random layers each
+/// (bytes in [0, 1e6]; the first stage reading one owns it, every other GPU
+/// reading it keeps the weight and its gradient).
+void addRandomSharedParameters(std::mt19937 &rng, Problem &problem);
+
+/// Parameter bytes of each stage of a split (`stages[s]`: its layers, stages in
+/// pipeline order, stage s on GPU gpuOfStage[s]), from Problem::sharedParameters'
+/// definition: `owned`, its layers' own and the shared ones it reads first (x
+/// stateMultiplier); `read`, the shared ones an earlier stage owns, on the first
+/// stage of each other GPU reading them (x readerStateMultiplier).
+struct StageParameters {
+  double owned = 0, read = 0;
+};
+std::vector<StageParameters> stageParameters(const Problem &problem,
+                                             const std::vector<std::vector<int>> &stages,
+                                             const std::vector<int> &gpuOfStage);
+/// The same with one GPU per stage.
+std::vector<StageParameters> stageParameters(const Problem &problem,
+                                             const std::vector<std::vector<int>> &stages);
+
 /// Bytes a stage made of `layers` keeps per micro-batch: its layers' saved bytes
 /// and one copy of each shared saved value one of them keeps.
 double stageSavedBytes(const Problem &problem, const std::vector<int> &layers);

@@ -68,3 +68,22 @@ func.func @block(%x: tensor<1x4x4x4xf32>) -> tensor<1x2xf32> {
   %o = nn.gemm %f, %wf, %bf {transB = 1 : i64} : (tensor<1x64xf32>, tensor<2x64xf32>, tensor<2xf32>) -> tensor<1x2xf32> loc("fc")
   return %o : tensor<1x2xf32>
 }
+
+// Tied weights: the embedding table is read by the gather (layer 0) and by the
+// output projection (layer 2, transB). It joins its first user's layer, which
+// does not keep it: 16*4*4 = 256 bytes leave layer 0's parameters for a shared
+// parameter of layers 0 and 2, owned by the first stage reading it and copied
+// (with its gradient) on every other GPU that reads it.
+// CHECK-LABEL: chain @tied layers=3
+// CHECK-NEXT: layer 0 'embed' nodes=embed params=0
+// CHECK-NEXT: layer 1 'mid' nodes=mid params=64
+// CHECK-NEXT: layer 2 'head' nodes=head params=0
+// CHECK: shared parameter 0,2 bytes=256
+func.func @tied(%ids: tensor<2xi64>) -> tensor<2x16xf32> {
+  %wte = nn.param "wte" {source = #nn.param_source<inline>} : tensor<16x4xf32>
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<4x4xf32>
+  %e = nn.gather %wte, %ids : (tensor<16x4xf32>, tensor<2xi64>) -> tensor<2x4xf32> loc("embed")
+  %h = nn.matmul %e, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32> loc("mid")
+  %o = nn.gemm %h, %wte {transB = 1 : i64} : (tensor<2x4xf32>, tensor<16x4xf32>) -> tensor<2x16xf32> loc("head")
+  return %o : tensor<2x16xf32>
+}

@@ -105,6 +105,18 @@ struct SharedSaved {
   double bytes = 0;
 };
 
+/// A trainable parameter read by several layers (a tied weight: GPT-2's token
+/// embedding and output projection). Its bytes are in none of those layers'
+/// parameterBytes. The GPU of the first stage holding one of `layers` owns it:
+/// weight, gradient and optimizer state (stateMultiplier x bytes, as a layer's
+/// own parameters). Every other GPU holding one keeps the weight and its gradient
+/// (readerStateMultiplier x bytes); at the end of a step its gradient is added
+/// into the owner's, which sends the updated weight back.
+struct SharedParameter {
+  std::vector<int> layers; ///< two or more, sorted
+  double bytes = 0;
+};
+
 /// A point-to-point link class: a transfer of c bytes costs latency + c / bandwidth.
 struct LinkSpec {
   double bandwidthBytesPerSecond = kInfinity;
@@ -207,6 +219,8 @@ struct Problem {
   std::vector<Tensor> tensors;
   /// Values kept by several layers (docs/partitioner.md, "Memory of a GPU").
   std::vector<SharedSaved> sharedSaved;
+  /// Parameters read by several layers (same section).
+  std::vector<SharedParameter> sharedParameters;
   Platform platform;
   TrainingSettings training;
 
@@ -243,6 +257,9 @@ std::string formatBytes(double bytes, ByteUnits units = ByteUnits::Decimal);
 Expected<double> parseBandwidth(const std::string &text);
 /// Number of weight versions of a stage that keeps `inFlight` micro-batches.
 int weightVersions(const TrainingSettings &settings, int inFlight);
+/// Bytes per parameter byte on a GPU that reads a shared parameter it does not
+/// own: the weight and its gradient, min(2, stateMultiplier).
+double readerStateMultiplier(const TrainingSettings &settings);
 
 // The problem formats (docs/partitioner.md): problem JSON, and the per-layer
 // profiles people already have (PipeDream / DAPPLE graph.txt). Readers check

@@ -36,7 +36,13 @@ struct StageGraph {
   /// At the GPU's speed. A recomputing stage's backwardMs (and its input-gradient
   /// part, backwardMs - weightGradientMs) includes the recomputed forward.
   std::vector<double> forwardMs, backwardMs, weightGradientMs;
-  std::vector<double> savedBytes, parameterBytes;
+  std::vector<double> savedBytes;
+  /// Its layers' parameters, and the shared parameters it owns (the first stage
+  /// reading one).
+  std::vector<double> parameterBytes;
+  /// Shared parameters an earlier stage owns, held by the first stage on each other
+  /// GPU that reads them (one copy per GPU): the weight and its gradient.
+  std::vector<double> readParameterBytes;
   std::vector<double> inputBytes; ///< the model inputs its layers read (Layer::inputBytes)
   /// The largest Layer::workspaceBytes among its layers: held while it runs.
   std::vector<double> workspaceBytes;

@@ -17,6 +17,18 @@ namespace partitioner {
 /// A ⊂ B costs value[B] - value[A]. `cutBytes` are the exact bytes leaving the cut.
 /// The one maximum, the workspace of a stage, is `workspaceBetween`; the saved bytes
 /// of a stage are `savedBetween` (values kept on both sides of a cut count twice).
+/// A shared parameter counts in `params` once, at the first cut holding one of its
+/// readers (the stage that owns it); a later stage reading it holds
+/// `readParametersBetween` (the weight and its gradient).
+/// Values or parameters several layers share (Problem::sharedSaved,
+/// Problem::sharedParameters): each one's sharers and bytes, and per cut the
+/// indices of those with sharers on both sides of it (all empty when there are none).
+struct SharedAcrossCuts {
+  std::vector<std::vector<int>> sharers;
+  std::vector<double> bytes;
+  std::vector<std::vector<int>> across;
+};
+
 struct CutLattice {
   std::vector<double> forward, backward, work, saved, params, weightGradient, inputs;
   std::vector<double> cutBytes;
@@ -44,10 +56,11 @@ struct CutLattice {
   /// (the stage keeps its own copy).
   double savedBetween(int from, int to) const;
 
-  /// Problem::sharedSaved, and per cut the indices of those kept on both sides of
-  /// it (both empty when the problem has none).
-  std::vector<SharedSaved> shared;
-  std::vector<std::vector<int>> sharedAcross;
+  /// Bytes of the parameters that B \ A reads and A reads too: they belong to an
+  /// earlier stage, and this one keeps a copy.
+  double readParametersBetween(int from, int to) const;
+
+  SharedAcrossCuts sharedSaved, sharedParameters;
 
   /// Chain lattices: a bottom-up max tree of the layers' workspace over positions
   /// (leaf i at workspaceMaxTree[workspaceLeaves + i]). Empty on ideal lattices and

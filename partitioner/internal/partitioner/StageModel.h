@@ -43,7 +43,8 @@ public:
   double commMs(int from, int to, int gpu) const;
   /// Contribution of the stage to the period: max(compute, communication).
   double periodMs(int from, int to, int gpu, bool recompute = false) const;
-  /// Parameters x state multiplier, extra weight versions, communication buffers.
+  /// Parameters x state multiplier, shared parameters an earlier stage owns x
+  /// readerStateMultiplier, extra weight versions, communication buffers.
   double staticBytes(int from, int to, int versions) const;
   /// staticBytes + inFlight x saved activations (weight versions from the policy);
   /// with `recompute`, inFlight x the bytes entering the stage (received, and the

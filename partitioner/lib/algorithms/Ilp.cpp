@@ -216,18 +216,39 @@ public:
         }
         if (workspace >= 0)
           memory.add(workspace, 1);
-        // A shared saved value: one copy per micro-batch if any keeper is in stage j.
-        for (const SharedSaved &value : problem.sharedSaved) {
-          if (value.bytes <= 0)
-            continue;
+        // held in [0, 1], >= x[l][j] for each of `layers`: stage j holds one of them.
+        auto heldIn = [&](const std::vector<int> &sharers) {
           const int held = addColumn("", 1.0, false, 0.0);
-          for (int keeper : value.layers) {
+          for (int l : sharers) {
             LinearRow atLeast;
             atLeast.add(held, 1);
-            addX(atLeast, keeper, j, -1);
+            addX(atLeast, l, j, -1);
             atLeast.addTo(model, 'G', 0);
           }
-          memory.add(held, copies * value.bytes / limit);
+          return held;
+        };
+        // A shared saved value: one copy per micro-batch if any keeper is in stage j.
+        for (const SharedSaved &value : problem.sharedSaved)
+          if (value.bytes > 0)
+            memory.add(heldIn(value.layers), copies * value.bytes / limit);
+        // A shared parameter: weight and gradient in each stage holding a reader,
+        // the optimizer state too in the first (the largest j holding one: no
+        // reader sits in a stage >= j + 1).
+        for (const SharedParameter &value : problem.sharedParameters) {
+          if (value.bytes <= 0)
+            continue;
+          const int owner = addColumn("", 1.0, false, 0.0);
+          for (int l : value.layers) {
+            LinearRow first; // owner >= x[l][j] - sum over readers r of a[r][j+1]
+            first.add(owner, 1);
+            addX(first, l, j, -1);
+            for (int other : value.layers)
+              addA(first, other, j + 1, 1);
+            first.addTo(model, 'G', 0);
+          }
+          const double reader = readerStateMultiplier(training);
+          memory.add(heldIn(value.layers), (reader + versions - 1) * value.bytes / limit);
+          memory.add(owner, (training.stateMultiplier - reader) * value.bytes / limit);
         }
         memory.addTo(model, 'L', 1.0);
       }

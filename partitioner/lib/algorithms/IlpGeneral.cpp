@@ -328,6 +328,41 @@ public:
           }
           memory.add(held, 1);
         }
+        // A shared parameter: its first reader along the order owns it (chain.params
+        // holds it there); any other GPU holding a reader keeps the weight, its
+        // gradient and the extra weight versions of its first stage reading it (the
+        // one with the most copies: copies fall along the order).
+        for (const SharedParameter &value : problem.sharedParameters) {
+          const double bytes = value.bytes / limit;
+          if (bytes <= 0)
+            continue;
+          const double reader = readerStateMultiplier(training);
+          int first = L;
+          for (int sharer : value.layers)
+            first = std::min(first, positionOf[static_cast<size_t>(sharer)]);
+          const int held = addColumn(0, 1e30, false, 0);
+          for (int sharer : value.layers) {
+            const int l = positionOf[static_cast<size_t>(sharer)];
+            if (l == first)
+              continue;
+            Row atLeast; // held >= what GPU p keeps if l is on it and `first` is not
+            atLeast.add(held, 1);
+            if (stash && !gpipe) {
+              // (reader - 1 + n[l]) * bytes, relaxed by `most` otherwise.
+              const double most = (reader - 1 + std::min(m, L - l)) * bytes;
+              atLeast.add(n[static_cast<size_t>(l)], -bytes);
+              atLeast.add(X(l, p), -most);
+              atLeast.add(X(first, p), most);
+              atLeast.addTo(model, 'G', (reader - 1) * bytes - most);
+              continue;
+            }
+            const double kept = (reader + weightVersions(training, gpipe ? m : 1) - 1) * bytes;
+            atLeast.add(X(l, p), -kept);
+            atLeast.add(X(first, p), kept);
+            atLeast.addTo(model, 'G', 0);
+          }
+          memory.add(held, 1);
+        }
         memory.addTo(model, 'L', 1.0);
       }
       for (int l = 0; l < L && !gpipe; ++l) {

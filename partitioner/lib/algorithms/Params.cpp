@@ -55,9 +55,17 @@ public:
   }
   AlgorithmOutput run(const Problem &problem, const AlgorithmContext &) const override {
     const std::vector<int> order = topologicalOrder(problem);
+    // A shared parameter weighs on every layer that reads it, as each module
+    // counts the parameters it uses.
+    std::vector<double> own(problem.layers.size(), 0.0);
+    for (size_t l = 0; l < problem.layers.size(); ++l)
+      own[l] = problem.layers[l].parameterBytes;
+    for (const SharedParameter &value : problem.sharedParameters)
+      for (int layer : value.layers)
+        own[static_cast<size_t>(layer)] += value.bytes;
     std::vector<double> weights;
     for (int layer : order)
-      weights.push_back(problem.layers[static_cast<size_t>(layer)].parameterBytes);
+      weights.push_back(own[static_cast<size_t>(layer)]);
     AlgorithmOutput output;
     if (static_cast<double>(weights.size()) * static_cast<double>(weights.size()) *
             problem.platform.gpus > 4e9) {

@@ -85,6 +85,11 @@ struct TestPrintChainPass : PassWrapper<TestPrintChainPass, OperationPass<Module
         llvm::interleave(value.layers, os, ",");
         os << " bytes=" << number(value.bytes) << "\n";
       }
+      for (const partitioner::SharedParameter &value : problem.sharedParameters) {
+        os << "shared parameter ";
+        llvm::interleave(value.layers, os, ",");
+        os << " bytes=" << number(value.bytes) << "\n";
+      }
       // What each layer holds for the others (part of its workspace).
       std::vector<std::vector<Operation *>> layerOps;
       for (const LayerGroup &group : groupLayers(analysis))

@@ -141,6 +141,8 @@ void adviseOnInfeasibility(const PartitionOutcome &outcome, Diagnostic &diag) {
   }
   for (const partitioner::SharedSaved &value : problem.sharedSaved)
     saved += value.bytes;
+  for (const partitioner::SharedParameter &value : problem.sharedParameters)
+    state += problem.training.stateMultiplier * value.bytes;
   // The memory-aware DP on more GPUs: the smallest count (up to 8x) that fits.
   int fitting = 0;
   double fittingPeriod = 0;
