@@ -249,6 +249,81 @@ def _reduce_mean(attrs, inputs, _):
     return [x.mean([int(a) for a in axes], keepdim=keep)]
 
 
+def _reduction_axes(attrs, inputs, x):
+    """The axes of a Reduce* node (attribute before opset 18, input since),
+    or None for the identity of noop_with_empty_axes."""
+    axes = attrs.get("axes")
+    if axes is None and len(inputs) > 1 and inputs[1] is not None:
+        axes = inputs[1]
+    if not axes:
+        if attrs.get("noop_with_empty_axes", 0):
+            return None
+        axes = list(range(x.dim()))
+    return [int(a) for a in axes]
+
+
+def _reduction(reduce_fn):
+    def run(attrs, inputs, _):
+        x = inputs[0]
+        axes = _reduction_axes(attrs, inputs, x)
+        if axes is None:
+            return [x]
+        return [reduce_fn(x, axes, bool(attrs.get("keepdims", 1)))]
+    return run
+
+
+for _name, _fn in (
+        ("ReduceL1", lambda x, a, k: torch.linalg.vector_norm(x, 1, a, keepdim=k)),
+        ("ReduceL2", lambda x, a, k: torch.linalg.vector_norm(x, 2, a, keepdim=k)),
+        ("ReduceSumSquare", lambda x, a, k: torch.sum(torch.square(x), a, keepdim=k)),
+        ("ReduceLogSum", lambda x, a, k: torch.log(torch.sum(x, a, keepdim=k))),
+        ("ReduceLogSumExp", lambda x, a, k: torch.logsumexp(x, a, keepdim=k))):
+    op(_name, host=(1,))(_reduction(_fn))
+
+
+for _name, _fn in (("Elu", F.elu), ("Celu", F.celu)):
+    op(_name)(lambda attrs, inputs, _, fn=_fn: [fn(inputs[0], float(attrs.get("alpha", 1.0)))])
+
+
+@op("Selu")
+def _selu(attrs, inputs, _):
+    x = inputs[0]
+    alpha = float(attrs.get("alpha", 1.67326319217681884765625))
+    gamma = float(attrs.get("gamma", 1.05070102214813232421875))
+    return [gamma * torch.where(x > 0, x, alpha * torch.expm1(x))]
+
+
+@op("ThresholdedRelu")
+def _thresholded_relu(attrs, inputs, _):
+    x = inputs[0]
+    return [torch.where(x > float(attrs.get("alpha", 1.0)), x, torch.zeros_like(x))]
+
+
+@op("PRelu")
+def _prelu(attrs, inputs, _):
+    x, slope = inputs
+    return [torch.where(x >= 0, x, slope * x)]
+
+
+for _name, _fn in (("Softplus", F.softplus), ("Softsign", F.softsign), ("Mish", F.mish)):
+    op(_name)(lambda attrs, inputs, _, fn=_fn: [fn(inputs[0])])
+
+
+@op("Size")
+def _size(attrs, inputs, _):
+    return [torch.tensor(inputs[0].numel(), dtype=torch.int64, device=inputs[0].device)]
+
+
+@op("CastLike")
+def _cast_like(attrs, inputs, _):
+    return [inputs[0].to(inputs[1].dtype)]
+
+
+@op("Mean")
+def _mean(attrs, inputs, _):
+    return [sum(inputs[1:], inputs[0]) / len(inputs)]
+
+
 @op("Reshape", host=(1,))
 def _reshape(attrs, inputs, _):
     x, shape = inputs[0], [int(s) for s in inputs[1]]

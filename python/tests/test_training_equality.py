@@ -10,7 +10,8 @@ BatchNorm, residual and projection skips), the stem and first module of the
 tiny Inception-v3 (four branches, concatenation) and the first blocks of the
 tiny MobileNet-v2 (depthwise convolutions, ReLU6, an inverted residual); the
 whole tiny ResNet-50 with BatchNorm in its inference form and the tiny
-VGG-16; 1, 2 and 4 ranks; GPipe, 1F1B, interleaved and general
+VGG-16; two small classifiers built on the ONNX ops imported as several nn
+ops (docs/importer.md, "Composite ops"); 1, 2 and 4 ranks; GPipe, 1F1B, interleaved and general
 (non-contiguous) plans; SGD, momentum, Adam and AdamW; threads and MPI.
 docs/runtime.md ("Training equals PyTorch") says why the whole training-mode
 CNN fixtures are not among them and why Adam runs with eps = 1e-3.
@@ -152,6 +153,78 @@ if HAVE_TORCH:
     }
 
 
+def export_composite_ops_model(path):
+    """A small classifier whose activations and reductions torch exports as
+    ONNX ops that pipe-opt imports as several nn ops (opset 17)."""
+
+    class Composite(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.ModuleList(
+                [torch.nn.Linear(16, 32)] + [torch.nn.Linear(32, 32) for _ in range(4)] +
+                [torch.nn.Linear(32, 10)])
+            self.prelu = torch.nn.PReLU(32, init=0.2)
+
+        def forward(self, x):
+            F = torch.nn.functional
+            h = F.elu(self.fc[0](x), alpha=0.7)
+            h = F.selu(self.fc[1](h))
+            h = self.prelu(self.fc[2](h))
+            h = F.celu(self.fc[3](h), alpha=0.5)
+            h = F.normalize(self.fc[4](h), dim=-1)            # ReduceL2
+            h = h + torch.logsumexp(h, dim=-1, keepdim=True)  # ReduceLogSumExp
+            return self.fc[5](h)
+
+    torch.manual_seed(0)
+    model = Composite()
+    with torch.no_grad():  # slopes that differ per channel
+        model.prelu.weight.uniform_(0.05, 0.5)
+    torch.onnx.export(model, (torch.randn(2, 16),), path, opset_version=17,
+                      input_names=["input"], output_names=["logits"],
+                      dynamic_axes={"input": {0: "batch"}},
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+
+
+def composite_ops_graph():
+    """An ONNX classifier (opset 17) built node by node around the composite ops
+    torch's exporter does not write."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    weights, nodes = [], []
+
+    def linear(name, x, n_in, n_out):
+        weights.append(numpy_helper.from_array(
+            (rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32), name + ".w"))
+        weights.append(numpy_helper.from_array(
+            (0.1 * rng.standard_normal(n_out)).astype(np.float32), name + ".b"))
+        nodes.append(helper.make_node("Gemm", [x, name + ".w", name + ".b"], [name], name=name))
+        return name
+
+    def node(op, inputs, name, **attrs):
+        nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
+        return name
+
+    h = node("ThresholdedRelu", [linear("fc1", "input", 16, 32)], "thresholded", alpha=0.2)
+    h = node("Softsign", [linear("fc2", h, 32, 32)], "softsign")
+    h = node("Mean", [h, linear("fc3", h, 32, 32), linear("fc4", h, 32, 32)], "mean")
+    l1 = node("ReduceL1", [h], "l1", axes=[-1], keepdims=1)
+    squares = node("ReduceSumSquare", [h], "squares", axes=[1], keepdims=1)
+    positive = node("Add", [node("Abs", [h], "abs"), "one"], "positive")
+    log_sum = node("ReduceLogSum", [positive], "log_sum", axes=[-1], keepdims=1)
+    # Size is a constant: h / size(h) * batch-independent scale, cast like h.
+    size = node("CastLike", [node("Size", [h], "size"), h], "size_float")
+    h = node("Add", [node("Div", [h, l1], "by_l1"),
+                     node("Div", [node("Add", [squares, log_sum], "sum_terms"), size],
+                          "per_element")], "mixed")
+    logits = linear("head", h, 32, 10)
+    weights.append(numpy_helper.from_array(np.array(1.0, np.float32), "one"))
+    graph = helper.make_graph(
+        nodes, "composite_ops",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 16])],
+        [helper.make_tensor_value_info(logits, TensorProto.FLOAT, ["batch", 10])], weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 @unittest.skipUnless(HAVE_TORCH, "torch, onnx and numpy are not importable")
 class TrainingEqualityTest(unittest.TestCase):
     @classmethod
@@ -180,6 +253,25 @@ class TrainingEqualityTest(unittest.TestCase):
             self.assertTrue(plan_check(result.plan), report)
         self.assertTrue(result.ok, "\n" + report)
         return result
+
+    def test_composite_ops_2_ranks_1f1b_adam(self):
+        """ONNX ops imported as several nn ops (Elu, Selu, PRelu, Celu,
+        ReduceL2 from F.normalize, ReduceLogSumExp) train as torch trains them."""
+        with tempfile.TemporaryDirectory(prefix="composite-ops-") as work:
+            path = os.path.join(work, "composite.onnx")
+            export_composite_ops_model(path)
+            kinds = {node.op_type for node in onnx.load(path).graph.node}
+            self.assertLessEqual({"Elu", "Selu", "PRelu", "Celu", "ReduceL2", "ReduceLogSumExp"},
+                                 kinds)
+            self.run_case(Case(path, schedule="1f1b", algo="balanced", eps=ADAM_EPS))
+
+    def test_composite_ops_by_hand_2_ranks_1f1b_adam(self):
+        """The composite ops torch does not export: ThresholdedRelu, Softsign,
+        Mean, Size, CastLike, ReduceL1, ReduceSumSquare and ReduceLogSum."""
+        with tempfile.TemporaryDirectory(prefix="composite-ops-") as work:
+            path = os.path.join(work, "by_hand.onnx")
+            onnx.save(composite_ops_graph(), path)
+            self.run_case(Case(path, schedule="1f1b", algo="balanced", eps=ADAM_EPS))
 
     # -- the check itself --------------------------------------------------------
 

@@ -16,6 +16,7 @@
 
 #include <functional>
 #include <optional>
+#include <vector>
 
 namespace pipe::onnx_import {
 
@@ -116,7 +117,7 @@ using NodeHandler =
 
 struct OpSupport {
   /// Every version of the op in the ONNX changelog up to `kNewestKnownOpset`.
-  llvm::ArrayRef<int> versions;
+  std::vector<int> versions;
   /// The oldest version the handler understands.
   int minVersion;
   NodeHandler handler;

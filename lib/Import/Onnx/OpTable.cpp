@@ -6,6 +6,7 @@
 // attribute bounds, absent optional inputs) to the newest one.
 //
 //===----------------------------------------------------------------------===//
+#include "CompositeOps.h"
 #include "NodeImporter.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -86,17 +87,6 @@ NodeHandler variadic(const char *opName) {
     }
     return SmallVector<Value>{acc};
   };
-}
-
-/// Axes given as an attribute before opset 13 (18 for most reductions)
-/// become a constant operand, as in the newer form.
-Value axesOperand(NodeImporter &n, unsigned inputIndex, int attributeUntil) {
-  if (n.version < attributeUntil) {
-    if (auto axes = n.getInts("axes"))
-      return n.constantI64(*axes);
-    return nullptr;
-  }
-  return n.input(inputIndex);
 }
 
 NodeHandler reduce(const char *opName, int axesInputSince) {
@@ -389,9 +379,9 @@ Values importConstantOfShape(NodeImporter &n) {
 const llvm::StringMap<OpSupport> &table() {
   static const llvm::StringMap<OpSupport> ops = [] {
     llvm::StringMap<OpSupport> t;
-    auto add = [&](const char *name, llvm::ArrayRef<int> versions, int minVersion,
-                   NodeHandler handler) {
-      t[name] = OpSupport{versions, minVersion, std::move(handler)};
+    const AddOp add = [&](const char *name, llvm::ArrayRef<int> versions, int minVersion,
+                          NodeHandler handler) {
+      t[name] = OpSupport{versions.vec(), minVersion, std::move(handler)};
     };
     const std::vector<AttrSpec> window = {{"auto_pad", Kind::String}, {"dilations", Kind::Ints},
                                           {"kernel_shape", Kind::Ints}, {"pads", Kind::Ints},
@@ -493,6 +483,8 @@ const llvm::StringMap<OpSupport> &table() {
     add("Constant", VERSIONS(1, 9, 11, 12, 13, 19, 21, 23), 1, importConstant);
     add("ConstantOfShape", VERSIONS(9, 20, 21, 23), 9, importConstantOfShape);
     add("Range", VERSIONS(11), 11, plain("nn.range", 3, 3));
+    // Functions of the ops above (activations, reductions, Mean, Size, CastLike).
+    addCompositeOps(add);
     return t;
   }();
   return ops;

@@ -155,3 +155,25 @@ func.func @logic() -> tensor<2xi1> {
   %d = nn.or %c, %b : (tensor<2xi1>, tensor<2xi1>) -> tensor<2xi1>
   return %d : tensor<2xi1>
 }
+
+// -----
+
+// Integer Neg and Abs fold (an axis count negated in an expanded
+// LayerNormalization); a float constant cast to another float type folds,
+// rounded to nearest (a double epsilon cast to float); INT64_MIN does not
+// negate.
+// CHECK-LABEL: func @negate_abs_and_float_casts
+// CHECK-DAG: nn.constant dense<[1, -2]> : tensor<2xi64>
+// CHECK-DAG: nn.constant dense<[1, 2]> : tensor<2xi64>
+// CHECK-DAG: nn.constant dense<9.99999997E-7> : tensor<f32>
+// CHECK-DAG: nn.neg %{{.*}} : (tensor<i64>) -> tensor<i64>
+func.func @negate_abs_and_float_casts() -> (tensor<2xi64>, tensor<2xi64>, tensor<f32>, tensor<i64>) {
+  %a = nn.constant dense<[-1, 2]> : tensor<2xi64>
+  %n = nn.neg %a : (tensor<2xi64>) -> tensor<2xi64>
+  %m = nn.abs %a : (tensor<2xi64>) -> tensor<2xi64>
+  %d = nn.constant dense<1.0e-6> : tensor<f64>
+  %f = nn.cast %d {to = f32} : (tensor<f64>) -> tensor<f32>
+  %min = nn.constant dense<-9223372036854775808> : tensor<i64>
+  %o = nn.neg %min : (tensor<i64>) -> tensor<i64>
+  return %n, %m, %f, %o : tensor<2xi64>, tensor<2xi64>, tensor<f32>, tensor<i64>
+}

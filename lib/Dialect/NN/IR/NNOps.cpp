@@ -463,8 +463,21 @@ OpFoldResult RangeOp::fold(FoldAdaptor adaptor) {
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  auto input = dyn_cast_or_null<DenseIntElementsAttr>(adaptor.getInput());
   auto resultType = staticResultType(getOperation());
+  // Between float types (a double constant cast to float): rounded to nearest.
+  if (auto floats = dyn_cast_or_null<DenseFPElementsAttr>(adaptor.getInput())) {
+    auto floatType = resultType ? dyn_cast<FloatType>(resultType.getElementType()) : nullptr;
+    if (!floatType)
+      return {};
+    SmallVector<APFloat> values;
+    for (APFloat v : floats.getValues<APFloat>()) {
+      bool lost;
+      v.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      values.push_back(v);
+    }
+    return DenseElementsAttr::get(resultType, values);
+  }
+  auto input = dyn_cast_or_null<DenseIntElementsAttr>(adaptor.getInput());
   if (!input || !resultType)
     return {};
   Type to = resultType.getElementType();
@@ -530,6 +543,8 @@ NN_FOLD_INT(GreaterOrEqualOp, v[0] >= v[1])
 NN_FOLD_INT(AndOp, (v[0] != 0) && (v[1] != 0))
 NN_FOLD_INT(OrOp, (v[0] != 0) || (v[1] != 0))
 NN_FOLD_INT(WhereOp, v[0] != 0 ? v[1] : v[2])
+NN_FOLD_INT(NegOp, subtract(0, v[0]))
+NN_FOLD_INT(AbsOp, v[0] < 0 ? subtract(0, v[0]) : std::optional<int64_t>(v[0]))
 #undef NN_FOLD_INT
 
 OpFoldResult PowOp::fold(FoldAdaptor) { return {}; }

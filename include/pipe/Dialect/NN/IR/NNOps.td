@@ -107,8 +107,13 @@ def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
 def NN_SqrtOp : NN_UnaryOp<"sqrt", "Square root">;
 def NN_ExpOp : NN_UnaryOp<"exp", "Exponential">;
 def NN_LogOp : NN_UnaryOp<"log", "Natural logarithm">;
-def NN_NegOp : NN_UnaryOp<"neg", "-x">;
-def NN_AbsOp : NN_UnaryOp<"abs", "|x|">;
+def NN_NegOp : NN_UnaryOp<"neg", "-x"> {
+  // Integer shape arithmetic (an axis count negated) folds, as Add/Sub do.
+  let hasFolder = 1;
+}
+def NN_AbsOp : NN_UnaryOp<"abs", "|x|"> {
+  let hasFolder = 1;
+}
 def NN_ReciprocalOp : NN_UnaryOp<"reciprocal", "1 / x">;
 def NN_NotOp : NN_UnaryOp<"not", "Logical not">;
 def NN_FloorOp : NN_UnaryOp<"floor", "Floor">;

@@ -1,0 +1,27 @@
+//===- CompositeOps.h - ONNX ops imported as several nn ops ----*- C++ -*-===//
+#ifndef PIPE_LIB_IMPORT_ONNX_COMPOSITEOPS_H
+#define PIPE_LIB_IMPORT_ONNX_COMPOSITEOPS_H
+
+#include "NodeImporter.h"
+
+namespace pipe::onnx_import {
+
+/// Registers an op type in the handler table: its versions in the ONNX
+/// changelog, the oldest one handled, and the handler.
+using AddOp = std::function<void(const char *name, llvm::ArrayRef<int> versions,
+                                 int minVersion, NodeHandler handler)>;
+
+/// Adds the ops that import as several nn ops (CompositeOps.cpp): Elu, Selu,
+/// Celu, ThresholdedRelu, Softsign, Mish, PRelu, Mean, Size, CastLike and the
+/// reductions ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum and
+/// ReduceLogSumExp.
+void addCompositeOps(const AddOp &add);
+
+/// Axes given as an attribute before `attributeUntil` (opset 13 for ReduceSum,
+/// 18 for most reductions) become a constant operand, as in the newer form;
+/// since then they are input `inputIndex` (null when absent).
+mlir::Value axesOperand(NodeImporter &n, unsigned inputIndex, int attributeUntil);
+
+} // namespace pipe::onnx_import
+
+#endif // PIPE_LIB_IMPORT_ONNX_COMPOSITEOPS_H
