@@ -187,6 +187,11 @@ def _softmax(attrs, inputs, _):
     return [torch.softmax(inputs[0], int(attrs.get("axis", -1)))]
 
 
+@op("LogSoftmax")
+def _log_softmax(attrs, inputs, _):
+    return [torch.log_softmax(inputs[0], int(attrs.get("axis", -1)))]
+
+
 for _name, _fn in (("Relu", torch.relu), ("Erf", torch.erf), ("Tanh", torch.tanh),
                    ("Sigmoid", torch.sigmoid), ("Sqrt", torch.sqrt), ("Neg", torch.neg),
                    ("Exp", torch.exp), ("Log", torch.log), ("Abs", torch.abs),
@@ -317,6 +322,29 @@ def _size(attrs, inputs, _):
 @op("CastLike")
 def _cast_like(attrs, inputs, _):
     return [inputs[0].to(inputs[1].dtype)]
+
+
+def _negative_log_likelihood(attrs, log_prob, target, weight):
+    ignore = attrs.get("ignore_index")
+    reduction = attrs.get("reduction", b"mean")
+    if weight is not None:  # a float Constant in a float64 run
+        weight = weight.to(log_prob.dtype)
+    return F.nll_loss(log_prob, target.long(), weight=weight,
+                      ignore_index=-100 if ignore is None else int(ignore),
+                      reduction=reduction.decode() if isinstance(reduction, bytes) else reduction)
+
+
+@op("NegativeLogLikelihoodLoss")
+def _nll_loss(attrs, inputs, _):
+    weight = inputs[2] if len(inputs) > 2 else None
+    return [_negative_log_likelihood(attrs, inputs[0], inputs[1], weight)]
+
+
+@op("SoftmaxCrossEntropyLoss")
+def _softmax_cross_entropy_loss(attrs, inputs, num_outputs):
+    log_prob = F.log_softmax(inputs[0], 1)
+    weight = inputs[2] if len(inputs) > 2 else None
+    return [_negative_log_likelihood(attrs, log_prob, inputs[1], weight), log_prob][:num_outputs]
 
 
 @op("Mean")

@@ -8,7 +8,8 @@ tensors that persist across steps. One step:
   so BatchNorm normalizes with the statistics of that micro-batch and updates
   the running statistics once per micro-batch, in order;
 - the loss of micro-batch k is the mean over its elements (cross entropy over
-  the last dim of model output 0, or the mean squared error); the step's loss
+  the last dim of model output 0, or the mean squared error), or model output
+  0 itself for "output" (a loss the graph computes); the step's loss
   is the mean of the micro-batch losses (sum / m);
 - `(loss_k / m).backward()` accumulates the gradients, so after the last
   micro-batch every trainable parameter holds the gradient of the step's loss
@@ -38,7 +39,7 @@ from pipe_opt.measure import GraphExecutor
 __all__ = ["LOSSES", "OPTIMIZERS", "OptimizerConfig", "ReferenceTrainer", "StepResult",
            "loss_of"]
 
-LOSSES = ("cross-entropy", "mse")
+LOSSES = ("cross-entropy", "mse", "output")
 OPTIMIZERS = ("sgd", "momentum", "adam", "adamw")
 
 
@@ -77,9 +78,14 @@ class OptimizerConfig:
         raise ValueError(f"unknown optimizer '{self.kind}' (known: {', '.join(OPTIMIZERS)})")
 
 
-def loss_of(kind: str, output: torch.Tensor, label: torch.Tensor) -> torch.Tensor:
-    """The loss of one micro-batch: a scalar mean over its elements."""
+def loss_of(kind: str, output: torch.Tensor, label: Optional[torch.Tensor]) -> torch.Tensor:
+    """The loss of one micro-batch: a scalar mean over its elements, or the
+    output itself for "output" (a loss computed in the graph; no label)."""
     kind = kind.replace("_", "-")
+    if kind == "output":
+        if output.dim() != 0:
+            raise ValueError(f"loss 'output' needs a scalar model output, got {tuple(output.shape)}")
+        return output
     if kind == "cross-entropy":
         classes = output.shape[-1]
         return F.cross_entropy(output.reshape(-1, classes), label.reshape(-1).long())
@@ -148,8 +154,8 @@ class ReferenceTrainer:
         for k in range(m):
             feed = {name: self._microbatch(value, k) for name, value in inputs.items()}
             outputs, _ = self.executor.run(feed, parameters=self.parameters)
-            loss = loss_of(self.loss_kind, outputs[self.output_name],
-                           self._microbatch(labels[0], k))
+            label = self._microbatch(labels[0], k) if labels else None
+            loss = loss_of(self.loss_kind, outputs[self.output_name], label)
             (loss / m).backward()
             losses.append(float(loss.detach()))
         for p in self.trainable.values():

@@ -480,7 +480,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--eps", type=float, default=1e-8, help="Adam's epsilon")
     parser.add_argument("--weight-decay", type=float, default=0.0)
-    parser.add_argument("--loss", default="cross-entropy", choices=["cross-entropy", "mse"])
+    parser.add_argument("--loss", default="cross-entropy", choices=["cross-entropy", "mse", "output"])
     parser.add_argument("--transport", default="threads", choices=["threads", "mpi"])
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0, help="seed of the data")

@@ -185,6 +185,17 @@ def export_composite_ops_model(path):
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
 
 
+def onnx_linear(rng, weights, nodes, name, x, n_in, n_out):
+    """Appends a Gemm `name` of x [batch, n_in] and its random initializers."""
+    from onnx import helper, numpy_helper
+    weights.append(numpy_helper.from_array(
+        (rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32), name + ".w"))
+    weights.append(numpy_helper.from_array(
+        (0.1 * rng.standard_normal(n_out)).astype(np.float32), name + ".b"))
+    nodes.append(helper.make_node("Gemm", [x, name + ".w", name + ".b"], [name], name=name))
+    return name
+
+
 def composite_ops_graph():
     """An ONNX classifier (opset 17) built node by node around the composite ops
     torch's exporter does not write."""
@@ -193,12 +204,7 @@ def composite_ops_graph():
     weights, nodes = [], []
 
     def linear(name, x, n_in, n_out):
-        weights.append(numpy_helper.from_array(
-            (rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32), name + ".w"))
-        weights.append(numpy_helper.from_array(
-            (0.1 * rng.standard_normal(n_out)).astype(np.float32), name + ".b"))
-        nodes.append(helper.make_node("Gemm", [x, name + ".w", name + ".b"], [name], name=name))
-        return name
+        return onnx_linear(rng, weights, nodes, name, x, n_in, n_out)
 
     def node(op, inputs, name, **attrs):
         nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
@@ -223,6 +229,60 @@ def composite_ops_graph():
         [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 16])],
         [helper.make_tensor_value_info(logits, TensorProto.FLOAT, ["batch", 10])], weights)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def losses_graph(scalar=False):
+    """An ONNX graph (opset 13) whose output sums four in-graph losses per
+    sample: SoftmaxCrossEntropyLoss with class weights and an ignored class
+    (reduction none), NegativeLogLikelihoodLoss over a [batch, 3, 2] output
+    with a [batch, 2] target (mean), SoftmaxCrossEntropyLoss (sum), and
+    SoftmaxCrossEntropyLoss on that [batch, 3, 2] output with an ignored class
+    (mean: nn.softmax_cross_entropy_loss). With `scalar`, the output is their
+    mean over the batch: a training loss."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(1)
+    weights, nodes = [], []
+
+    def linear(name, x, n_in, n_out):
+        return onnx_linear(rng, weights, nodes, name, x, n_in, n_out)
+
+    hidden = linear("fc", "input", 16, 16)
+    nodes.append(helper.make_node("Tanh", [hidden], ["h"], name="tanh"))
+    # Class weights as a Constant (not a trained initializer).
+    nodes.append(helper.make_node("Constant", [], ["class_weights"], name="class_weights",
+                                  value=numpy_helper.from_array(
+                                      np.array([0.5, 2.0, 1.0, 1.5], np.float32))))
+    nodes.append(helper.make_node("SoftmaxCrossEntropyLoss",
+                                  [linear("head_a", "h", 16, 4), "labels", "class_weights"],
+                                  ["loss_a"], name="loss_a", reduction="none", ignore_index=1))
+    nodes.append(helper.make_node("Constant", [], ["spatial"], name="spatial",
+                                  value=numpy_helper.from_array(np.array([0, 3, 2], np.int64))))
+    nodes.append(helper.make_node("Reshape", [linear("head_b", "h", 16, 6), "spatial"],
+                                  ["scores_b"], name="reshape_b"))
+    nodes.append(helper.make_node("LogSoftmax", ["scores_b"], ["log_prob_b"], name="log_softmax_b",
+                                  axis=1))
+    nodes.append(helper.make_node("NegativeLogLikelihoodLoss", ["log_prob_b", "labels_2d"],
+                                  ["loss_b"], name="loss_b", reduction="mean"))
+    nodes.append(helper.make_node("SoftmaxCrossEntropyLoss",
+                                  [linear("head_c", "h", 16, 3), "labels"],
+                                  ["loss_c", "log_prob_c"], name="loss_c", reduction="sum"))
+    nodes.append(helper.make_node("Add", ["loss_a", "loss_b"], ["ab"], name="add_ab"))
+    nodes.append(helper.make_node("SoftmaxCrossEntropyLoss", ["scores_b", "labels_2d"],
+                                  ["loss_d"], name="loss_d", ignore_index=0))
+    nodes.append(helper.make_node("Add", ["ab", "loss_c"], ["abc"], name="add_c"))
+    nodes.append(helper.make_node("Add", ["abc", "loss_d"], ["losses"], name="add_d"))
+    output = helper.make_tensor_value_info("losses", TensorProto.FLOAT, ["batch"])
+    if scalar:
+        nodes.append(helper.make_node("ReduceMean", ["losses"], ["loss"], name="mean",
+                                      keepdims=0))
+        output = helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])
+    graph = helper.make_graph(
+        nodes, "losses",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 16]),
+         helper.make_tensor_value_info("labels", TensorProto.INT64, ["batch"]),
+         helper.make_tensor_value_info("labels_2d", TensorProto.INT64, ["batch", 2])],
+        [output], weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
 @unittest.skipUnless(HAVE_TORCH, "torch, onnx and numpy are not importable")
@@ -272,6 +332,24 @@ class TrainingEqualityTest(unittest.TestCase):
             path = os.path.join(work, "by_hand.onnx")
             onnx.save(composite_ops_graph(), path)
             self.run_case(Case(path, schedule="1f1b", algo="balanced", eps=ADAM_EPS))
+
+    def test_losses_in_the_graph_2_ranks_1f1b_adam(self):
+        """SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss (weights,
+        ignore_index, every reduction, a spatial target) train as torch's
+        F.cross_entropy and F.nll_loss do."""
+        with tempfile.TemporaryDirectory(prefix="losses-") as work:
+            path = os.path.join(work, "losses.onnx")
+            onnx.save(losses_graph(), path)
+            self.run_case(Case(path, schedule="1f1b", algo="balanced", eps=ADAM_EPS, loss="mse"))
+
+    def test_loss_in_the_graph_is_the_training_loss(self):
+        """--loss=output: the graph's own scalar loss (the mean of the losses
+        above) is what pipe-run minimizes, with no label."""
+        with tempfile.TemporaryDirectory(prefix="losses-") as work:
+            path = os.path.join(work, "loss.onnx")
+            onnx.save(losses_graph(scalar=True), path)
+            self.run_case(Case(path, schedule="1f1b", algo="balanced", eps=ADAM_EPS,
+                               loss="output"))
 
     # -- the check itself --------------------------------------------------------
 

@@ -3,7 +3,8 @@
 // ONNX ops that are functions of ops nn already has: each imports as those
 // ops, so shape inference, costs, gradient rules and kernels come with them.
 // The forms keep gradients finite: Exp only ever sees min(x, 0), and
-// ReduceLogSumExp subtracts the maximum first.
+// ReduceLogSumExp subtracts the maximum first. The losses pick each target's
+// log-probability with a one-hot mask, so that their gradient is one mul's.
 //
 //===----------------------------------------------------------------------===//
 #include "CompositeOps.h"
@@ -268,6 +269,147 @@ Values importReduction(NodeImporter &n, Reduction kind) {
   }
   return failure();
 }
+/// The losses' `reduction` attribute.
+enum class LossReduction { None, Sum, Mean };
+
+/// NegativeLogLikelihoodLoss on log-probabilities [N, C, d...] and targets
+/// [N, d...]: -logProb[n, target, d...] * weight[target], 0 where the target is
+/// ignore_index, then summed, or divided by the sum of the weights (the count
+/// when there are none) for "mean". The target picks its class by a one-hot
+/// mask (equal to an iota over C), so the gradient is logProb's alone.
+Value negativeLogLikelihood(Composer &c, Value logProb, Value target, Value weight,
+                            std::optional<int64_t> ignoreIndex, LossReduction reduction) {
+  NodeImporter &n = c.n;
+  auto type = cast<RankedTensorType>(logProb.getType());
+  const int64_t classes = type.getDimSize(1);
+  auto i64 = n.builder.getI64Type();
+  if (getElementTypeOrSelf(target.getType()) != i64)
+    target = c.op("nn.cast", {target}, {n.builder.getNamedAttr("to", TypeAttr::get(i64))});
+  Value valid; // bool [N, d...]: the target is not ignore_index
+  if (ignoreIndex) {
+    Value ignored = c.op("nn.equal", {target, n.constantI64({*ignoreIndex}, true)});
+    valid = c.unary("nn.not", ignored);
+    // An ignored target may be outside [0, C): pick class 0 there instead.
+    Value zero = n.constantI64({0}, true);
+    target = c.op("nn.where", {valid, target, zero});
+  }
+  // iota over C, shaped [1, C, 1, ...] to broadcast against [N, 1, d...].
+  SmallVector<int64_t> iotaShape(type.getRank(), 1);
+  iotaShape[1] = classes;
+  SmallVector<int64_t> iota(classes);
+  for (int64_t k = 0; k < classes; ++k)
+    iota[k] = k;
+  auto iotaAttr = DenseElementsAttr::get(RankedTensorType::get(iotaShape, i64),
+                                         llvm::ArrayRef<int64_t>(iota));
+  Value classIds = c.op("nn.constant", {}, {n.builder.getNamedAttr("value", iotaAttr)});
+  Value classAxis = n.constantI64({1});
+  Value expanded = c.op("nn.unsqueeze", {target, classAxis});
+  Value hit = c.op("nn.equal", {expanded, classIds});
+  Value oneHot = c.op("nn.cast", {hit}, {n.builder.getNamedAttr("to", TypeAttr::get(type.getElementType()))});
+  Value masked = c.mul(logProb, oneHot);
+  auto noKeep = n.builder.getNamedAttr("keepdims", n.builder.getI64IntegerAttr(0));
+  Value picked = c.op("nn.reduce_sum", {masked, classAxis}, {noKeep});
+  Value loss = c.unary("nn.neg", picked);
+  Value weights; // per element, when there are weights or ignored targets
+  if (weight)
+    weights = c.op("nn.gather", {weight, target});
+  if (ignoreIndex) {
+    Value validWeight = c.op("nn.cast", {valid}, {n.builder.getNamedAttr("to", TypeAttr::get(type.getElementType()))});
+    weights = weights ? c.mul(weights, validWeight) : validWeight;
+  }
+  if (weights)
+    loss = c.mul(loss, weights);
+  switch (reduction) {
+  case LossReduction::None:
+    return loss;
+  case LossReduction::Sum:
+    return c.op("nn.reduce_sum", {loss}, {noKeep});
+  case LossReduction::Mean:
+    if (!weights)
+      return c.op("nn.reduce_mean", {loss}, {noKeep});
+    Value total = c.op("nn.reduce_sum", {loss}, {noKeep});
+    Value weightSum = c.op("nn.reduce_sum", {weights}, {noKeep});
+    return c.div(total, weightSum);
+  }
+  return nullptr;
+}
+
+/// The input is [N, C, d...] and the target [N, d...] with the same N and d.
+LogicalResult checkLossShapes(NodeImporter &n, Value input, Value target) {
+  auto in = dyn_cast<RankedTensorType>(input.getType());
+  auto tg = dyn_cast<RankedTensorType>(target.getType());
+  if (!isa<IntegerType>(getElementTypeOrSelf(target.getType())))
+    return n.error() << n.node.op_type() << " target must be integer, got " << target.getType();
+  if (!in || !tg || in.getRank() < 2 || tg.getRank() != in.getRank() - 1)
+    return n.error() << n.node.op_type() << " needs input [N, C, d...] and target [N, d...], got "
+                     << input.getType() << " and " << target.getType();
+  for (int64_t i = 0; i < tg.getRank(); ++i)
+    if (tg.getDimSize(i) != in.getDimSize(i == 0 ? 0 : i + 1))
+      return n.error() << n.node.op_type() << " target " << target.getType()
+                       << " does not match input " << input.getType();
+  return success();
+}
+
+/// A loss node's inputs (input, target, optional weight) and attributes,
+/// checked: ignore_index and reduction.
+struct LossNode {
+  std::optional<int64_t> ignoreIndex;
+  LossReduction reduction = LossReduction::Mean;
+};
+FailureOr<LossNode> checkLoss(NodeImporter &n) {
+  const AttrSpec specs[] = {{"ignore_index", Kind::Int}, {"reduction", Kind::String}};
+  if (failed(expectFloatNode(n, 2, 3, specs)) || failed(checkLossShapes(n, n.input(0), n.input(1))))
+    return failure();
+  LossNode loss;
+  if (n.attribute("ignore_index"))
+    loss.ignoreIndex = n.getInt("ignore_index", 0);
+  const std::string reduction = n.getString("reduction", "mean");
+  if (reduction == "none")
+    loss.reduction = LossReduction::None;
+  else if (reduction == "sum")
+    loss.reduction = LossReduction::Sum;
+  else if (reduction != "mean")
+    return n.error() << n.node.op_type() << " reduction '" << reduction
+                     << "' is not one of none, sum, mean";
+  return loss;
+}
+
+Values importNegativeLogLikelihoodLoss(NodeImporter &n) {
+  auto attributes = checkLoss(n);
+  if (failed(attributes))
+    return failure();
+  Composer c(n);
+  return c.result(negativeLogLikelihood(c, n.input(0), n.input(1), n.input(2),
+                                        attributes->ignoreIndex, attributes->reduction));
+}
+
+/// SoftmaxCrossEntropyLoss. Its mean without class weights is
+/// nn.softmax_cross_entropy_loss, the op the compiler's own loss uses (one
+/// kernel, one fused gradient). Other forms: LogSoftmax over the classes (axis
+/// 1), then the negative log-likelihood. The optional second output is the
+/// log-probability.
+Values importSoftmaxCrossEntropyLoss(NodeImporter &n) {
+  auto attributes = checkLoss(n);
+  if (failed(attributes))
+    return failure();
+  if (attributes->reduction == LossReduction::Mean && !n.input(2)) {
+    SmallVector<NamedAttribute> attrs;
+    n.copyInt(attrs, "ignore_index");
+    auto results = n.create("nn.softmax_cross_entropy_loss", {n.input(0), n.input(1)}, attrs, 2);
+    if (succeeded(results))
+      results->resize(std::max(1u, n.numOutputs()));
+    return results;
+  }
+  Composer c(n);
+  Value logProb =
+      c.op("nn.log_softmax", {n.input(0)}, {n.builder.getNamedAttr("axis", n.builder.getI64IntegerAttr(1))});
+  Value loss = negativeLogLikelihood(c, logProb, n.input(1), n.input(2),
+                                     attributes->ignoreIndex, attributes->reduction);
+  auto result = c.result(loss);
+  if (succeeded(result) && n.numOutputs() > 1)
+    result->push_back(logProb);
+  return result;
+}
 } // namespace
 
 Value pipe::onnx_import::axesOperand(NodeImporter &n, unsigned inputIndex, int attributeUntil) {
@@ -290,6 +432,8 @@ void pipe::onnx_import::addCompositeOps(const AddOp &add) {
   add("Mean", {1, 6, 8, 13}, 8, importMean);
   add("Size", {1, 13, 19, 21, 23}, 1, importSize);
   add("CastLike", {15, 19, 21, 23}, 15, importCastLike);
+  add("NegativeLogLikelihoodLoss", {12, 13, 22}, 12, importNegativeLogLikelihoodLoss);
+  add("SoftmaxCrossEntropyLoss", {12, 13}, 12, importSoftmaxCrossEntropyLoss);
   const int reductions[] = {1, 11, 13, 18};
   add("ReduceL1", reductions, 1, [](NodeImporter &n) { return importReduction(n, Reduction::L1); });
   add("ReduceL2", reductions, 1, [](NodeImporter &n) { return importReduction(n, Reduction::L2); });

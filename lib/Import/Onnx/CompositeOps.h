@@ -12,9 +12,10 @@ using AddOp = std::function<void(const char *name, llvm::ArrayRef<int> versions,
                                  int minVersion, NodeHandler handler)>;
 
 /// Adds the ops that import as several nn ops (CompositeOps.cpp): Elu, Selu,
-/// Celu, ThresholdedRelu, Softsign, Mish, PRelu, Mean, Size, CastLike and the
+/// Celu, ThresholdedRelu, Softsign, Mish, PRelu, Mean, Size, CastLike, the
 /// reductions ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum and
-/// ReduceLogSumExp.
+/// ReduceLogSumExp, and the losses NegativeLogLikelihoodLoss and
+/// SoftmaxCrossEntropyLoss.
 void addCompositeOps(const AddOp &add);
 
 /// Axes given as an attribute before `attributeUntil` (opset 13 for ReduceSum,

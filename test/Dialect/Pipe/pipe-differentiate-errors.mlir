@@ -3,7 +3,7 @@
 // RUN: not pipe-opt %s -split-input-file -pipe-differentiate=optimizer=lamb -o /dev/null 2>&1 | FileCheck %s --check-prefix=OPTIMIZER
 // OPTIMIZER: error: unknown optimizer 'lamb' (sgd, momentum, adam or adamw)
 // RUN: not pipe-opt %s -split-input-file -pipe-differentiate=loss=hinge -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOSS
-// LOSS: error: unknown loss 'hinge' (cross-entropy, mse or none)
+// LOSS: error: unknown loss 'hinge' (cross-entropy, mse, output or none)
 // RUN: not pipe-opt %s -split-input-file -pipe-differentiate=lr=-0.1 -o /dev/null 2>&1 | FileCheck %s --check-prefix=LR
 // LR: error: optimizer settings must be finite and non-negative
 // The pipelines below carry a loss; differentiating them with loss=none is

@@ -26,10 +26,12 @@ FailureOr<LossKind> pipe::pipeline::parseLossKind(Operation *diagnosticOp, Strin
     return LossKind::cross_entropy;
   if (text == "mse")
     return LossKind::mse;
+  if (text == "output")
+    return LossKind::output;
   if (text == "none")
     return LossKind::none;
-  return diagnosticOp->emitError("unknown loss '") << text
-                                                   << "' (cross-entropy, mse or none)";
+  return diagnosticOp->emitError("unknown loss '")
+         << text << "' (cross-entropy, mse, output or none)";
 }
 
 namespace {
@@ -98,9 +100,19 @@ struct PipeAttachLossPass : pipe::pipeline::impl::PipeAttachLossBase<PipeAttachL
     auto type = dyn_cast<RankedTensorType>(output.getType());
     Operation *where = output.getDefiningOp() ? output.getDefiningOp() : ret.getOperation();
     bool isFloat = type && isa<FloatType>(type.getElementType()) && type.hasStaticShape();
+    bool isScalar = isFloat && type.getRank() == 0;
     if (*kind == LossKind::cross_entropy && (!isFloat || type.getRank() < 2)) {
-      where->emitError("--loss=cross-entropy needs a float model output [..., classes] with "
-                       "static shape; output 0 is ")
+      InFlightDiagnostic error =
+          where->emitError("--loss=cross-entropy needs a float model output [..., classes] with "
+                           "static shape; output 0 is ")
+          << output.getType();
+      if (isScalar)
+        error << "; a loss the model computes itself trains with --loss=output";
+      return signalPassFailure();
+    }
+    if (*kind == LossKind::output && !isScalar) {
+      where->emitError("--loss=output needs model output 0 to be a float scalar (a loss "
+                       "computed in the graph); output 0 is ")
           << output.getType();
       return signalPassFailure();
     }
@@ -116,8 +128,11 @@ struct PipeAttachLossPass : pipe::pipeline::impl::PipeAttachLossBase<PipeAttachL
     if (auto file = ret.getLoc()->findInstanceOf<FileLineColLoc>())
       lossSite = file;
     Location loc = FusedLoc::get(b.getContext(), {lossSite}, b.getStringAttr("pipe.loss"));
-    Value value = *kind == LossKind::cross_entropy ? crossEntropy(b, loc, output, type)
-                                                   : meanSquaredError(b, loc, output, type);
+    Value value = output;
+    if (*kind == LossKind::cross_entropy)
+      value = crossEntropy(b, loc, output, type);
+    else if (*kind == LossKind::mse)
+      value = meanSquaredError(b, loc, output, type);
     LossOp::create(b, loc, value);
   }
 };

@@ -13,7 +13,7 @@ include "mlir/IR/EnumAttr.td"
 
 def Pipe_LossKind : I32EnumAttr<"LossKind", "the training loss", [
     I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"cross_entropy", 1>,
-    I32EnumAttrCase<"mse", 2>]> {
+    I32EnumAttrCase<"mse", 2>, I32EnumAttrCase<"output", 3>]> {
   let cppNamespace = "::pipe::pipeline";
   let genSpecializedAttr = 0;
 }

@@ -42,7 +42,7 @@ defvar PipePartitionOptionList = [
          "inputs: none, auto (only where a stage would not fit otherwise) or all">,
 ];
 defvar PipeLossOption = Option<"loss", "loss", "std::string", /*default=*/"\"cross-entropy\"",
-    "Training loss on model output 0: cross-entropy, mse or none">;
+    "Training loss on model output 0: cross-entropy, mse, output (output 0 is the loss) or none">;
 defvar PipeStepOptionList = [
   Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
   Option<"momentum", "momentum", "double", /*default=*/"0.9", "SGD momentum">,
@@ -112,8 +112,11 @@ def PipeAttachLoss : Pass<"pipe-attach-loss", "::mlir::ModuleOp"> {
     `pipe.label 0` gives i64 class indices of the output's shape without its
     last dim, and `nn.softmax_cross_entropy_loss` (mean) feeds `pipe.loss`.
     `mse` takes a float `pipe.label 0` of the output's shape and the mean of
-    the squared difference. `none` attaches nothing: the gradients of the
-    outputs become inputs of the backward (see pipe-differentiate).
+    the squared difference. `output` takes model output 0 itself, a float
+    scalar (a loss computed in the graph, such as ONNX's
+    SoftmaxCrossEntropyLoss), as the loss. `none` attaches nothing: the
+    gradients of the outputs become inputs of the backward (see
+    pipe-differentiate).
   }];
   let options = [PipeLossOption];
   let dependentDialects = ["::pipe::pipeline::PipeDialect", "::pipe::nn::NNDialect"];
