@@ -278,6 +278,7 @@ def _reduction(reduce_fn):
 
 
 for _name, _fn in (
+        ("ReduceSum", lambda x, a, k: torch.sum(x, a, keepdim=k)),
         ("ReduceL1", lambda x, a, k: torch.linalg.vector_norm(x, 1, a, keepdim=k)),
         ("ReduceL2", lambda x, a, k: torch.linalg.vector_norm(x, 2, a, keepdim=k)),
         ("ReduceSumSquare", lambda x, a, k: torch.sum(torch.square(x), a, keepdim=k)),
@@ -345,6 +346,80 @@ def _softmax_cross_entropy_loss(attrs, inputs, num_outputs):
     log_prob = F.log_softmax(inputs[0], 1)
     weight = inputs[2] if len(inputs) > 2 else None
     return [_negative_log_likelihood(attrs, log_prob, inputs[1], weight), log_prob][:num_outputs]
+
+
+def _wrapped(index: torch.Tensor, length: int) -> torch.Tensor:
+    index = index.long()
+    return torch.where(index < 0, index + length, index)
+
+
+def _arg_extreme(maximum):
+    def run(attrs, inputs, _):
+        x = inputs[0]
+        axis = int(attrs.get("axis", 0)) % x.dim()
+        keep = bool(attrs.get("keepdims", 1))
+        pick = torch.argmax if maximum else torch.argmin
+        if attrs.get("select_last_index", 0):
+            flipped = pick(torch.flip(x, [axis]), axis, keepdim=keep)
+            return [x.shape[axis] - 1 - flipped]
+        return [pick(x, axis, keepdim=keep)]
+    return run
+
+
+op("ArgMax")(_arg_extreme(True))
+op("ArgMin")(_arg_extreme(False))
+
+
+@op("Hardmax")
+def _hardmax(attrs, inputs, _):
+    x = inputs[0]
+    axis = int(attrs.get("axis", -1)) % x.dim()
+    hot = F.one_hot(torch.argmax(x, axis), x.shape[axis])
+    return [hot.movedim(-1, axis).to(x.dtype)]
+
+
+@op("OneHot", host=(1,))
+def _one_hot(attrs, inputs, _):
+    indices, depth, values = inputs[0], int(inputs[1][0] if isinstance(inputs[1], list)
+                                            else inputs[1]), inputs[2]
+    index = _wrapped(indices, depth)
+    valid = (index >= 0) & (index < depth)
+    hot = F.one_hot(index.clamp(0, depth - 1), depth) * valid.unsqueeze(-1)
+    axis = int(attrs.get("axis", -1)) % (indices.dim() + 1)
+    hot = hot.movedim(-1, axis).to(values.dtype)
+    return [values[0] + (values[1] - values[0]) * hot]
+
+
+@op("DepthToSpace")
+def _depth_to_space(attrs, inputs, _):
+    x, b = inputs[0], int(attrs["blocksize"])
+    n, c, h, w = x.shape
+    mode = attrs.get("mode", b"DCR")
+    if (mode.decode() if isinstance(mode, bytes) else mode) == "DCR":
+        # DCR numbers channels (i * b + j) * C' + c; pixel_shuffle reads c * b^2 + i * b + j.
+        x = x.reshape(n, b * b, c // (b * b), h, w).transpose(1, 2).reshape(n, c, h, w)
+    return [F.pixel_shuffle(x, b)]
+
+
+@op("SpaceToDepth")
+def _space_to_depth(attrs, inputs, _):
+    x, b = inputs[0], int(attrs["blocksize"])
+    y = F.pixel_unshuffle(x, b)  # channels c * b^2 + i * b + j; ONNX: (i * b + j) * C + c
+    n, c = x.shape[:2]
+    return [y.reshape(n, c, b * b, *y.shape[2:]).transpose(1, 2).reshape(y.shape)]
+
+
+@op("InstanceNormalization")
+def _instance_norm(attrs, inputs, _):
+    x, scale, bias = inputs
+    return [F.instance_norm(x, weight=scale, bias=bias, eps=float(attrs.get("epsilon", 1e-5)))]
+
+
+@op("GatherElements")
+def _gather_elements(attrs, inputs, _):
+    data, index = inputs
+    axis = int(attrs.get("axis", 0)) % data.dim()
+    return [torch.gather(data, axis, _wrapped(index, data.shape[axis]))]
 
 
 @op("Mean")

@@ -231,6 +231,55 @@ def composite_ops_graph():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def index_and_layout_graph():
+    """An ONNX classifier (opset 13) through the index and layout ops that
+    import as several nn ops: values picked by arg-extremes, one-hot masks,
+    element gathers (one from a trained table, with negative indices and
+    fewer rows than the table), pixel shuffles and instance normalization."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(2)
+    weights, nodes = [], []
+
+    def node(op, inputs, name, **attrs):
+        nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
+        return name
+
+    def const(name, array):
+        return node("Constant", [], name, value=numpy_helper.from_array(array))
+
+    h = onnx_linear(rng, weights, nodes, "fc1", "input", 16, 32)
+    x = node("Reshape", [h, const("shape_8x2x2", np.array([0, 8, 2, 2], np.int64))], "to_image")
+    x = node("DepthToSpace", [x], "d2s_crd", blocksize=2, mode="CRD")        # [b, 2, 4, 4]
+    weights.append(numpy_helper.from_array(np.array([1.2, 0.7], np.float32), "in.scale"))
+    weights.append(numpy_helper.from_array(np.array([0.1, -0.2], np.float32), "in.bias"))
+    x = node("InstanceNormalization", [x, "in.scale", "in.bias"], "instance_norm", epsilon=1e-3)
+    x = node("SpaceToDepth", [x], "s2d", blocksize=2)                          # [b, 8, 2, 2]
+    x = node("DepthToSpace", [x], "d2s_dcr", blocksize=2)                      # DCR
+    h2 = node("Reshape", [x, const("shape_32", np.array([0, 32], np.int64))], "to_rows")
+    one = const("one", np.array(1.0, np.float32))
+    h3 = node("Mul", [h2, node("Add", [one, node("Hardmax", [h2], "hardmax")], "boost")],
+              "boosted")
+    argmax = node("ArgMax", [h2], "argmax", axis=1)                            # [b, 1]
+    hot = node("OneHot", [argmax, const("depth", np.array(32, np.int64)),
+                          const("off_on", np.array([0.0, 0.5], np.float32))], "one_hot")
+    hot = node("Reshape", [hot, "shape_32"], "one_hot_rows")
+    h4 = node("Add", [h3, node("Mul", [h2, hot], "picked")], "with_one_hot")
+    argmin = node("ArgMin", [h2], "argmin", axis=-1, select_last_index=1)    # [b, 1]
+    h5 = node("Add", [h4, node("GatherElements", [h2, argmin], "min_value", axis=1)], "with_min")
+    weights.append(numpy_helper.from_array(rng.standard_normal((4, 6)).astype(np.float32),
+                                           "table"))
+    picks = const("picks", np.array([[1, -1], [3, 0], [-2, 2]], np.int64))
+    gathered = node("GatherElements", ["table", picks], "table_picks", axis=0)  # [3, 2]
+    total = node("ReduceSum", [gathered], "table_sum", keepdims=0)
+    h6 = node("Add", [h5, total], "with_table")
+    logits = onnx_linear(rng, weights, nodes, "head", h6, 32, 10)
+    graph = helper.make_graph(
+        nodes, "index_ops",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 16])],
+        [helper.make_tensor_value_info(logits, TensorProto.FLOAT, ["batch", 10])], weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
 def losses_graph(scalar=False):
     """An ONNX graph (opset 13) whose output sums four in-graph losses per
     sample: SoftmaxCrossEntropyLoss with class weights and an ignored class
@@ -350,6 +399,15 @@ class TrainingEqualityTest(unittest.TestCase):
             onnx.save(losses_graph(scalar=True), path)
             self.run_case(Case(path, schedule="1f1b", algo="balanced", eps=ADAM_EPS,
                                loss="output"))
+
+    def test_index_and_layout_ops_2_ranks_1f1b_adam(self):
+        """ArgMax, ArgMin, Hardmax, OneHot, GatherElements, DepthToSpace (both
+        modes), SpaceToDepth and InstanceNormalization, built from nn ops, train
+        as torch's argmax, one_hot, gather, pixel_shuffle and instance_norm do."""
+        with tempfile.TemporaryDirectory(prefix="index-ops-") as work:
+            path = os.path.join(work, "index_ops.onnx")
+            onnx.save(index_and_layout_graph(), path)
+            self.run_case(Case(path, schedule="1f1b", algo="balanced", eps=ADAM_EPS))
 
     # -- the check itself --------------------------------------------------------
 

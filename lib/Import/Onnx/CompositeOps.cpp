@@ -10,6 +10,7 @@
 #include "CompositeOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
@@ -51,6 +52,37 @@ public:
   Value mul(Value a, Value b) { return op("nn.mul", {a, b}); }
   Value div(Value a, Value b) { return op("nn.div", {a, b}); }
   Value unary(llvm::StringRef name, Value x) { return op(name, {x}); }
+  /// An i64 constant of `shape` holding `values`.
+  Value constant(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> values) {
+    auto type = RankedTensorType::get(shape, n.builder.getI64Type());
+    auto attr = DenseElementsAttr::get(type, values);
+    return op("nn.constant", {}, {n.builder.getNamedAttr("value", attr)});
+  }
+  /// 0, 1, ..., length - 1 along dim `at` of a rank-`rank` i64 tensor whose
+  /// other dims are 1 (broadcasts against the dim it numbers).
+  Value iota(int64_t length, int64_t rank, int64_t at) {
+    SmallVector<int64_t> shape(rank, 1), values(length);
+    shape[at] = length;
+    for (int64_t k = 0; k < length; ++k)
+      values[k] = k;
+    return constant(shape, values);
+  }
+  Value reshape(Value x, llvm::ArrayRef<int64_t> shape) {
+    Value target = n.constantI64(shape);
+    return op("nn.reshape", {x, target});
+  }
+  Value transpose(Value x, llvm::ArrayRef<int64_t> perm) {
+    return op("nn.transpose", {x}, {n.builder.getNamedAttr("perm", n.builder.getDenseI64ArrayAttr(perm))});
+  }
+  Value cast(Value x, Type to) {
+    return op("nn.cast", {x}, {n.builder.getNamedAttr("to", TypeAttr::get(to))});
+  }
+  /// A reduction over `axes` (i64 constant operand).
+  Value reduce(llvm::StringRef name, Value x, llvm::ArrayRef<int64_t> axes, bool keepdims) {
+    Value axesValue = n.constantI64(axes);
+    return op(name, {x, axesValue},
+              {n.builder.getNamedAttr("keepdims", n.builder.getI64IntegerAttr(keepdims))});
+  }
   /// min(x, 0) and max(x, 0).
   Value negativePart(Value x) { return op("nn.min", {x, scalar(0, x)}); }
   Value positivePart(Value x) { return op("nn.relu", {x}); }
@@ -410,6 +442,240 @@ Values importSoftmaxCrossEntropyLoss(NodeImporter &n) {
     result->push_back(logProb);
   return result;
 }
+/// `axis` of a rank-`rank` tensor in [0, rank), or an error naming the node.
+FailureOr<int64_t> normalizedAxis(NodeImporter &n, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return n.error() << n.node.op_type() << " axis " << axis << " is outside [" << -rank << ", "
+                     << rank << ")";
+  return axis < 0 ? axis + rank : axis;
+}
+
+RankedTensorType rankedInput(NodeImporter &n, unsigned i) {
+  return dyn_cast<RankedTensorType>(n.input(i).getType());
+}
+
+/// The index of the first (or, with `last`, the last) extreme of x along
+/// `axis`, kept as a dim of 1: where x equals its max (min), the iota along
+/// the axis, else a value past every index; then the min (max) of that.
+Value extremeIndex(Composer &c, Value x, int64_t axis, bool maximum, bool last) {
+  auto type = cast<RankedTensorType>(x.getType());
+  const int64_t length = type.getDimSize(axis);
+  Value extreme = c.reduce(maximum ? "nn.reduce_max" : "nn.reduce_min", x, {axis}, true);
+  Value hit = c.op("nn.equal", {x, extreme});
+  Value positions = c.iota(length, type.getRank(), axis);
+  Value beyond = c.n.constantI64({last ? -1 : length}, true);
+  Value candidates = c.op("nn.where", {hit, positions, beyond});
+  return c.reduce(last ? "nn.reduce_max" : "nn.reduce_min", candidates, {axis}, true);
+}
+
+/// `indices` as i64, the negative ones counted from `length` (ONNX's rule
+/// for OneHot and GatherElements).
+Value wrappedIndex(Composer &c, Value indices, int64_t length) {
+  auto i64 = c.n.builder.getI64Type();
+  Value index = getElementTypeOrSelf(indices.getType()) == i64 ? indices : c.cast(indices, i64);
+  Value zero = c.n.constantI64({0}, true);
+  Value negative = c.op("nn.less", {index, zero});
+  Value lengthScalar = c.n.constantI64({length}, true);
+  Value wrapped = c.add(index, lengthScalar);
+  return c.op("nn.where", {negative, wrapped, index});
+}
+
+/// ArgMax / ArgMin: int64 indices of the first (select_last_index: last)
+/// extreme along `axis`.
+Values importArgExtreme(NodeImporter &n, bool maximum) {
+  if (failed(n.expectInputs(1, 1)) ||
+      failed(n.expectAttributes(
+          {{"axis", Kind::Int}, {"keepdims", Kind::Int}, {"select_last_index", Kind::Int}})))
+    return failure();
+  auto type = rankedInput(n, 0);
+  if (!type || !type.hasStaticShape() || type.getRank() == 0)
+    return n.error() << n.node.op_type() << " needs a static input of rank 1 or more, got "
+                     << n.input(0).getType();
+  auto axis = normalizedAxis(n, n.getInt("axis", 0), type.getRank());
+  if (failed(axis))
+    return failure();
+  Composer c(n);
+  Value index = extremeIndex(c, n.input(0), *axis, maximum, n.getInt("select_last_index", 0));
+  if (!n.getInt("keepdims", 1)) {
+    Value axes = n.constantI64({*axis});
+    index = c.op("nn.squeeze", {index, axes});
+  }
+  return c.result(index);
+}
+
+/// Hardmax: 1 at the first maximum along `axis`, 0 elsewhere.
+Values importHardmax(NodeImporter &n) {
+  if (failed(expectFloatNode(n, 1, 1, {{"axis", Kind::Int}})))
+    return failure();
+  auto type = rankedInput(n, 0);
+  if (!type || !type.hasStaticShape() || type.getRank() == 0)
+    return n.error() << "Hardmax needs a static input of rank 1 or more, got "
+                     << n.input(0).getType();
+  int64_t axis = n.getInt("axis", n.version < 13 ? 1 : -1);
+  auto normalized = normalizedAxis(n, axis, type.getRank());
+  if (failed(normalized))
+    return failure();
+  // Before opset 13 the input is coerced to 2-D at `axis`: the same only on the last dim.
+  if (n.version < 13 && *normalized != type.getRank() - 1)
+    return n.error() << "Hardmax-" << n.version << " with axis " << axis << " on a rank-"
+                     << type.getRank() << " input (flattening semantics) is not supported";
+  Composer c(n);
+  Value index = extremeIndex(c, n.input(0), *normalized, true, false);
+  Value positions = c.iota(type.getDimSize(*normalized), type.getRank(), *normalized);
+  Value hit = c.op("nn.equal", {positions, index});
+  return c.result(c.cast(hit, type.getElementType()));
+}
+
+/// OneHot(indices, depth, values): values[1] where the new dim at `axis`
+/// equals the index (negative ones count from depth), values[0] elsewhere.
+Values importOneHot(NodeImporter &n) {
+  if (failed(n.expectInputs(3, 3)) || failed(n.expectAttributes({{"axis", Kind::Int}})))
+    return failure();
+  auto indicesType = rankedInput(n, 0);
+  DenseElementsAttr depthAttr;
+  if (!matchPattern(n.input(1), m_Constant(&depthAttr)) || depthAttr.getNumElements() != 1)
+    return n.error() << "OneHot depth must be a constant with one element";
+  const double depthValue = isa<FloatType>(depthAttr.getElementType())
+                                ? (*depthAttr.value_begin<APFloat>()).convertToDouble()
+                                : static_cast<double>((*depthAttr.value_begin<APInt>()).getSExtValue());
+  const int64_t depth = static_cast<int64_t>(depthValue);
+  if (depth < 1)
+    return n.error() << "OneHot depth must be at least 1, got " << depthValue;
+  if (!indicesType)
+    return n.error() << "OneHot needs ranked indices";
+  auto axis = normalizedAxis(n, n.getInt("axis", -1), indicesType.getRank() + 1);
+  if (failed(axis))
+    return failure();
+  Composer c(n);
+  Value index = wrappedIndex(c, n.input(0), depth);
+  Value axisValue = n.constantI64({*axis});
+  Value expanded = c.op("nn.unsqueeze", {index, axisValue});
+  Value positions = c.iota(depth, indicesType.getRank() + 1, *axis);
+  Value hit = c.op("nn.equal", {expanded, positions});
+  Value first = n.constantI64({0}, true), second = n.constantI64({1}, true);
+  Value off = c.op("nn.gather", {n.input(2), first});
+  Value on = c.op("nn.gather", {n.input(2), second});
+  return c.result(c.op("nn.where", {hit, on, off}));
+}
+
+/// DepthToSpace (modes DCR and CRD) and SpaceToDepth: a reshape to 6-D, a
+/// transpose, a reshape back.
+Values importDepthSpace(NodeImporter &n, bool toSpace) {
+  std::vector<AttrSpec> specs = {{"blocksize", Kind::Int, true}};
+  if (toSpace)
+    specs.push_back({"mode", Kind::String});
+  if (failed(n.expectInputs(1, 1)) || failed(n.expectAttributes(specs)))
+    return failure();
+  auto type = rankedInput(n, 0);
+  if (!type || !type.hasStaticShape() || type.getRank() != 4)
+    return n.error() << n.node.op_type() << " needs a static [N, C, H, W] input, got "
+                     << n.input(0).getType();
+  const int64_t b = n.getInt("blocksize", 0);
+  const int64_t N = type.getDimSize(0), C = type.getDimSize(1), H = type.getDimSize(2),
+                W = type.getDimSize(3);
+  Composer c(n);
+  if (toSpace) {
+    if (b < 1 || C % (b * b))
+      return n.error() << "DepthToSpace blocksize " << b << ": its square must divide the "
+                       << C << " channels";
+    const std::string mode = n.getString("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD")
+      return n.error() << "DepthToSpace mode '" << mode << "' is not DCR or CRD";
+    const bool dcr = mode == "DCR";
+    Value split = dcr ? c.reshape(n.input(0), {N, b, b, C / (b * b), H, W})
+                      : c.reshape(n.input(0), {N, C / (b * b), b, b, H, W});
+    Value moved = dcr ? c.transpose(split, {0, 3, 4, 1, 5, 2}) : c.transpose(split, {0, 1, 4, 2, 5, 3});
+    return c.result(c.reshape(moved, {N, C / (b * b), H * b, W * b}));
+  }
+  if (b < 1 || H % b || W % b)
+    return n.error() << "SpaceToDepth blocksize " << b << " must divide the height " << H
+                     << " and the width " << W;
+  Value split = c.reshape(n.input(0), {N, C, H / b, b, W / b, b});
+  Value moved = c.transpose(split, {0, 3, 5, 1, 2, 4});
+  return c.result(c.reshape(moved, {N, C * b * b, H / b, W / b}));
+}
+
+/// InstanceNormalization: each (sample, channel) normalized over its spatial
+/// dims, then scale and bias per channel.
+Values importInstanceNormalization(NodeImporter &n) {
+  if (failed(expectFloatNode(n, 3, 3, {{"epsilon", Kind::Float}})))
+    return failure();
+  auto type = rankedInput(n, 0);
+  if (!type || !type.hasStaticShape() || type.getRank() < 3)
+    return n.error() << "InstanceNormalization needs a static [N, C, D1, ...] input, got "
+                     << n.input(0).getType();
+  const int64_t rank = type.getRank(), channels = type.getDimSize(1);
+  SmallVector<int64_t> spatial, perChannel(rank - 1, 1);
+  for (int64_t d = 2; d < rank; ++d)
+    spatial.push_back(d);
+  perChannel[0] = channels;
+  Composer c(n);
+  Value x = n.input(0);
+  Value mean = c.reduce("nn.reduce_mean", x, spatial, true);
+  Value centered = c.sub(x, mean);
+  Value squares = c.mul(centered, centered);
+  Value variance = c.reduce("nn.reduce_mean", squares, spatial, true);
+  Value epsilon = c.scalar(n.getFloat("epsilon", 1e-5f), x);
+  Value shifted = c.add(variance, epsilon);
+  Value deviation = c.unary("nn.sqrt", shifted);
+  Value normalized = c.div(centered, deviation);
+  Value scale = c.reshape(n.input(1), perChannel);
+  Value bias = c.reshape(n.input(2), perChannel);
+  Value scaled = c.mul(normalized, scale);
+  return c.result(c.add(scaled, bias));
+}
+
+/// GatherElements(data, indices, axis): out[.., i, ..] = data[.., indices[.., i, ..], ..]
+/// along `axis`. A one-hot mask over the axis (indices against an iota, in a
+/// new dim after it) multiplies data and is summed away, so the gradient is a
+/// mul's; data is first cut to the indices' extent in the other dims.
+Values importGatherElements(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 2)) || failed(n.expectAttributes({{"axis", Kind::Int}})))
+    return failure();
+  auto dataType = rankedInput(n, 0), indicesType = rankedInput(n, 1);
+  if (!dataType || !indicesType || !dataType.hasStaticShape() || !indicesType.hasStaticShape() ||
+      dataType.getRank() != indicesType.getRank() || dataType.getRank() == 0)
+    return n.error() << "GatherElements needs static data and indices of one rank, got "
+                     << n.input(0).getType() << " and " << n.input(1).getType();
+  const int64_t rank = dataType.getRank();
+  auto axis = normalizedAxis(n, n.getInt("axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  const int64_t length = dataType.getDimSize(*axis);
+  SmallVector<int64_t> ends, dims;
+  bool cut = false;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == *axis)
+      continue;
+    if (indicesType.getDimSize(d) > dataType.getDimSize(d))
+      return n.error() << "GatherElements indices " << n.input(1).getType()
+                       << " exceed data " << n.input(0).getType() << " in dim " << d;
+    cut |= indicesType.getDimSize(d) < dataType.getDimSize(d);
+    ends.push_back(indicesType.getDimSize(d));
+    dims.push_back(d);
+  }
+  Composer c(n);
+  Value data = n.input(0);
+  if (cut) {
+    Value starts = n.constantI64(SmallVector<int64_t>(dims.size(), 0));
+    Value stops = n.constantI64(ends);
+    Value axes = n.constantI64(dims);
+    Value steps = n.constantI64(SmallVector<int64_t>(dims.size(), 1));
+    data = c.op("nn.slice", {data, starts, stops, axes, steps});
+  }
+  Value index = wrappedIndex(c, n.input(1), length);
+  // [.., I_axis, 1, ..] against [1.., 1, L, 1..]: the mask [.., I_axis, L, ..].
+  Value after = n.constantI64({*axis + 1});
+  Value expanded = c.op("nn.unsqueeze", {index, after});
+  Value positions = c.iota(length, rank + 1, *axis + 1);
+  Value hit = c.op("nn.equal", {expanded, positions});
+  Value mask = c.cast(hit, dataType.getElementType());
+  // data [.., L, ..] as [.., 1, L, ..].
+  Value at = n.constantI64({*axis});
+  Value spread = c.op("nn.unsqueeze", {data, at});
+  Value picked = c.mul(spread, mask);
+  return c.result(c.reduce("nn.reduce_sum", picked, {*axis + 1}, false));
+}
 } // namespace
 
 Value pipe::onnx_import::axesOperand(NodeImporter &n, unsigned inputIndex, int attributeUntil) {
@@ -433,6 +699,14 @@ void pipe::onnx_import::addCompositeOps(const AddOp &add) {
   add("Size", {1, 13, 19, 21, 23}, 1, importSize);
   add("CastLike", {15, 19, 21, 23}, 15, importCastLike);
   add("NegativeLogLikelihoodLoss", {12, 13, 22}, 12, importNegativeLogLikelihoodLoss);
+  add("ArgMax", {1, 11, 12, 13}, 1, [](NodeImporter &n) { return importArgExtreme(n, true); });
+  add("ArgMin", {1, 11, 12, 13}, 1, [](NodeImporter &n) { return importArgExtreme(n, false); });
+  add("Hardmax", {1, 11, 13}, 1, importHardmax);
+  add("OneHot", {9, 11}, 9, importOneHot);
+  add("DepthToSpace", {1, 11, 13}, 1, [](NodeImporter &n) { return importDepthSpace(n, true); });
+  add("SpaceToDepth", {1, 13}, 1, [](NodeImporter &n) { return importDepthSpace(n, false); });
+  add("InstanceNormalization", {1, 6, 22}, 6, importInstanceNormalization);
+  add("GatherElements", {11, 13}, 11, importGatherElements);
   add("SoftmaxCrossEntropyLoss", {12, 13}, 12, importSoftmaxCrossEntropyLoss);
   const int reductions[] = {1, 11, 13, 18};
   add("ReduceL1", reductions, 1, [](NodeImporter &n) { return importReduction(n, Reduction::L1); });

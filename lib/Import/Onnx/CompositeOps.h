@@ -14,8 +14,9 @@ using AddOp = std::function<void(const char *name, llvm::ArrayRef<int> versions,
 /// Adds the ops that import as several nn ops (CompositeOps.cpp): Elu, Selu,
 /// Celu, ThresholdedRelu, Softsign, Mish, PRelu, Mean, Size, CastLike, the
 /// reductions ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum and
-/// ReduceLogSumExp, and the losses NegativeLogLikelihoodLoss and
-/// SoftmaxCrossEntropyLoss.
+/// ReduceLogSumExp, the losses NegativeLogLikelihoodLoss and
+/// SoftmaxCrossEntropyLoss, ArgMax, ArgMin, Hardmax, OneHot, GatherElements,
+/// DepthToSpace, SpaceToDepth and InstanceNormalization.
 void addCompositeOps(const AddOp &add);
 
 /// Axes given as an attribute before `attributeUntil` (opset 13 for ReduceSum,
