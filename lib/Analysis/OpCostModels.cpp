@@ -124,6 +124,8 @@ UnarySpec unarySpec(Operation *op) {
           [](auto) { return UnarySpec{1, K::None, false}; })
       // log(exp(x) + 1): exp, add, log.
       .Case<nn::SoftplusOp>([](auto) { return UnarySpec{3, K::Input, true}; })
+      // A libm call: counted as the other transcendental functions.
+      .Case<nn::SinOp, nn::CosOp>([](auto) { return UnarySpec{1, K::Input, true}; })
       // erf form 0.5 x (1 + erf(x / sqrt 2)): 5; tanh form
       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): 9.
       .Case<nn::GeluOp>([](nn::GeluOp gelu) {
@@ -864,7 +866,8 @@ void pipe::registerCostModelInterfaces(DialectRegistry &registry) {
            nn::FlattenOp, nn::SqueezeOp, nn::UnsqueezeOp, nn::IdentityOp>(ctx);
     attach<UnaryRule, nn::ReluOp, nn::ErfOp, nn::TanhOp, nn::SigmoidOp, nn::SqrtOp,
            nn::ExpOp, nn::LogOp, nn::NegOp, nn::AbsOp, nn::ReciprocalOp, nn::NotOp,
-           nn::FloorOp, nn::CeilOp, nn::SoftplusOp, nn::GeluOp, nn::LeakyReluOp,
+           nn::FloorOp, nn::CeilOp, nn::SoftplusOp, nn::SinOp, nn::CosOp, nn::GeluOp,
+           nn::LeakyReluOp,
            nn::HardSigmoidOp, nn::HardSwishOp, nn::ClipOp, nn::CastOp>(ctx);
     attach<BinaryRule, nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::PowOp, nn::ModOp,
            nn::EqualOp, nn::LessOp, nn::LessOrEqualOp, nn::GreaterOp,

@@ -195,7 +195,7 @@ def _log_softmax(attrs, inputs, _):
 for _name, _fn in (("Relu", torch.relu), ("Erf", torch.erf), ("Tanh", torch.tanh),
                    ("Sigmoid", torch.sigmoid), ("Sqrt", torch.sqrt), ("Neg", torch.neg),
                    ("Exp", torch.exp), ("Log", torch.log), ("Abs", torch.abs),
-                   ("Reciprocal", torch.reciprocal)):
+                   ("Reciprocal", torch.reciprocal), ("Sin", torch.sin), ("Cos", torch.cos)):
     op(_name)(lambda attrs, inputs, _, fn=_fn: [fn(inputs[0])])
 
 

@@ -212,6 +212,7 @@ def composite_ops_graph():
 
     h = node("ThresholdedRelu", [linear("fc1", "input", 16, 32)], "thresholded", alpha=0.2)
     h = node("Softsign", [linear("fc2", h, 32, 32)], "softsign")
+    h = node("Add", [node("Sin", [h], "sin"), node("Cos", [h], "cos")], "sin_cos")
     h = node("Mean", [h, linear("fc3", h, 32, 32), linear("fc4", h, 32, 32)], "mean")
     l1 = node("ReduceL1", [h], "l1", axes=[-1], keepdims=1)
     squares = node("ReduceSumSquare", [h], "squares", axes=[1], keepdims=1)
@@ -376,7 +377,8 @@ class TrainingEqualityTest(unittest.TestCase):
 
     def test_composite_ops_by_hand_2_ranks_1f1b_adam(self):
         """The composite ops torch does not export: ThresholdedRelu, Softsign,
-        Mean, Size, CastLike, ReduceL1, ReduceSumSquare and ReduceLogSum."""
+        Mean, Size, CastLike, ReduceL1, ReduceSumSquare and ReduceLogSum; and
+        Sin and Cos (kernels of their own)."""
         with tempfile.TemporaryDirectory(prefix="composite-ops-") as work:
             path = os.path.join(work, "by_hand.onnx")
             onnx.save(composite_ops_graph(), path)

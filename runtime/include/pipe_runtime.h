@@ -241,14 +241,16 @@ typedef enum pipe_unary {
   PIPE_LEAKY_RELU = 17, /* alpha */
   PIPE_HARD_SIGMOID = 18, /* max(0, min(1, alpha x + beta)) */
   PIPE_HARD_SWISH = 19,
-  PIPE_CLIP = 20 /* min(max(x, alpha), beta); alpha/beta = -inf/+inf when absent */
+  PIPE_CLIP = 20, /* min(max(x, alpha), beta); alpha/beta = -inf/+inf when absent */
+  PIPE_SIN = 21,
+  PIPE_COS = 22
 } pipe_unary;
 
 PIPE_EXPORT void pipe_k_unary(pipe_rank *r, int32_t fn, const pipe_tensor *x, pipe_tensor *y,
                               double alpha, double beta);
 /* dx = f'(.) * dy. `saved` is what the gradient rule keeps: the output y for
  * RELU, TANH, SIGMOID, SQRT, EXP, RECIPROCAL; the input x for ERF, LOG, ABS,
- * SOFTPLUS, GELU, GELU_TANH, LEAKY_RELU, HARD_SIGMOID, HARD_SWISH, CLIP; NULL
+ * SOFTPLUS, GELU, GELU_TANH, LEAKY_RELU, HARD_SIGMOID, HARD_SWISH, CLIP, SIN, COS; NULL
  * for NEG and IDENTITY. CLIP passes dy where alpha <= x <= beta. */
 PIPE_EXPORT void pipe_k_unary_grad(pipe_rank *r, int32_t fn, const pipe_tensor *saved,
                                    const pipe_tensor *dy, pipe_tensor *dx, double alpha,

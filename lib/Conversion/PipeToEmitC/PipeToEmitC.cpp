@@ -720,6 +720,8 @@ std::string unaryName(Operation *op) {
       .Case<nn::FloorOp>([](auto) { return "PIPE_FLOOR"; })
       .Case<nn::CeilOp>([](auto) { return "PIPE_CEIL"; })
       .Case<nn::SoftplusOp>([](auto) { return "PIPE_SOFTPLUS"; })
+      .Case<nn::SinOp>([](auto) { return "PIPE_SIN"; })
+      .Case<nn::CosOp>([](auto) { return "PIPE_COS"; })
       .Case<nn::GeluOp>([](nn::GeluOp g) {
         return g.getApproximate() == "tanh" ? "PIPE_GELU_TANH" : "PIPE_GELU";
       })

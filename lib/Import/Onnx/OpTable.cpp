@@ -409,6 +409,8 @@ const llvm::StringMap<OpSupport> &table() {
     add("Floor", VERSIONS(1, 6, 13), 6, unary("nn.floor"));
     add("Ceil", VERSIONS(1, 6, 13), 6, unary("nn.ceil"));
     add("Softplus", VERSIONS(1, 22), 1, unary("nn.softplus"));
+    add("Sin", VERSIONS(7, 22), 7, unary("nn.sin"));
+    add("Cos", VERSIONS(7, 22), 7, unary("nn.cos"));
     add("Identity", VERSIONS(1, 13, 14, 16, 19, 21, 23), 1, unary("nn.identity"));
     add("HardSwish", VERSIONS(14, 22), 14, unary("nn.hard_swish"));
     add("Gelu", VERSIONS(20), 20, plain("nn.gelu", 1, 1, {{"approximate", Kind::String}}));

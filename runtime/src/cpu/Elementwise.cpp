@@ -15,7 +15,8 @@ const char *unaryName(int32_t fn) {
   static const char *const names[] = {
       "relu", "erf",   "tanh",     "sigmoid",  "sqrt",     "exp",       "log",
       "neg",  "abs",   "reciprocal", "not",    "floor",    "ceil",      "softplus",
-      "identity", "gelu", "gelu_tanh", "leaky_relu", "hard_sigmoid", "hard_swish", "clip"};
+      "identity", "gelu", "gelu_tanh", "leaky_relu", "hard_sigmoid", "hard_swish", "clip",
+      "sin",  "cos"};
   if (fn < 0 || fn >= static_cast<int32_t>(sizeof(names) / sizeof(names[0])))
     return "?";
   return names[fn];
@@ -71,6 +72,8 @@ template <typename T> T unaryValue(int32_t fn, T x, T alpha, T beta) {
   case PIPE_HARD_SIGMOID: return std::max(T(0), std::min(T(1), alpha * x + beta));
   case PIPE_HARD_SWISH: return x * std::max(T(0), std::min(T(1), x / T(6) + T(0.5)));
   case PIPE_CLIP: return std::min(std::max(x, alpha), beta);
+  case PIPE_SIN: return std::sin(x);
+  case PIPE_COS: return std::cos(x);
   default: return x;
   }
 }
@@ -113,6 +116,8 @@ template <typename T> T unaryGradValue(int32_t fn, T s, T dy, T alpha, T beta) {
       return dy * (s / T(3) + T(0.5));
     return dy;
   case PIPE_CLIP: return (s >= alpha && s <= beta) ? dy : T(0);
+  case PIPE_SIN: return dy * std::cos(s); // s = x
+  case PIPE_COS: return -dy * std::sin(s);
   case PIPE_NEG: return -dy;
   case PIPE_IDENTITY: return dy;
   case PIPE_FLOOR:
@@ -129,7 +134,7 @@ char savedKind(int32_t fn) {
     return 'y';
   case PIPE_ERF: case PIPE_LOG: case PIPE_ABS: case PIPE_SOFTPLUS: case PIPE_GELU:
   case PIPE_GELU_TANH: case PIPE_LEAKY_RELU: case PIPE_HARD_SIGMOID: case PIPE_HARD_SWISH:
-  case PIPE_CLIP:
+  case PIPE_CLIP: case PIPE_SIN: case PIPE_COS:
     return 'x';
   case PIPE_NEG: case PIPE_IDENTITY: case PIPE_FLOOR: case PIPE_CEIL:
     return '-';
@@ -254,7 +259,7 @@ void pipe_k_unary(pipe_rank *r, int32_t fn, const pipe_tensor *x, pipe_tensor *y
                   double beta) {
   char op[48];
   std::snprintf(op, sizeof op, "unary(%s)", unaryName(fn));
-  if (fn < PIPE_RELU || fn > PIPE_CLIP)
+  if (fn < PIPE_RELU || fn > PIPE_COS)
     fail(r, "unary: unknown function %d", fn);
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);

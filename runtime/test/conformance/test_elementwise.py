@@ -36,6 +36,7 @@ def torch_unary(name, alpha, beta):
                          else lambda x: torch.clamp(alpha * x + beta, 0.0, 1.0)),
         "hard_swish": F.hardswish,
         "clip": lambda x: torch.clamp(x, alpha, beta),
+        "sin": torch.sin, "cos": torch.cos,
     }[name]
 
 

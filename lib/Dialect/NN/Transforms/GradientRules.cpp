@@ -840,6 +840,8 @@ void pipe::nn::registerGradientInterfaces(DialectRegistry &registry) {
     attachUnary<AbsOp, F::abs, false>(ctx);
     attachUnary<ReciprocalOp, F::reciprocal, true>(ctx);
     attachUnary<SoftplusOp, F::softplus, false>(ctx);
+    attachUnary<SinOp, F::sin, false>(ctx);
+    attachUnary<CosOp, F::cos, false>(ctx);
     attachUnary<HardSwishOp, F::hard_swish, false>(ctx);
     attachRule<GeluOp, gelu>(ctx);
     attachRule<LeakyReluOp, leakyRelu>(ctx);

@@ -26,7 +26,7 @@ def NN_UnaryFunction : I32EnumAttr<"UnaryFunction", "a unary element-wise functi
     I32EnumAttrCase<"softplus", 9>, I32EnumAttrCase<"gelu", 10>,
     I32EnumAttrCase<"gelu_tanh", 11>, I32EnumAttrCase<"leaky_relu", 12>,
     I32EnumAttrCase<"hard_sigmoid", 13>, I32EnumAttrCase<"hard_swish", 14>,
-    I32EnumAttrCase<"clip", 15>]> {
+    I32EnumAttrCase<"clip", 15>, I32EnumAttrCase<"sin", 16>, I32EnumAttrCase<"cos", 17>]> {
   let cppNamespace = "::pipe::nn";
   let genSpecializedAttr = 0;
 }

@@ -119,6 +119,8 @@ def NN_NotOp : NN_UnaryOp<"not", "Logical not">;
 def NN_FloorOp : NN_UnaryOp<"floor", "Floor">;
 def NN_CeilOp : NN_UnaryOp<"ceil", "Ceiling">;
 def NN_SoftplusOp : NN_UnaryOp<"softplus", "log(exp(x) + 1)">;
+def NN_SinOp : NN_UnaryOp<"sin", "Sine">;
+def NN_CosOp : NN_UnaryOp<"cos", "Cosine">;
 def NN_IdentityOp : NN_UnaryOp<"identity", "The input, unchanged"> {
   let hasFolder = 1;
 }
