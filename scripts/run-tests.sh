@@ -4,7 +4,7 @@
 # runtime's kernel conformance suite, the install check (scripts/test-install.sh:
 # examples/downstream built against cmake --install, one test), lit and ctest
 # again under ASan + UBSan (scripts/sanitize.sh; SANITIZE=0 skips them), and the
-# fuzz harnesses (FUZZ_SECONDS each, default 30; FUZZ_SECONDS=0 skips them),
+# fuzz harnesses (FUZZ_SECONDS each, default 20; FUZZ_SECONDS=0 skips them),
 # each harness counting as one test.
 # Ends with one line `N passed, M failed` and exits non-zero on any failure.
 set -uo pipefail
@@ -105,7 +105,7 @@ if [ "${SANITIZE:-1}" != 0 ]; then
   fi
 fi
 
-FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 if [ "$FUZZ_SECONDS" != 0 ]; then
   echo "== fuzz"
   FUZZ_JOBS=${FUZZ_JOBS:-$JOBS} scripts/fuzz.sh "$FUZZ_SECONDS" | tee "$report/fuzz.log"

@@ -13,6 +13,7 @@ losing an op fails). --every N runs one supported test in N (in name order; the
 sanitizer run, where each import costs ten times more, uses it); without it,
 every one.
 """
+import concurrent.futures
 import os
 import re
 import subprocess
@@ -129,33 +130,43 @@ def main():
     supported = set(subprocess.run([pipe_opt, "--print-onnx-ops"], capture_output=True,
                                    text=True, check=True).stdout.split())
     passed, failed, skipped, expected = 0, [], 0, 0
-    with tempfile.TemporaryDirectory() as scratch:
-        for name in sorted(os.listdir(node_dir)):
-            test_dir = os.path.join(node_dir, name)
-            model_path = os.path.join(test_dir, "model.onnx")
-            if not os.path.exists(model_path):
-                continue
-            model = onnx.load(model_path, load_external_data=False)
-            ops = {n.op_type for n in model.graph.node}
-            if not ops or not ops <= supported or any(n.domain not in ("", "ai.onnx")
-                                                      for n in model.graph.node):
-                skipped += 1
-                continue
-            candidates += 1
-            if (candidates - 1) % every:
-                continue
-            reason = expected_unsupported(name)
-            problem = run_one(pipe_opt, test_dir, scratch)
-            if problem is None:
-                passed += 1
-                if verbose:
-                    print(f"PASS {name}")
-            elif reason:
-                expected += 1
-                if verbose:
-                    print(f"EXPECTED {name}: {reason}: {problem}")
-            else:
-                failed.append((name, problem))
+    chosen = []
+    for name in sorted(os.listdir(node_dir)):
+        test_dir = os.path.join(node_dir, name)
+        model_path = os.path.join(test_dir, "model.onnx")
+        if not os.path.exists(model_path):
+            continue
+        model = onnx.load(model_path, load_external_data=False)
+        ops = {n.op_type for n in model.graph.node}
+        if not ops or not ops <= supported or any(n.domain not in ("", "ai.onnx")
+                                                  for n in model.graph.node):
+            skipped += 1
+            continue
+        candidates += 1
+        if (candidates - 1) % every == 0:
+            chosen.append(name)
+    # One import per core at a time, each in its own scratch folder; results in
+    # name order.
+    with tempfile.TemporaryDirectory() as scratch, \
+            concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        def check(index_and_name):
+            index, name = index_and_name
+            folder = os.path.join(scratch, str(index))
+            os.mkdir(folder)
+            return run_one(pipe_opt, os.path.join(node_dir, name), folder)
+        problems = list(pool.map(check, enumerate(chosen)))
+    for name, problem in zip(chosen, problems):
+        reason = expected_unsupported(name)
+        if problem is None:
+            passed += 1
+            if verbose:
+                print(f"PASS {name}")
+        elif reason:
+            expected += 1
+            if verbose:
+                print(f"EXPECTED {name}: {reason}: {problem}")
+        else:
+            failed.append((name, problem))
     for name, problem in failed:
         print(f"FAIL {name}: {problem}")
     sampled = f" (one in {every} of {candidates} supported)" if every > 1 else ""
