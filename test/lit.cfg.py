@@ -16,7 +16,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 
 tool_dirs = [os.path.join(config.pipe_obj_root, "bin"), config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["pipe-opt", "pipe-plan", "mlir-translate", "mlir-opt"],
+llvm_config.add_tool_substitutions(["pipe-opt", "pipe-plan", "pipe-run", "mlir-translate", "mlir-opt"],
                                    tool_dirs)
 # An AddressSanitizer build (scripts/sanitize.sh).
 if getattr(config, "pipe_asan", 0):

@@ -125,7 +125,11 @@ UnarySpec unarySpec(Operation *op) {
       // log(exp(x) + 1): exp, add, log.
       .Case<nn::SoftplusOp>([](auto) { return UnarySpec{3, K::Input, true}; })
       // A libm call: counted as the other transcendental functions.
-      .Case<nn::SinOp, nn::CosOp>([](auto) { return UnarySpec{1, K::Input, true}; })
+      .Case<nn::SinOp, nn::CosOp, nn::TanOp, nn::AsinOp, nn::AcosOp, nn::AtanOp, nn::SinhOp,
+            nn::CoshOp, nn::AsinhOp, nn::AcoshOp, nn::AtanhOp>(
+          [](auto) { return UnarySpec{1, K::Input, true}; })
+      // Piecewise constant: no gradient flows through them.
+      .Case<nn::RoundOp, nn::SignOp>([](auto) { return UnarySpec{1, K::None, false}; })
       // erf form 0.5 x (1 + erf(x / sqrt 2)): 5; tanh form
       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): 9.
       .Case<nn::GeluOp>([](nn::GeluOp gelu) {
@@ -390,6 +394,32 @@ struct ConvRule {
   static SavedForBackward saved(Operation *op, const CostQuery &q) {
     auto conv = cast<nn::ConvOp>(op);
     return productSaved(q, conv.getInput(), 0, conv.getWeight(), 1);
+  }
+};
+
+/// conv_grad_input as a forward op (ONNX ConvTranspose): the MACs of the
+/// convolution it transposes, each operand's gradient one product as large
+/// (a convolution of dy for x, a weight gradient for w), as ConvRule.
+struct ConvTransposeRule {
+  static KernelClass kind(Operation *) { return KernelClass::Conv; }
+  static bool differentiable(Operation *) { return true; }
+  static OpCost cost(Operation *op, const CostQuery &q) {
+    auto conv = cast<nn::ConvGradInputOp>(op);
+    OpCost c;
+    c.kind = KernelClass::Conv;
+    auto wType = nn::getRankedType(conv.getWeight());
+    if (!wType || wType.getRank() < 1 || wType.getDimSize(0) <= 0)
+      return c;
+    double macs = N(conv.getGrad()) * N(conv.getWeight()) / static_cast<double>(wType.getDimSize(0));
+    c.forwardFlops = 2 * macs;
+    c.forwardBytes = streamBytes(op, q);
+    c.forwardKernels = 1;
+    addProductBackward(c, q, macs, conv.getOutput(), conv.getGrad(), 0, conv.getWeight(), 1);
+    return c;
+  }
+  static SavedForBackward saved(Operation *op, const CostQuery &q) {
+    auto conv = cast<nn::ConvGradInputOp>(op);
+    return productSaved(q, conv.getGrad(), 0, conv.getWeight(), 1);
   }
 };
 
@@ -793,7 +823,7 @@ struct GradientOpRule {
   static KernelClass kind(Operation *op) {
     return llvm::TypeSwitch<Operation *, KernelClass>(op)
         .Case<nn::UnaryGradOp>([](auto) { return KernelClass::Elementwise; })
-        .Case<nn::ConvGradInputOp, nn::ConvGradWeightOp>([](auto) { return KernelClass::Conv; })
+        .Case<nn::ConvGradWeightOp>([](auto) { return KernelClass::Conv; })
         .Case<nn::MaxPoolGradOp, nn::AveragePoolGradOp>(
             [](auto) { return KernelClass::Pooling; })
         .Case<nn::GatherGradOp, nn::SliceGradOp>([](auto) { return KernelClass::DataMovement; })
@@ -803,10 +833,6 @@ struct GradientOpRule {
   static double flops(Operation *op) {
     return llvm::TypeSwitch<Operation *, double>(op)
         .Case<nn::UnaryGradOp>([](auto g) { return 2 * N(g.getOutput()); })
-        .Case<nn::ConvGradInputOp>([](auto g) { // 2 MACs per dy element and weight tap
-          auto w = nn::getRankedType(g.getWeight());
-          return 2 * N(g.getGrad()) * N(g.getWeight()) / std::max<int64_t>(1, w.getDimSize(0));
-        })
         .Case<nn::ConvGradWeightOp>([](auto g) {
           return 2 * N(g.getGrad()) * N(g.getOutput()) /
                  std::max<int64_t>(1, g.getWeightShape()[0]);
@@ -866,7 +892,9 @@ void pipe::registerCostModelInterfaces(DialectRegistry &registry) {
            nn::FlattenOp, nn::SqueezeOp, nn::UnsqueezeOp, nn::IdentityOp>(ctx);
     attach<UnaryRule, nn::ReluOp, nn::ErfOp, nn::TanhOp, nn::SigmoidOp, nn::SqrtOp,
            nn::ExpOp, nn::LogOp, nn::NegOp, nn::AbsOp, nn::ReciprocalOp, nn::NotOp,
-           nn::FloorOp, nn::CeilOp, nn::SoftplusOp, nn::SinOp, nn::CosOp, nn::GeluOp,
+           nn::FloorOp, nn::CeilOp, nn::SoftplusOp, nn::SinOp, nn::CosOp, nn::TanOp,
+           nn::AsinOp, nn::AcosOp, nn::AtanOp, nn::SinhOp, nn::CoshOp, nn::AsinhOp,
+           nn::AcoshOp, nn::AtanhOp, nn::RoundOp, nn::SignOp, nn::GeluOp,
            nn::LeakyReluOp,
            nn::HardSigmoidOp, nn::HardSwishOp, nn::ClipOp, nn::CastOp>(ctx);
     attach<BinaryRule, nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::PowOp, nn::ModOp,
@@ -881,7 +909,8 @@ void pipe::registerCostModelInterfaces(DialectRegistry &registry) {
     attach<BatchNormRule, nn::BatchNormOp>(ctx);
     attach<BatchNormTrainRule, nn::BatchNormTrainOp>(ctx);
     attach<CrossEntropyRule, nn::SoftmaxCrossEntropyLossOp>(ctx);
-    attach<GradientOpRule, nn::UnaryGradOp, nn::ConvGradInputOp, nn::ConvGradWeightOp,
+    attach<ConvTransposeRule, nn::ConvGradInputOp>(ctx);
+    attach<GradientOpRule, nn::UnaryGradOp, nn::ConvGradWeightOp,
            nn::MaxPoolGradOp, nn::AveragePoolGradOp, nn::BatchNormGradOp, nn::LayerNormGradOp,
            nn::SoftmaxGradOp, nn::LogSoftmaxGradOp, nn::GatherGradOp, nn::SliceGradOp,
            nn::SoftmaxCrossEntropyLossGradOp>(ctx);

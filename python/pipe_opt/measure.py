@@ -118,6 +118,98 @@ def _conv(attrs, inputs, _):
                         groups=int(attrs.get("group", 1)))]
 
 
+_CONV_TRANSPOSE = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
+
+
+@op("ConvTranspose")
+def _conv_transpose(attrs, inputs, _):
+    x, w = inputs[0], inputs[1]
+    b = inputs[2] if len(inputs) > 2 else None
+    rank = x.dim() - 2
+    pads = _spatial_pads(attrs, rank)
+    if pads[:rank] != pads[rank:] or "output_shape" in attrs:
+        raise MeasureError("ConvTranspose with asymmetric pads or output_shape is not supported")
+    return [_CONV_TRANSPOSE[rank](
+        x, w, b, stride=list(attrs.get("strides", [1] * rank)), padding=pads[:rank],
+        output_padding=list(attrs.get("output_padding", [0] * rank)),
+        groups=int(attrs.get("group", 1)), dilation=list(attrs.get("dilations", [1] * rank)))]
+
+
+@op("Resize", host=(1, 2, 3))
+def _resize(attrs, inputs, _):
+    """The modes torch's F.interpolate has: linear with half_pixel,
+    pytorch_half_pixel or align_corners; nearest with asymmetric and floor."""
+    x = inputs[0]
+    scales = inputs[2] if len(inputs) > 2 else None
+    sizes = inputs[3] if len(inputs) > 3 else None
+    spatial = x.shape[2:]
+    if sizes:
+        size = [int(v) for v in sizes[2:]]
+    else:
+        size = [int(math.floor(n * float(s))) for n, s in zip(spatial, scales[2:])]
+    if (sizes and list(sizes[:2]) != list(x.shape[:2])) or \
+            (not sizes and [float(s) for s in scales[:2]] != [1.0, 1.0]):
+        raise MeasureError("Resize of the batch or channel dims is not supported")
+    mode = _text(attrs.get("mode", "nearest"))
+    transform = _text(attrs.get("coordinate_transformation_mode", "half_pixel"))
+    if mode == "linear" and transform in ("half_pixel", "pytorch_half_pixel", "align_corners"):
+        name = {1: "linear", 2: "bilinear", 3: "trilinear"}[len(spatial)]
+        return [F.interpolate(x, size=size, mode=name, align_corners=transform == "align_corners")]
+    if mode == "nearest" and transform == "asymmetric" and \
+            _text(attrs.get("nearest_mode", "round_prefer_floor")) == "floor":
+        return [F.interpolate(x, size=size, mode="nearest")]
+    raise MeasureError(f"Resize mode {mode} with {transform} is not supported")
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _recurrent(attrs, inputs, num_outputs, cell: str):
+    """ONNX LSTM and GRU through torch's own recurrent kernels (one layer;
+    the gates reordered: ONNX iofc to torch ifgo, ONNX zrh to torch rzn)."""
+    x, w, r = inputs[0], inputs[1], inputs[2]
+    b = inputs[3] if len(inputs) > 3 else None
+    if (len(inputs) > 4 and inputs[4] is not None) or (len(inputs) > 7 and inputs[7] is not None):
+        raise MeasureError(f"{cell} with sequence_lens or peepholes is not supported")
+    if "activations" in attrs or "clip" in attrs or int(attrs.get("layout", 0)) or \
+            int(attrs.get("input_forget", 0)):
+        raise MeasureError(f"{cell} with activations, clip, layout or input_forget")
+    if _text(attrs.get("direction", "forward")) == "reverse":
+        raise MeasureError(f"{cell} in reverse only (torch runs forward or both)")
+    if cell == "GRU" and not int(attrs.get("linear_before_reset", 0)):
+        raise MeasureError("GRU without linear_before_reset (torch's GRU has it)")
+    hidden = int(attrs["hidden_size"])
+    dirs = w.shape[0]
+    order = [0, 2, 3, 1] if cell == "LSTM" else [1, 0, 2]
+
+    def reorder(m):
+        return torch.cat([m[k * hidden:(k + 1) * hidden] for k in order])
+    params = []
+    for d in range(dirs):
+        params += [reorder(w[d]), reorder(r[d])]
+        if b is not None:
+            gates = len(order) * hidden
+            params += [reorder(b[d][:gates]), reorder(b[d][gates:])]
+    batch = x.shape[1]
+    zeros = x.new_zeros(dirs, batch, hidden)
+    h0 = inputs[5].to(x.dtype) if len(inputs) > 5 and inputs[5] is not None else zeros
+    if cell == "LSTM":
+        c0 = inputs[6].to(x.dtype) if len(inputs) > 6 and inputs[6] is not None else zeros
+        y, h, c = torch._VF.lstm(x, (h0, c0), params, b is not None, 1, 0.0, False, dirs == 2,
+                                 False)
+        states = [h, c]
+    else:
+        y, h = torch._VF.gru(x, h0, params, b is not None, 1, 0.0, False, dirs == 2, False)
+        states = [h]
+    y = y.reshape(x.shape[0], batch, dirs, hidden).permute(0, 2, 1, 3)
+    return ([y] + states)[:max(1, num_outputs)]
+
+
+op("LSTM")(lambda attrs, inputs, n: _recurrent(attrs, inputs, n, "LSTM"))
+op("GRU")(lambda attrs, inputs, n: _recurrent(attrs, inputs, n, "GRU"))
+
+
 @op("Gemm")
 def _gemm(attrs, inputs, _):
     a, b = inputs[0], inputs[1]
@@ -195,7 +287,11 @@ def _log_softmax(attrs, inputs, _):
 for _name, _fn in (("Relu", torch.relu), ("Erf", torch.erf), ("Tanh", torch.tanh),
                    ("Sigmoid", torch.sigmoid), ("Sqrt", torch.sqrt), ("Neg", torch.neg),
                    ("Exp", torch.exp), ("Log", torch.log), ("Abs", torch.abs),
-                   ("Reciprocal", torch.reciprocal), ("Sin", torch.sin), ("Cos", torch.cos)):
+                   ("Reciprocal", torch.reciprocal), ("Sin", torch.sin), ("Cos", torch.cos),
+                   ("Tan", torch.tan), ("Asin", torch.asin), ("Acos", torch.acos),
+                   ("Atan", torch.atan), ("Sinh", torch.sinh), ("Cosh", torch.cosh),
+                   ("Asinh", torch.asinh), ("Acosh", torch.acosh), ("Atanh", torch.atanh),
+                   ("Round", torch.round), ("Sign", torch.sign)):
     op(_name)(lambda attrs, inputs, _, fn=_fn: [fn(inputs[0])])
 
 

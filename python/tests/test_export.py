@@ -264,6 +264,10 @@ class ModelDefinitionTest(unittest.TestCase):
                 config = family.configs["real"]
                 if hasattr(config, "layers"):
                     config = dataclasses.replace(config, layers=family.configs["tiny"].layers)
+                # A tiny U-Net has fewer levels; compare with the real one's first ones.
+                if hasattr(config, "widths"):
+                    levels = len(family.configs["tiny"].widths)
+                    config = dataclasses.replace(config, widths=config.widths[:levels])
                 self.assertEqual(structure(tiny), structure(family.make(config)))
 
     def test_inception_without_auxiliary_head(self):
@@ -277,7 +281,7 @@ class FixtureTest(unittest.TestCase):
     """The committed fixtures are valid and have the form the importer expects."""
 
     FAMILIES = ("resnet50", "densenet121", "inception_v3", "vgg16", "mobilenet_v2", "gpt2",
-                "bert", "mlp", "transformer", "moe")
+                "bert", "mlp", "transformer", "moe", "unet", "fcn", "lstm_lm", "gru_tagger")
 
     def test_every_family_has_a_fixture(self):
         for name in self.FAMILIES:
@@ -304,10 +308,11 @@ class FixtureTest(unittest.TestCase):
                         self.assertEqual(len(node.output), 5 if training else 1)
                 stem = os.path.splitext(os.path.basename(path))[0]
                 family = stem.split("_eval")[0].split("_opset")[0]
-                has_dropout = family not in ("resnet50", "densenet121", "mlp")
+                has_dropout = family not in ("resnet50", "densenet121", "mlp", "unet", "fcn",
+                                             "lstm_lm", "gru_tagger")
                 self.assertEqual(bool(nodes_of(model, "Dropout")), training and has_dropout)
                 total += os.path.getsize(path)
-        self.assertLess(total, 6 * 10**6)  # fixtures stay small
+        self.assertLess(total, 6.5 * 10**6)  # fixtures stay small
 
 
 if __name__ == "__main__":

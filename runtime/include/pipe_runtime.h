@@ -243,15 +243,27 @@ typedef enum pipe_unary {
   PIPE_HARD_SWISH = 19,
   PIPE_CLIP = 20, /* min(max(x, alpha), beta); alpha/beta = -inf/+inf when absent */
   PIPE_SIN = 21,
-  PIPE_COS = 22
+  PIPE_COS = 22,
+  PIPE_TAN = 23,
+  PIPE_ASIN = 24,
+  PIPE_ACOS = 25,
+  PIPE_ATAN = 26,
+  PIPE_SINH = 27,
+  PIPE_COSH = 28,
+  PIPE_ASINH = 29,
+  PIPE_ACOSH = 30,
+  PIPE_ATANH = 31,
+  PIPE_ROUND = 32, /* halves to even */
+  PIPE_SIGN = 33
 } pipe_unary;
 
 PIPE_EXPORT void pipe_k_unary(pipe_rank *r, int32_t fn, const pipe_tensor *x, pipe_tensor *y,
                               double alpha, double beta);
 /* dx = f'(.) * dy. `saved` is what the gradient rule keeps: the output y for
  * RELU, TANH, SIGMOID, SQRT, EXP, RECIPROCAL; the input x for ERF, LOG, ABS,
- * SOFTPLUS, GELU, GELU_TANH, LEAKY_RELU, HARD_SIGMOID, HARD_SWISH, CLIP, SIN, COS; NULL
- * for NEG and IDENTITY. CLIP passes dy where alpha <= x <= beta. */
+ * SOFTPLUS, GELU, GELU_TANH, LEAKY_RELU, HARD_SIGMOID, HARD_SWISH, CLIP, SIN, COS, TAN,
+ * ASIN, ACOS, ATAN, SINH, COSH, ASINH, ACOSH, ATANH; NULL for NEG, IDENTITY, FLOOR, CEIL,
+ * ROUND and SIGN (the last four give 0). CLIP passes dy where alpha <= x <= beta. */
 PIPE_EXPORT void pipe_k_unary_grad(pipe_rank *r, int32_t fn, const pipe_tensor *saved,
                                    const pipe_tensor *dy, pipe_tensor *dx, double alpha,
                                    double beta);

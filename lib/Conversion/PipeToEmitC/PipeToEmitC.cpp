@@ -722,6 +722,17 @@ std::string unaryName(Operation *op) {
       .Case<nn::SoftplusOp>([](auto) { return "PIPE_SOFTPLUS"; })
       .Case<nn::SinOp>([](auto) { return "PIPE_SIN"; })
       .Case<nn::CosOp>([](auto) { return "PIPE_COS"; })
+      .Case<nn::TanOp>([](auto) { return "PIPE_TAN"; })
+      .Case<nn::AsinOp>([](auto) { return "PIPE_ASIN"; })
+      .Case<nn::AcosOp>([](auto) { return "PIPE_ACOS"; })
+      .Case<nn::AtanOp>([](auto) { return "PIPE_ATAN"; })
+      .Case<nn::SinhOp>([](auto) { return "PIPE_SINH"; })
+      .Case<nn::CoshOp>([](auto) { return "PIPE_COSH"; })
+      .Case<nn::AsinhOp>([](auto) { return "PIPE_ASINH"; })
+      .Case<nn::AcoshOp>([](auto) { return "PIPE_ACOSH"; })
+      .Case<nn::AtanhOp>([](auto) { return "PIPE_ATANH"; })
+      .Case<nn::RoundOp>([](auto) { return "PIPE_ROUND"; })
+      .Case<nn::SignOp>([](auto) { return "PIPE_SIGN"; })
       .Case<nn::GeluOp>([](nn::GeluOp g) {
         return g.getApproximate() == "tanh" ? "PIPE_GELU_TANH" : "PIPE_GELU";
       })

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CompositeOps.h"
+#include "Composer.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Matchers.h"
@@ -18,99 +19,7 @@ using namespace pipe::onnx_import;
 using llvm::SmallVector;
 
 namespace {
-using Values = FailureOr<SmallVector<Value>>;
 using Kind = AttrKind;
-
-/// Builds nn ops for one node; the first failure sticks and later calls
-/// return null, so a formula is checked once. Each op is its own statement:
-/// argument evaluation order is unspecified in C++, and the ops must come out
-/// in the same order whatever the compiler.
-class Composer {
-public:
-  explicit Composer(NodeImporter &n) : n(n) {}
-
-  Value op(llvm::StringRef name, ValueRange operands, llvm::ArrayRef<NamedAttribute> attrs = {}) {
-    if (failed_ || llvm::any_of(operands, [](Value v) { return !v; })) {
-      failed_ = true;
-      return nullptr;
-    }
-    auto results = n.create(name, operands, attrs, 1);
-    if (failed(results)) {
-      failed_ = true;
-      return nullptr;
-    }
-    return (*results)[0];
-  }
-  /// A 0-d constant of `like`'s element type.
-  Value scalar(double value, Value like) {
-    if (!like)
-      return nullptr;
-    return n.constantScalar(value, getElementTypeOrSelf(like.getType()));
-  }
-  Value add(Value a, Value b) { return op("nn.add", {a, b}); }
-  Value sub(Value a, Value b) { return op("nn.sub", {a, b}); }
-  Value mul(Value a, Value b) { return op("nn.mul", {a, b}); }
-  Value div(Value a, Value b) { return op("nn.div", {a, b}); }
-  Value unary(llvm::StringRef name, Value x) { return op(name, {x}); }
-  /// An i64 constant of `shape` holding `values`.
-  Value constant(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> values) {
-    auto type = RankedTensorType::get(shape, n.builder.getI64Type());
-    auto attr = DenseElementsAttr::get(type, values);
-    return op("nn.constant", {}, {n.builder.getNamedAttr("value", attr)});
-  }
-  /// 0, 1, ..., length - 1 along dim `at` of a rank-`rank` i64 tensor whose
-  /// other dims are 1 (broadcasts against the dim it numbers).
-  Value iota(int64_t length, int64_t rank, int64_t at) {
-    SmallVector<int64_t> shape(rank, 1), values(length);
-    shape[at] = length;
-    for (int64_t k = 0; k < length; ++k)
-      values[k] = k;
-    return constant(shape, values);
-  }
-  Value reshape(Value x, llvm::ArrayRef<int64_t> shape) {
-    Value target = n.constantI64(shape);
-    return op("nn.reshape", {x, target});
-  }
-  Value transpose(Value x, llvm::ArrayRef<int64_t> perm) {
-    return op("nn.transpose", {x}, {n.builder.getNamedAttr("perm", n.builder.getDenseI64ArrayAttr(perm))});
-  }
-  Value cast(Value x, Type to) {
-    return op("nn.cast", {x}, {n.builder.getNamedAttr("to", TypeAttr::get(to))});
-  }
-  /// A reduction over `axes` (i64 constant operand).
-  Value reduce(llvm::StringRef name, Value x, llvm::ArrayRef<int64_t> axes, bool keepdims) {
-    Value axesValue = n.constantI64(axes);
-    return op(name, {x, axesValue},
-              {n.builder.getNamedAttr("keepdims", n.builder.getI64IntegerAttr(keepdims))});
-  }
-  /// min(x, 0) and max(x, 0).
-  Value negativePart(Value x) { return op("nn.min", {x, scalar(0, x)}); }
-  Value positivePart(Value x) { return op("nn.relu", {x}); }
-
-  Values result(Value v) const {
-    if (failed_ || !v)
-      return failure();
-    return SmallVector<Value>{v};
-  }
-
-  NodeImporter &n;
-
-private:
-  bool failed_ = false;
-};
-
-/// Checks a node of `minInputs` to `maxInputs` inputs whose first is floating
-/// point (the formulas use exp, sqrt, log) and whose attributes are among `specs`.
-LogicalResult expectFloatNode(NodeImporter &n, unsigned minInputs, unsigned maxInputs,
-                              llvm::ArrayRef<AttrSpec> specs) {
-  if (failed(n.expectInputs(minInputs, maxInputs)) || failed(n.expectAttributes(specs)))
-    return failure();
-  Value x = n.input(0);
-  if (!isa<FloatType>(getElementTypeOrSelf(x.getType())))
-    return n.error() << n.node.op_type() << " needs a floating-point input, got "
-                     << x.getType();
-  return success();
-}
 
 /// alpha * (exp(min(x, 0) / scale) - 1): the negative branch of Elu, Selu and
 /// Celu (scale 1 but for Celu, whose alpha divides x).
@@ -417,14 +326,17 @@ Values importNegativeLogLikelihoodLoss(NodeImporter &n) {
 
 /// SoftmaxCrossEntropyLoss. Its mean without class weights is
 /// nn.softmax_cross_entropy_loss, the op the compiler's own loss uses (one
-/// kernel, one fused gradient). Other forms: LogSoftmax over the classes (axis
+/// kernel, one fused gradient). Other forms, and any with the log-probability
+/// output: LogSoftmax over the classes (axis
 /// 1), then the negative log-likelihood. The optional second output is the
 /// log-probability.
 Values importSoftmaxCrossEntropyLoss(NodeImporter &n) {
   auto attributes = checkLoss(n);
   if (failed(attributes))
     return failure();
-  if (attributes->reduction == LossReduction::Mean && !n.input(2)) {
+  // The fused op's gradient is the loss's only: with the log-probability as an
+  // output (a value the graph may use), the composite form.
+  if (attributes->reduction == LossReduction::Mean && !n.input(2) && n.numOutputs() < 2) {
     SmallVector<NamedAttribute> attrs;
     n.copyInt(attrs, "ignore_index");
     auto results = n.create("nn.softmax_cross_entropy_loss", {n.input(0), n.input(1)}, attrs, 2);
@@ -442,44 +354,6 @@ Values importSoftmaxCrossEntropyLoss(NodeImporter &n) {
     result->push_back(logProb);
   return result;
 }
-/// `axis` of a rank-`rank` tensor in [0, rank), or an error naming the node.
-FailureOr<int64_t> normalizedAxis(NodeImporter &n, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank)
-    return n.error() << n.node.op_type() << " axis " << axis << " is outside [" << -rank << ", "
-                     << rank << ")";
-  return axis < 0 ? axis + rank : axis;
-}
-
-RankedTensorType rankedInput(NodeImporter &n, unsigned i) {
-  return dyn_cast<RankedTensorType>(n.input(i).getType());
-}
-
-/// The index of the first (or, with `last`, the last) extreme of x along
-/// `axis`, kept as a dim of 1: where x equals its max (min), the iota along
-/// the axis, else a value past every index; then the min (max) of that.
-Value extremeIndex(Composer &c, Value x, int64_t axis, bool maximum, bool last) {
-  auto type = cast<RankedTensorType>(x.getType());
-  const int64_t length = type.getDimSize(axis);
-  Value extreme = c.reduce(maximum ? "nn.reduce_max" : "nn.reduce_min", x, {axis}, true);
-  Value hit = c.op("nn.equal", {x, extreme});
-  Value positions = c.iota(length, type.getRank(), axis);
-  Value beyond = c.n.constantI64({last ? -1 : length}, true);
-  Value candidates = c.op("nn.where", {hit, positions, beyond});
-  return c.reduce(last ? "nn.reduce_max" : "nn.reduce_min", candidates, {axis}, true);
-}
-
-/// `indices` as i64, the negative ones counted from `length` (ONNX's rule
-/// for OneHot and GatherElements).
-Value wrappedIndex(Composer &c, Value indices, int64_t length) {
-  auto i64 = c.n.builder.getI64Type();
-  Value index = getElementTypeOrSelf(indices.getType()) == i64 ? indices : c.cast(indices, i64);
-  Value zero = c.n.constantI64({0}, true);
-  Value negative = c.op("nn.less", {index, zero});
-  Value lengthScalar = c.n.constantI64({length}, true);
-  Value wrapped = c.add(index, lengthScalar);
-  return c.op("nn.where", {negative, wrapped, index});
-}
-
 /// ArgMax / ArgMin: int64 indices of the first (select_last_index: last)
 /// extreme along `axis`.
 Values importArgExtreme(NodeImporter &n, bool maximum) {
@@ -664,19 +538,166 @@ Values importGatherElements(NodeImporter &n) {
     data = c.op("nn.slice", {data, starts, stops, axes, steps});
   }
   Value index = wrappedIndex(c, n.input(1), length);
-  // [.., I_axis, 1, ..] against [1.., 1, L, 1..]: the mask [.., I_axis, L, ..].
-  Value after = n.constantI64({*axis + 1});
-  Value expanded = c.op("nn.unsqueeze", {index, after});
-  Value positions = c.iota(length, rank + 1, *axis + 1);
-  Value hit = c.op("nn.equal", {expanded, positions});
-  Value mask = c.cast(hit, dataType.getElementType());
-  // data [.., L, ..] as [.., 1, L, ..].
-  Value at = n.constantI64({*axis});
-  Value spread = c.op("nn.unsqueeze", {data, at});
-  Value picked = c.mul(spread, mask);
-  return c.result(c.reduce("nn.reduce_sum", picked, {*axis + 1}, false));
+  return c.result(selectAlong(c, data, index, *axis));
+}
+
+/// ConvTranspose(x [N, C, D...], w [C, M / group, k...], bias [M]): the
+/// transpose of the convolution of an [N, M, out...] input by w, which is
+/// nn.conv_grad_input with x as the output gradient (its gradient rules are
+/// a convolution and a weight gradient), plus the bias. The output size is
+/// stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pads, or
+/// output_shape (or in * stride for SAME_*), whose padding is then derived
+/// (none when output_shape is larger: the end is padded with zeros).
+Values importConvTranspose(NodeImporter &n) {
+  if (failed(expectFloatNode(n, 2, 3,
+                             {{"auto_pad", Kind::String},
+                              {"dilations", Kind::Ints},
+                              {"group", Kind::Int},
+                              {"kernel_shape", Kind::Ints},
+                              {"output_padding", Kind::Ints},
+                              {"output_shape", Kind::Ints},
+                              {"pads", Kind::Ints},
+                              {"strides", Kind::Ints}})))
+    return failure();
+  auto x = rankedInput(n, 0), w = rankedInput(n, 1);
+  if (!x || !w || !x.hasStaticShape() || !w.hasStaticShape() || x.getRank() < 3 ||
+      w.getRank() != x.getRank())
+    return n.error() << "ConvTranspose needs static [N, C, D...] input and [C, M/group, k...] "
+                        "weight of one rank, got "
+                     << n.input(0).getType() << " and " << n.input(1).getType();
+  const int64_t spatial = x.getRank() - 2, group = n.getInt("group", 1);
+  if (group < 1 || x.getDimSize(1) != w.getDimSize(0) || x.getDimSize(1) % group)
+    return n.error() << "ConvTranspose weight " << n.input(1).getType() << " does not fit input "
+                     << n.input(0).getType() << " with group " << group;
+  auto ints = [&](llvm::StringRef name, int64_t count, int64_t fill) -> FailureOr<SmallVector<int64_t>> {
+    auto values = n.getInts(name).value_or(SmallVector<int64_t>(count, fill));
+    if (static_cast<int64_t>(values.size()) != count)
+      return n.error() << "ConvTranspose " << name << " has " << values.size()
+                       << " values, expected " << count;
+    return values;
+  };
+  auto strides = ints("strides", spatial, 1), dilations = ints("dilations", spatial, 1),
+       extra = ints("output_padding", spatial, 0), pads = ints("pads", 2 * spatial, 0);
+  if (failed(strides) || failed(dilations) || failed(extra) || failed(pads))
+    return failure();
+  SmallVector<int64_t> kernel(w.getShape().drop_front(2));
+  if (auto given = n.getInts("kernel_shape"); given && *given != kernel)
+    return n.error() << "ConvTranspose kernel_shape does not match the weight "
+                     << n.input(1).getType();
+  const std::string autoPad = n.getString("auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
+      autoPad != "SAME_LOWER")
+    return n.error() << "ConvTranspose auto_pad '" << autoPad << "' is not supported";
+  // Without output_shape: the sizes from the pads (VALID: none); with it, or
+  // with SAME_*, the pads from the sizes.
+  std::optional<SmallVector<int64_t>> target = n.getInts("output_shape");
+  if (target && static_cast<int64_t>(target->size()) == x.getRank())
+    target = SmallVector<int64_t>(target->begin() + 2, target->end());
+  if (!target && (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER")) {
+    target.emplace();
+    for (int64_t i = 0; i < spatial; ++i)
+      target->push_back(x.getDimSize(2 + i) * (*strides)[i]);
+  }
+  if (autoPad == "VALID")
+    *pads = SmallVector<int64_t>(2 * spatial, 0);
+  SmallVector<int64_t> outShape{x.getDimSize(0), w.getDimSize(1) * group};
+  for (int64_t i = 0; i < spatial; ++i) {
+    const int64_t full = (*strides)[i] * (x.getDimSize(2 + i) - 1) + (*extra)[i] +
+                         (kernel[i] - 1) * (*dilations)[i] + 1;
+    if (target) {
+      if (static_cast<int64_t>(target->size()) != spatial)
+        return n.error() << "ConvTranspose output_shape has " << target->size()
+                         << " values for " << spatial << " spatial dims";
+      // A larger output_shape pads the end with what no input reaches, as
+      // output_padding does.
+      const int64_t total = std::max<int64_t>(0, full - (*target)[i]);
+      const bool upper = autoPad == "SAME_UPPER";
+      (*pads)[i] = upper ? total / 2 : total - total / 2;
+      (*pads)[spatial + i] = total - (*pads)[i];
+    }
+    const int64_t size = target ? (*target)[i] : full - (*pads)[i] - (*pads)[spatial + i];
+    const int64_t beyond = size - (full - (*extra)[i] - (*pads)[i] - (*pads)[spatial + i]);
+    if (size < 1 || beyond < 0 || beyond >= (*strides)[i])
+      return n.error() << "ConvTranspose dim " << i << " gets size " << size
+                       << ": output_padding (or output_shape) may add at most stride - 1 = "
+                       << (*strides)[i] - 1 << " to " << full - (*extra)[i] - (*pads)[i] -
+                                                               (*pads)[spatial + i];
+    outShape.push_back(size);
+  }
+  auto &b = n.builder;
+  Composer c(n);
+  Value y = c.op("nn.conv_grad_input", {n.input(0), n.input(1)},
+                 {b.getNamedAttr("strides", b.getDenseI64ArrayAttr(*strides)),
+                  b.getNamedAttr("pads", b.getDenseI64ArrayAttr(*pads)),
+                  b.getNamedAttr("dilations", b.getDenseI64ArrayAttr(*dilations)),
+                  b.getNamedAttr("group", b.getI64IntegerAttr(group)),
+                  b.getNamedAttr("input_shape", b.getDenseI64ArrayAttr(outShape))});
+  if (n.input(2)) {
+    SmallVector<int64_t> perChannel(x.getRank() - 1, 1);
+    perChannel[0] = outShape[1];
+    Value bias = c.reshape(n.input(2), perChannel);
+    y = c.add(y, bias);
+  }
+  return c.result(y);
+}
+
+/// Pow(x, y) with y of another element type: y is cast to x's type when x is
+/// floating point; an integer x is raised in f64 and cast back (ONNX computes
+/// pow(x, y) and keeps x's type: 2 ** 1.5 is 2, not 2 ** 1).
+Values importPow(NodeImporter &n) {
+  if (failed(n.expectInputs(2, 2)) || failed(n.expectAttributes({})))
+    return failure();
+  Value x = n.input(0), y = n.input(1);
+  Type xType = getElementTypeOrSelf(x.getType()), yType = getElementTypeOrSelf(y.getType());
+  Composer c(n);
+  if (isa<FloatType>(xType)) {
+    Value exponent = xType == yType ? y : c.cast(y, xType);
+    return c.result(c.op("nn.pow", {x, exponent}));
+  }
+  Type f64 = n.builder.getF64Type();
+  Value base = c.cast(x, f64);
+  Value exponent = c.cast(y, f64);
+  Value power = c.op("nn.pow", {base, exponent});
+  return c.result(c.cast(power, xType));
 }
 } // namespace
+
+Values pipe::onnx_import::importLayerNormWithStatistics(NodeImporter &n) {
+  if (failed(expectFloatNode(n, 2, 3,
+                             {{"axis", Kind::Int}, {"epsilon", Kind::Float}, {"stash_type", Kind::Int}})))
+    return failure();
+  auto type = rankedInput(n, 0);
+  if (!type || type.getRank() == 0)
+    return n.error() << "LayerNormalization needs a ranked input of rank 1 or more, got "
+                     << n.input(0).getType();
+  auto axis = normalizedAxis(n, n.getInt("axis", -1), type.getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> axes;
+  for (int64_t d = *axis; d < type.getRank(); ++d)
+    axes.push_back(d);
+  Composer c(n);
+  Value x = n.input(0);
+  Value mean = c.reduce("nn.reduce_mean", x, axes, true);
+  Value centered = c.sub(x, mean);
+  Value squares = c.mul(centered, centered);
+  Value variance = c.reduce("nn.reduce_mean", squares, axes, true);
+  Value epsilon = c.scalar(n.getFloat("epsilon", 1e-5f), x);
+  Value shifted = c.add(variance, epsilon);
+  Value deviation = c.unary("nn.sqrt", shifted);
+  Value invStdDev = c.unary("nn.reciprocal", deviation);
+  Value normalized = c.mul(centered, invStdDev);
+  Value y = c.mul(normalized, n.input(1));
+  if (n.input(2))
+    y = c.add(y, n.input(2));
+  auto results = c.result(y);
+  if (succeeded(results)) {
+    results->push_back(mean);
+    if (n.numOutputs() > 2)
+      results->push_back(invStdDev);
+  }
+  return results;
+}
 
 Value pipe::onnx_import::axesOperand(NodeImporter &n, unsigned inputIndex, int attributeUntil) {
   if (n.version < attributeUntil) {
@@ -707,6 +728,8 @@ void pipe::onnx_import::addCompositeOps(const AddOp &add) {
   add("SpaceToDepth", {1, 13}, 1, [](NodeImporter &n) { return importDepthSpace(n, false); });
   add("InstanceNormalization", {1, 6, 22}, 6, importInstanceNormalization);
   add("GatherElements", {11, 13}, 11, importGatherElements);
+  add("Pow", {1, 7, 12, 13, 15}, 7, importPow);
+  add("ConvTranspose", {1, 11, 22}, 1, importConvTranspose);
   add("SoftmaxCrossEntropyLoss", {12, 13}, 12, importSoftmaxCrossEntropyLoss);
   const int reductions[] = {1, 11, 13, 18};
   add("ReduceL1", reductions, 1, [](NodeImporter &n) { return importReduction(n, Reduction::L1); });

@@ -19,6 +19,28 @@ using AddOp = std::function<void(const char *name, llvm::ArrayRef<int> versions,
 /// DepthToSpace, SpaceToDepth and InstanceNormalization.
 void addCompositeOps(const AddOp &add);
 
+/// Adds the index, scatter and test ops (IndexOps.cpp): TopK, GatherND,
+/// ScatterElements, Scatter, ScatterND, Compress, ReverseSequence, CumSum,
+/// EyeLike, NonZero, LRN, MeanVarianceNormalization, Shrink, IsNaN, IsInf,
+/// Xor and BitShift.
+void addIndexOps(const AddOp &add);
+
+/// Adds Einsum (Einsum.cpp): any equation, as transposes, reductions and
+/// batched matmuls.
+void addEinsum(const AddOp &add);
+
+/// Adds Resize and Upsample (Resize.cpp): each resized dim is a matmul with a
+/// constant interpolation matrix.
+void addResize(const AddOp &add);
+
+/// Adds LSTM, GRU and RNN (Recurrent.cpp), unrolled into their cells.
+void addRecurrent(const AddOp &add);
+
+/// LayerNormalization with its Mean and InvStdDev outputs, as reductions:
+/// nn.layer_norm's gradient is its output's only, and these are values the
+/// graph may use. The outputs keep the normalized dims as 1s.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>> importLayerNormWithStatistics(NodeImporter &n);
+
 /// Axes given as an attribute before `attributeUntil` (opset 13 for ReduceSum,
 /// 18 for most reductions) become a constant operand, as in the newer form;
 /// since then they are input `inputIndex` (null when absent).

@@ -223,6 +223,7 @@ AttributeType typeOf(AttrKind kind) {
   case AttrKind::String: return onnx::AttributeProto::STRING;
   case AttrKind::Ints: return onnx::AttributeProto::INTS;
   case AttrKind::Floats: return onnx::AttributeProto::FLOATS;
+  case AttrKind::Strings: return onnx::AttributeProto::STRINGS;
   case AttrKind::Tensor: return onnx::AttributeProto::TENSOR;
   }
   return onnx::AttributeProto::UNDEFINED;

@@ -38,7 +38,7 @@ convertTensor(const onnx::TensorProto &tensor, const char *rawBytes, int64_t raw
               mlir::Location loc);
 
 /// The ONNX attribute types handlers read (AttributeProto.AttributeType).
-enum class AttrKind { Int, Float, String, Ints, Floats, Tensor };
+enum class AttrKind { Int, Float, String, Ints, Floats, Strings, Tensor };
 
 /// An attribute an op takes: its name, its type per the op's schema, and
 /// whether the node must give it.

@@ -411,6 +411,17 @@ const llvm::StringMap<OpSupport> &table() {
     add("Softplus", VERSIONS(1, 22), 1, unary("nn.softplus"));
     add("Sin", VERSIONS(7, 22), 7, unary("nn.sin"));
     add("Cos", VERSIONS(7, 22), 7, unary("nn.cos"));
+    add("Tan", VERSIONS(7, 22), 7, unary("nn.tan"));
+    add("Asin", VERSIONS(7, 22), 7, unary("nn.asin"));
+    add("Acos", VERSIONS(7, 22), 7, unary("nn.acos"));
+    add("Atan", VERSIONS(7, 22), 7, unary("nn.atan"));
+    add("Sinh", VERSIONS(9, 22), 9, unary("nn.sinh"));
+    add("Cosh", VERSIONS(9, 22), 9, unary("nn.cosh"));
+    add("Asinh", VERSIONS(9, 22), 9, unary("nn.asinh"));
+    add("Acosh", VERSIONS(9, 22), 9, unary("nn.acosh"));
+    add("Atanh", VERSIONS(9, 22), 9, unary("nn.atanh"));
+    add("Round", VERSIONS(11, 22), 11, unary("nn.round"));
+    add("Sign", VERSIONS(9, 13), 9, unary("nn.sign"));
     add("Identity", VERSIONS(1, 13, 14, 16, 19, 21, 23), 1, unary("nn.identity"));
     add("HardSwish", VERSIONS(14, 22), 14, unary("nn.hard_swish"));
     add("Gelu", VERSIONS(20), 20, plain("nn.gelu", 1, 1, {{"approximate", Kind::String}}));
@@ -423,7 +434,6 @@ const llvm::StringMap<OpSupport> &table() {
     add("Sub", VERSIONS(1, 6, 7, 13, 14), 7, binary("nn.sub"));
     add("Mul", VERSIONS(1, 6, 7, 13, 14), 7, binary("nn.mul"));
     add("Div", VERSIONS(1, 6, 7, 13, 14), 7, binary("nn.div"));
-    add("Pow", VERSIONS(1, 7, 12, 13, 15), 7, binary("nn.pow"));
     add("Mod", VERSIONS(10, 13), 10, plain("nn.mod", 2, 2, {{"fmod", Kind::Int}}));
     add("Equal", VERSIONS(1, 7, 11, 13, 19), 7, binary("nn.equal"));
     add("Less", VERSIONS(1, 7, 9, 13), 7, binary("nn.less"));
@@ -454,8 +464,11 @@ const llvm::StringMap<OpSupport> &table() {
     // Normalisation.
     add("BatchNormalization", VERSIONS(1, 6, 7, 9, 14, 15), 9, importBatchNorm);
     add("LayerNormalization", VERSIONS(17), 17,
-        plain("nn.layer_norm", 2, 3,
-              {{"axis", Kind::Int}, {"epsilon", Kind::Float}, {"stash_type", Kind::Int}}));
+        [layerNorm = plain("nn.layer_norm", 2, 3,
+                           {{"axis", Kind::Int}, {"epsilon", Kind::Float},
+                            {"stash_type", Kind::Int}})](NodeImporter &n) -> Values {
+          return n.numOutputs() > 1 ? importLayerNormWithStatistics(n) : layerNorm(n);
+        });
     add("Softmax", VERSIONS(1, 11, 13), 1, softmax("nn.softmax"));
     add("LogSoftmax", VERSIONS(1, 11, 13), 1, softmax("nn.log_softmax"));
     add("Dropout", VERSIONS(1, 6, 7, 10, 12, 13, 22), 7, importDropout);
@@ -487,6 +500,10 @@ const llvm::StringMap<OpSupport> &table() {
     add("Range", VERSIONS(11), 11, plain("nn.range", 3, 3));
     // Functions of the ops above (activations, reductions, Mean, Size, CastLike).
     addCompositeOps(add);
+    addIndexOps(add);
+    addEinsum(add);
+    addResize(add);
+    addRecurrent(add);
     return t;
   }();
   return ops;

@@ -13,8 +13,8 @@ from typing import Callable, Dict, List, Tuple
 
 import torch
 
-from pipe_opt.models import (bert, densenet, gpt2, inception, mlp, mobilenet, moe, resnet,
-                             transformer, vgg)
+from pipe_opt.models import (bert, densenet, gpt2, inception, mlp, mobilenet, moe, recurrent,
+                             resnet, transformer, unet, vgg)
 
 SIZES = ("tiny", "real")
 
@@ -68,13 +68,27 @@ FAMILIES: Dict[str, Family] = {
                63_606_784),
         Family("moe", "Decoder with dense-softmax mixture-of-experts blocks (8 experts)",
                {"tiny": moe.TINY, "real": moe.REAL}, moe.MoeDecoder, 73_262_128),
+        # Padded convolutions with BatchNorm, transposed-convolution decoder:
+        # 31,037,698 with 2 classes, as U-Net is usually trained.
+        Family("unet", "U-Net (ConvTranspose decoder, padded convolutions, BatchNorm)",
+               {"tiny": unet.TINY, "real": unet.REAL}, unet.UNet, 31_037_698),
+        Family("fcn", "Fully convolutional segmentation net (bilinear Resize to the image)",
+               {"tiny": unet.FCN_TINY, "real": unet.FCN_REAL}, unet.Fcn, 1_562_709),
+        # Zaremba et al. 2014, medium: 2 x 650 LSTM units, 10k words.
+        Family("lstm_lm", "LSTM language model (Zaremba et al. 2014, medium)",
+               {"tiny": recurrent.LSTM_TINY, "real": recurrent.LSTM_REAL}, recurrent.LstmLm,
+               19_780_400),
+        Family("gru_tagger", "Bidirectional GRU sequence tagger",
+               {"tiny": recurrent.GRU_TINY, "real": recurrent.GRU_REAL}, recurrent.GruTagger,
+               2_369_217),
     )
 }
 
 # Inception-v3 without its auxiliary classifier (what eval mode runs).
 INCEPTION_V3_WITHOUT_AUX_PARAMETERS = 23_834_568
 
-IMAGE_FAMILIES = ("resnet50", "densenet121", "inception_v3", "vgg16", "mobilenet_v2")
+IMAGE_FAMILIES = ("resnet50", "densenet121", "inception_v3", "vgg16", "mobilenet_v2", "unet",
+                  "fcn")
 
 
 def build(name: str, size: str = "tiny", training: bool = True, batch: int = 2,
@@ -109,7 +123,7 @@ def build(name: str, size: str = "tiny", training: bool = True, batch: int = 2,
         tgt = torch.randint(0, config.vocab_size, (batch, config.tgt_len), generator=generator)
         return BuiltModel(name, model, (src, tgt), ["src_ids", "tgt_ids"], ["logits"])
     input_ids = torch.randint(0, config.vocab_size, (batch, config.seq_len), generator=generator)
-    if name in ("gpt2", "moe"):
+    if name in ("gpt2", "moe", "lstm_lm", "gru_tagger"):
         return BuiltModel(name, model, (input_ids,), ["input_ids"], ["logits"])
     attention_mask = torch.ones(batch, config.seq_len, dtype=torch.int64)
     attention_mask[-1, config.seq_len // 2:] = 0  # one padded sequence

@@ -16,7 +16,8 @@ const char *unaryName(int32_t fn) {
       "relu", "erf",   "tanh",     "sigmoid",  "sqrt",     "exp",       "log",
       "neg",  "abs",   "reciprocal", "not",    "floor",    "ceil",      "softplus",
       "identity", "gelu", "gelu_tanh", "leaky_relu", "hard_sigmoid", "hard_swish", "clip",
-      "sin",  "cos"};
+      "sin",  "cos",   "tan",      "asin",     "acos",     "atan",      "sinh",
+      "cosh", "asinh", "acosh",   "atanh",    "round",    "sign"};
   if (fn < 0 || fn >= static_cast<int32_t>(sizeof(names) / sizeof(names[0])))
     return "?";
   return names[fn];
@@ -74,6 +75,17 @@ template <typename T> T unaryValue(int32_t fn, T x, T alpha, T beta) {
   case PIPE_CLIP: return std::min(std::max(x, alpha), beta);
   case PIPE_SIN: return std::sin(x);
   case PIPE_COS: return std::cos(x);
+  case PIPE_TAN: return std::tan(x);
+  case PIPE_ASIN: return std::asin(x);
+  case PIPE_ACOS: return std::acos(x);
+  case PIPE_ATAN: return std::atan(x);
+  case PIPE_SINH: return std::sinh(x);
+  case PIPE_COSH: return std::cosh(x);
+  case PIPE_ASINH: return std::asinh(x);
+  case PIPE_ACOSH: return std::acosh(x);
+  case PIPE_ATANH: return std::atanh(x);
+  case PIPE_ROUND: return std::nearbyint(x); // the default rounding mode: halves to even
+  case PIPE_SIGN: return T((x > T(0)) - (x < T(0)));
   default: return x;
   }
 }
@@ -118,10 +130,24 @@ template <typename T> T unaryGradValue(int32_t fn, T s, T dy, T alpha, T beta) {
   case PIPE_CLIP: return (s >= alpha && s <= beta) ? dy : T(0);
   case PIPE_SIN: return dy * std::cos(s); // s = x
   case PIPE_COS: return -dy * std::sin(s);
+  case PIPE_TAN: {
+    T t = std::tan(s);
+    return dy * (T(1) + t * t);
+  }
+  case PIPE_ASIN: return dy / std::sqrt(T(1) - s * s);
+  case PIPE_ACOS: return -dy / std::sqrt(T(1) - s * s);
+  case PIPE_ATAN: return dy / (T(1) + s * s);
+  case PIPE_SINH: return dy * std::cosh(s);
+  case PIPE_COSH: return dy * std::sinh(s);
+  case PIPE_ASINH: return dy / std::sqrt(s * s + T(1));
+  case PIPE_ACOSH: return dy / std::sqrt(s * s - T(1));
+  case PIPE_ATANH: return dy / (T(1) - s * s);
   case PIPE_NEG: return -dy;
   case PIPE_IDENTITY: return dy;
   case PIPE_FLOOR:
-  case PIPE_CEIL: return T(0);
+  case PIPE_CEIL:
+  case PIPE_ROUND:
+  case PIPE_SIGN: return T(0);
   default: return T(0);
   }
 }
@@ -134,9 +160,12 @@ char savedKind(int32_t fn) {
     return 'y';
   case PIPE_ERF: case PIPE_LOG: case PIPE_ABS: case PIPE_SOFTPLUS: case PIPE_GELU:
   case PIPE_GELU_TANH: case PIPE_LEAKY_RELU: case PIPE_HARD_SIGMOID: case PIPE_HARD_SWISH:
-  case PIPE_CLIP: case PIPE_SIN: case PIPE_COS:
+  case PIPE_CLIP: case PIPE_SIN: case PIPE_COS: case PIPE_TAN: case PIPE_ASIN: case PIPE_ACOS:
+  case PIPE_ATAN: case PIPE_SINH: case PIPE_COSH: case PIPE_ASINH: case PIPE_ACOSH:
+  case PIPE_ATANH:
     return 'x';
-  case PIPE_NEG: case PIPE_IDENTITY: case PIPE_FLOOR: case PIPE_CEIL:
+  case PIPE_NEG: case PIPE_IDENTITY: case PIPE_FLOOR: case PIPE_CEIL: case PIPE_ROUND:
+  case PIPE_SIGN:
     return '-';
   default:
     return '?';
@@ -259,7 +288,7 @@ void pipe_k_unary(pipe_rank *r, int32_t fn, const pipe_tensor *x, pipe_tensor *y
                   double beta) {
   char op[48];
   std::snprintf(op, sizeof op, "unary(%s)", unaryName(fn));
-  if (fn < PIPE_RELU || fn > PIPE_COS)
+  if (fn < PIPE_RELU || fn > PIPE_SIGN)
     fail(r, "unary: unknown function %d", fn);
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);

@@ -30,7 +30,8 @@ MEM_WORKSPACE = 5
 UNARY = dict(relu=0, erf=1, tanh=2, sigmoid=3, sqrt=4, exp=5, log=6, neg=7, abs=8,
              reciprocal=9, logical_not=10, floor=11, ceil=12, softplus=13, identity=14,
              gelu=15, gelu_tanh=16, leaky_relu=17, hard_sigmoid=18, hard_swish=19, clip=20,
-             sin=21, cos=22)
+             sin=21, cos=22, tan=23, asin=24, acos=25, atan=26, sinh=27, cosh=28, asinh=29,
+             acosh=30, atanh=31, round=32, sign=33)
 BINARY = dict(add=0, sub=1, mul=2, div=3, pow=4, mod=5, fmod=6, equal=7, less=8,
               less_equal=9, greater=10, greater_equal=11, logical_and=12, logical_or=13,
               max=14, min=15)

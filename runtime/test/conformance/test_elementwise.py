@@ -36,7 +36,10 @@ def torch_unary(name, alpha, beta):
                          else lambda x: torch.clamp(alpha * x + beta, 0.0, 1.0)),
         "hard_swish": F.hardswish,
         "clip": lambda x: torch.clamp(x, alpha, beta),
-        "sin": torch.sin, "cos": torch.cos,
+        "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "asin": torch.asin,
+        "acos": torch.acos, "atan": torch.atan, "sinh": torch.sinh, "cosh": torch.cosh,
+        "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh, "round": torch.round,
+        "sign": torch.sign,
     }[name]
 
 
@@ -48,6 +51,12 @@ def unary_input(name, shape, seed):
         x = g.choice([-1.0, 1.0], shape) * g.uniform(0.2, 4.0, shape)
     elif name == "softplus":
         x = g.normal(0, 8, shape)
+    elif name in ("asin", "acos", "atanh"):
+        x = g.uniform(-0.95, 0.95, shape)
+    elif name == "acosh":
+        x = g.uniform(1.05, 6.0, shape)
+    elif name == "tan":
+        x = g.uniform(-1.3, 1.3, shape)
     elif name in ("exp",):
         x = g.normal(0, 3, shape)
     else:
@@ -58,7 +67,8 @@ def unary_input(name, shape, seed):
     # where torch's own scalar and vector paths disagree (1.5 dy vs dy).
     specials = {"relu": [0.0], "abs": [0.0], "leaky_relu": [0.0], "hard_swish": [-3.0, 0.0],
                 "hard_sigmoid": [-3.0, 3.0], "clip": [-1.0, 0.5], "softplus": [25.0, -25.0, 20.5],
-                "floor": [2.0, -2.0], "ceil": [2.0, -2.0]}.get(name, [])
+                "floor": [2.0, -2.0], "ceil": [2.0, -2.0],
+                "round": [0.5, 1.5, 2.5, -0.5, -2.5, 2.0], "sign": [0.0]}.get(name, [])
     flat = x.reshape(-1)
     for i, v in enumerate(specials[:flat.size]):
         flat[i] = v
@@ -67,7 +77,7 @@ def unary_input(name, shape, seed):
 
 UNARY_PARAMS = {"leaky_relu": (0.1, 0.0), "hard_sigmoid": (0.2, 0.5), "clip": (-1.0, 0.5)}
 SAVED_OUTPUT = {"relu", "tanh", "sigmoid", "sqrt", "exp", "reciprocal"}
-NO_SAVED = {"neg", "identity", "floor", "ceil"}
+NO_SAVED = {"neg", "identity", "floor", "ceil", "round", "sign"}
 FLOAT_UNARY = [n for n in UNARY if n != "logical_not"]
 
 

@@ -72,6 +72,26 @@ pipe.pipeline @no_rule attributes {num_stages = 1, microbatches = 1, schedule = 
 
 // -----
 
+// A gradient that reaches a result the op's rule does not differentiate
+// (the cross-entropy's log-probability) is an error, not a silent zero.
+pipe.pipeline @dropped_result attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @stage0 attributes {index = 0, device = 0, model_inputs = array<i64: 0>, model_outputs = array<i64>} {
+  ^bb0(%x: tensor<1x4xf32>):
+    %w = pipe.param "w" {source = #nn.param_source<inline>, owner = 0, users = array<i64: 0>} : tensor<1x4xf32>
+    %y = nn.mul %x, %w : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x4xf32>
+    %labels = pipe.label 0 {range = 4} : tensor<1xi64>
+    // expected-error @+1 {{'nn.softmax_cross_entropy_loss' op result #1 is on a path to the loss, and the op's gradient rule only differentiates through its other results}}
+    %loss, %log_prob = nn.softmax_cross_entropy_loss %y, %labels : (tensor<1x4xf32>, tensor<1xi64>) -> (tensor<f32>, tensor<1x4xf32>)
+    %axes = nn.constant dense<[0, 1]> : tensor<2xi64>
+    %sum = nn.reduce_sum %log_prob, %axes {keepdims = 0 : i64} : (tensor<1x4xf32>, tensor<2xi64>) -> tensor<f32>
+    %total = nn.add %loss, %sum : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    pipe.loss %total : tensor<f32>
+    pipe.return
+  }
+}
+
+// -----
+
 pipe.pipeline @twice attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
   // expected-error @+1 {{'pipe.stage' op already has a backward region}}
   pipe.stage @stage0 attributes {index = 0, device = 0, model_inputs = array<i64>, model_outputs = array<i64>} {

@@ -420,6 +420,26 @@ SmallVector<int64_t> padsOf(const WindowGeometry &g) {
   return pads;
 }
 
+/// conv_grad_input as a forward op (ONNX ConvTranspose): y = conv^T(x, w).
+/// Its input's gradient is the convolution of dy with w, and w's is the
+/// gradient a convolution of dy would give it for an output gradient x.
+LogicalResult convTransposeGrad(ConvGradInputOp op, RuleBuilder &r) {
+  if (!r.dy())
+    return success();
+  SmallVector<NamedAttribute> attrs{r.ints("strides", op.getStrides()),
+                                    r.ints("pads", op.getPads()),
+                                    r.ints("dilations", op.getDilations()),
+                                    r.i64("group", op.getGroup())};
+  if (r.needs(0))
+    r.give(0, r.make<ConvOp>(op.getGrad().getType(), {r.dy(), r.operand(1)}, attrs));
+  if (r.needs(1)) {
+    SmallVector<NamedAttribute> a(attrs);
+    a.push_back(r.ints("weight_shape", typeOf(op.getWeight()).getShape()));
+    r.give(1, r.make<ConvGradWeightOp>(op.getWeight().getType(), {r.dy(), r.operand(0)}, a));
+  }
+  return success();
+}
+
 LogicalResult convGrad(ConvOp op, RuleBuilder &r) {
   if (!r.dy())
     return success();
@@ -842,6 +862,15 @@ void pipe::nn::registerGradientInterfaces(DialectRegistry &registry) {
     attachUnary<SoftplusOp, F::softplus, false>(ctx);
     attachUnary<SinOp, F::sin, false>(ctx);
     attachUnary<CosOp, F::cos, false>(ctx);
+    attachUnary<TanOp, F::tan, false>(ctx);
+    attachUnary<AsinOp, F::asin, false>(ctx);
+    attachUnary<AcosOp, F::acos, false>(ctx);
+    attachUnary<AtanOp, F::atan, false>(ctx);
+    attachUnary<SinhOp, F::sinh, false>(ctx);
+    attachUnary<CoshOp, F::cosh, false>(ctx);
+    attachUnary<AsinhOp, F::asinh, false>(ctx);
+    attachUnary<AcoshOp, F::acosh, false>(ctx);
+    attachUnary<AtanhOp, F::atanh, false>(ctx);
     attachUnary<HardSwishOp, F::hard_swish, false>(ctx);
     attachRule<GeluOp, gelu>(ctx);
     attachRule<LeakyReluOp, leakyRelu>(ctx);
@@ -866,6 +895,7 @@ void pipe::nn::registerGradientInterfaces(DialectRegistry &registry) {
     attachRule<GlobalAveragePoolOp, globalAveragePoolGrad>(ctx);
     attachRule<BatchNormOp, batchNormGrad>(ctx);
     attachRule<BatchNormTrainOp, batchNormTrainGrad>(ctx);
+    attachRule<ConvGradInputOp, convTransposeGrad>(ctx);
     attachRule<LayerNormOp, layerNormGrad>(ctx);
     attachRule<SoftmaxOp, softmaxGrad<SoftmaxOp, SoftmaxGradOp>>(ctx);
     attachRule<LogSoftmaxOp, softmaxGrad<LogSoftmaxOp, LogSoftmaxGradOp>>(ctx);

@@ -106,6 +106,7 @@ public:
   // GradientEmitter
   OpBuilder &getBuilder() override { return builder; }
   Value getResultGradient(unsigned index) override {
+    readResults.insert(index);
     return gradients.lookup(current->getResult(index));
   }
   bool needsGradient(unsigned index) override {
@@ -131,6 +132,8 @@ private:
   llvm::DenseMap<Value, Value> gradients, inBackward;
   SmallVector<Value> saved;
   Operation *current = nullptr;
+  /// The results whose gradient the current op's rule read.
+  llvm::SmallDenseSet<unsigned> readResults;
   bool failedRule = false;
 };
 
@@ -415,9 +418,18 @@ LogicalResult StageDifferentiator::run() {
         return op.emitOpError("has no gradient rule, and it is on a path from a trainable "
                               "parameter to the loss");
       current = &op;
+      readResults.clear();
       if (failed(rule.emitGradient(*this)) || failedRule)
         return failure();
       current = nullptr;
+      // A rule that never reads a result's gradient drops it: the training
+      // would be silently wrong.
+      for (OpResult result : op.getResults())
+        if (gradients.count(result) && !readResults.contains(result.getResultNumber()))
+          return op.emitOpError("result #")
+                 << result.getResultNumber()
+                 << " is on a path to the loss, and the op's gradient rule only "
+                    "differentiates through its other results";
     }
     accumulateCompleted(op);
   }

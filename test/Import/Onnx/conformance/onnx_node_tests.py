@@ -7,6 +7,8 @@ initializers holding the test's own input values, as a user binds such values
 before planning; float inputs stay function arguments.
 
   onnx_node_tests.py PIPE_OPT NODE_TEST_DIR [--verbose] [--every N] [--min-passed N]
+Tests with ops that are not imported are listed by reason (UNSUPPORTED_OPS);
+an op without a reason fails the run.
 Exit status 0 when every supported test imports with the right shapes, and at
 least --min-passed of them pass (the count the plain lit run expects, so that
 losing an op fails). --every N runs one supported test in N (in name order; the
@@ -32,13 +34,39 @@ EXPECTED_UNSUPPORTED = {
     # Only bool/int/float element types; strings have no place in training graphs.
     r".*string.*": "string tensors",
     # Sequences and optionals are outside a graph of tensors.
-    r".*_seq.*|.*sequence.*|.*optional.*|test_identity_opt$": "sequence/optional types",
+    r"(?!test_(gru|rnn)_seq_length).*_seq.*|.*sequence.*|.*optional.*|test_identity_opt$":
+        "sequence/optional types",
     # Float bounds given as graph inputs make the length data-dependent.
     r"test_range_float_type_positive_delta$": "data-dependent output length",
     # OneHot's depth is a float graph input there: the output shape would depend on it.
     r"test_onehot_": "data-dependent output shape (depth is a graph input)",
     # An input without elements (a dim of 0) cannot be trained on.
     r"test_reshape_allowzero_reordered$|test_split_zero_size_splits$": "empty input tensor",
+}
+
+# Why each op the node tests use is not imported. A new test with an op that
+# is in no entry fails the run: every unsupported test is accounted for.
+UNSUPPORTED_OPS = {
+    "strings: no place in a training graph of tensors": (
+        "StringNormalizer", "TfIdfVectorizer"),
+    "sequences and optionals: outside a graph of tensors": (
+        "SequenceEmpty", "SequenceInsert", "SequenceLength", "SequenceMap",
+        "OptionalGetElement", "OptionalHasElement"),
+    "quantized integer arithmetic: an inference format, not trained": (
+        "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "ConvInteger",
+        "MatMulInteger", "QLinearConv", "QLinearMatMul"),
+    "optimizer steps inside the graph: pipe-opt adds its own optimizer": (
+        "Adagrad", "Adam", "Momentum", "ai.onnx.preview.training.Adagrad",
+        "ai.onnx.preview.training.Adam", "ai.onnx.preview.training.Momentum"),
+    "random draws besides Dropout's mask (the one a training graph uses): not imported": (
+        "Bernoulli", "RandomUniformLike"),
+    "output shape depends on the values (detections, unique elements)": (
+        "NonMaxSuppression", "Unique"),
+    "control flow (If, Loop, Scan): not imported yet; static trip counts and "
+    "branches could be unrolled": ("If", "Loop", "Scan"),
+    "not imported yet: sampling at data-dependent positions (GridSample, RoiAlign, "
+    "MaxUnpool), spectral ops (DFT, STFT, MelWeightMatrix), Det": (
+        "GridSample", "RoiAlign", "MaxUnpool", "DFT", "STFT", "MelWeightMatrix", "Det"),
 }
 
 INT_TYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT8,
@@ -89,18 +117,49 @@ def reference_type(tensor, declared_element):
     return f"{dims}x{element}" if dims else element
 
 
+# Float operands that say how to compute rather than what: the user's export
+# holds them as constants (torch writes Resize's scales, Clip's bounds, Pad's
+# value and Dropout's ratio as Constant nodes).
+ATTRIBUTE_OPERANDS = {"Resize": (1, 2, 3), "Upsample": (1,), "Clip": (1, 2), "Pad": (2,),
+                      "Dropout": (1,)}
+
+
+def graph_inputs(model):
+    """The graph inputs that are not initializers, in order."""
+    initializers = {t.name for t in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in initializers]
+
+
+def feeds_attribute(model, name):
+    """Whether some node reads `name` as one of ATTRIBUTE_OPERANDS."""
+    for node in model.graph.node:
+        for position in ATTRIBUTE_OPERANDS.get(node.op_type, ()):
+            if position < len(node.input) and node.input[position] == name:
+                return True
+    return False
+
+
+def bind(model, info, tensor):
+    """Replaces graph input `info` by `tensor`: a Constant node when it feeds an
+    attribute-like operand, else an initializer."""
+    tensor.name = info.name
+    model.graph.input.remove(info)
+    if feeds_attribute(model, info.name):
+        tensor.name = ""
+        model.graph.node.insert(0, onnx.helper.make_node("Constant", [], [info.name],
+                                                         value=tensor))
+    else:
+        model.graph.initializer.append(tensor)
+
+
 def run_one(pipe_opt, test_dir, scratch):
     model = onnx.load(os.path.join(test_dir, "model.onnx"))
     data_dir = os.path.join(test_dir, "test_data_set_0")
-    inputs = [i for i in model.graph.input
-              if i.name not in {t.name for t in model.graph.initializer}]
-    for index, info in enumerate(inputs):
+    for index, info in enumerate(graph_inputs(model)):
         path = os.path.join(data_dir, f"input_{index}.pb")
-        if info.type.tensor_type.elem_type in INT_TYPES and os.path.exists(path):
-            tensor = load_tensor(path)
-            tensor.name = info.name
-            model.graph.initializer.append(tensor)
-            model.graph.input.remove(info)
+        elem = info.type.tensor_type.elem_type
+        if (elem in INT_TYPES or feeds_attribute(model, info.name)) and os.path.exists(path):
+            bind(model, info, load_tensor(path))
     out_path = os.path.join(scratch, "model.onnx")
     onnx.save(model, out_path)
     proc = subprocess.run([pipe_opt, out_path], capture_output=True, text=True, timeout=60)
@@ -119,6 +178,35 @@ def run_one(pipe_opt, test_dir, scratch):
     return None
 
 
+def _classify(pipe_opt, node_dir):
+    """(supported, unsupported): test names whose ops are all supported, and
+    (name, unsupported ops) for the others, in name order."""
+    supported_ops = set(subprocess.run([pipe_opt, "--print-onnx-ops"], capture_output=True,
+                                       text=True, check=True).stdout.split())
+    supported, unsupported = [], []
+    for name in sorted(os.listdir(node_dir)):
+        model_path = os.path.join(node_dir, name, "model.onnx")
+        if not os.path.exists(model_path):
+            continue
+        model = onnx.load(model_path, load_external_data=False)
+        ops = {n.op_type for n in model.graph.node}
+        missing = sorted(ops - supported_ops) + sorted(
+            {f"{n.domain}.{n.op_type}" for n in model.graph.node if n.domain not in ("", "ai.onnx")})
+        if not ops or missing:
+            unsupported.append((name, missing))
+        else:
+            supported.append(name)
+    return supported, unsupported
+
+
+def supported_tests(pipe_opt, node_dir):
+    return _classify(pipe_opt, node_dir)[0]
+
+
+def unsupported_tests(pipe_opt, node_dir):
+    return _classify(pipe_opt, node_dir)[1]
+
+
 def main():
     pipe_opt, node_dir = sys.argv[1], sys.argv[2]
     verbose = "--verbose" in sys.argv
@@ -126,25 +214,11 @@ def main():
     # The count this commit reaches: fewer passes is a regression.
     min_passed = (int(sys.argv[sys.argv.index("--min-passed") + 1])
                   if "--min-passed" in sys.argv else 0)
-    candidates = 0
-    supported = set(subprocess.run([pipe_opt, "--print-onnx-ops"], capture_output=True,
-                                   text=True, check=True).stdout.split())
-    passed, failed, skipped, expected = 0, [], 0, 0
-    chosen = []
-    for name in sorted(os.listdir(node_dir)):
-        test_dir = os.path.join(node_dir, name)
-        model_path = os.path.join(test_dir, "model.onnx")
-        if not os.path.exists(model_path):
-            continue
-        model = onnx.load(model_path, load_external_data=False)
-        ops = {n.op_type for n in model.graph.node}
-        if not ops or not ops <= supported or any(n.domain not in ("", "ai.onnx")
-                                                  for n in model.graph.node):
-            skipped += 1
-            continue
-        candidates += 1
-        if (candidates - 1) % every == 0:
-            chosen.append(name)
+    tests, unsupported = _classify(pipe_opt, node_dir)
+    skipped = len(unsupported)
+    candidates = len(tests)
+    chosen = tests[::every]
+    passed, failed, expected = 0, [], 0
     # One import per core at a time, each in its own scratch folder; results in
     # name order.
     with tempfile.TemporaryDirectory() as scratch, \
@@ -169,6 +243,21 @@ def main():
             failed.append((name, problem))
     for name, problem in failed:
         print(f"FAIL {name}: {problem}")
+    # Every unsupported test, by reason: its ops and how many tests.
+    reason_of = {op: reason for reason, ops in UNSUPPORTED_OPS.items() for op in ops}
+    by_reason = {}
+    for name, missing in unsupported:
+        unknown = [op for op in missing if op not in reason_of]
+        if unknown:
+            failed.append((name, f"unsupported op(s) {', '.join(unknown)} with no reason given"))
+            print(f"FAIL {name}: unsupported op(s) {', '.join(unknown)} with no reason given")
+            continue
+        reason = reason_of[missing[0]]
+        tests, ops = by_reason.setdefault(reason, [0, set()])
+        by_reason[reason][0] += 1
+        ops.update(missing)
+    for reason, (count, ops) in sorted(by_reason.items(), key=lambda item: -item[1][0]):
+        print(f"  unsupported, {reason}: {count} tests ({', '.join(sorted(ops))})")
     sampled = f" (one in {every} of {candidates} supported)" if every > 1 else ""
     print(f"onnx node tests: {passed} passed, {len(failed)} failed, "
           f"{expected} rejected on purpose, {skipped} use unsupported ops{sampled}")

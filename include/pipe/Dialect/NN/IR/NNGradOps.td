@@ -26,7 +26,8 @@ def NN_UnaryFunction : I32EnumAttr<"UnaryFunction", "a unary element-wise functi
     I32EnumAttrCase<"softplus", 9>, I32EnumAttrCase<"gelu", 10>,
     I32EnumAttrCase<"gelu_tanh", 11>, I32EnumAttrCase<"leaky_relu", 12>,
     I32EnumAttrCase<"hard_sigmoid", 13>, I32EnumAttrCase<"hard_swish", 14>,
-    I32EnumAttrCase<"clip", 15>, I32EnumAttrCase<"sin", 16>, I32EnumAttrCase<"cos", 17>]> {
+    I32EnumAttrCase<"clip", 15>, I32EnumAttrCase<"sin", 16>, I32EnumAttrCase<"cos", 17>,
+    I32EnumAttrCase<"tan", 18>, I32EnumAttrCase<"asin", 19>, I32EnumAttrCase<"acos", 20>, I32EnumAttrCase<"atan", 21>, I32EnumAttrCase<"sinh", 22>, I32EnumAttrCase<"cosh", 23>, I32EnumAttrCase<"asinh", 24>, I32EnumAttrCase<"acosh", 25>, I32EnumAttrCase<"atanh", 26>]> {
   let cppNamespace = "::pipe::nn";
   let genSpecializedAttr = 0;
 }

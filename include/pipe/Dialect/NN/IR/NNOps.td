@@ -121,6 +121,17 @@ def NN_CeilOp : NN_UnaryOp<"ceil", "Ceiling">;
 def NN_SoftplusOp : NN_UnaryOp<"softplus", "log(exp(x) + 1)">;
 def NN_SinOp : NN_UnaryOp<"sin", "Sine">;
 def NN_CosOp : NN_UnaryOp<"cos", "Cosine">;
+def NN_TanOp : NN_UnaryOp<"tan", "Tangent">;
+def NN_AsinOp : NN_UnaryOp<"asin", "Arcsine">;
+def NN_AcosOp : NN_UnaryOp<"acos", "Arccosine">;
+def NN_AtanOp : NN_UnaryOp<"atan", "Arctangent">;
+def NN_SinhOp : NN_UnaryOp<"sinh", "Hyperbolic sine">;
+def NN_CoshOp : NN_UnaryOp<"cosh", "Hyperbolic cosine">;
+def NN_AsinhOp : NN_UnaryOp<"asinh", "Inverse hyperbolic sine">;
+def NN_AcoshOp : NN_UnaryOp<"acosh", "Inverse hyperbolic cosine">;
+def NN_AtanhOp : NN_UnaryOp<"atanh", "Inverse hyperbolic tangent">;
+def NN_RoundOp : NN_UnaryOp<"round", "Rounding to the nearest integer, halves to even">;
+def NN_SignOp : NN_UnaryOp<"sign", "-1, 0 or 1 as x is negative, zero or positive">;
 def NN_IdentityOp : NN_UnaryOp<"identity", "The input, unchanged"> {
   let hasFolder = 1;
 }
