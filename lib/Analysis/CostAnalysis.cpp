@@ -209,8 +209,14 @@ LogicalResult CostAnalysis::compute(const CostSettings &newSettings) {
       query.floatBytes = floatBytes;
       query.operandNeedsGrad.resize(op.getNumOperands());
       query.operandIsStatic.resize(op.getNumOperands());
+      // An op none of whose results gets a gradient has no backward, even
+      // when an operand needs one through another user (the max an argmax
+      // compares with): pipe-differentiate runs no rule for it.
+      const bool resultGetsGrad =
+          op.getNumResults() == 0 ||
+          llvm::any_of(op.getResults(), [&](Value r) { return gradValues.contains(r); });
       for (auto [i, v] : llvm::enumerate(op.getOperands())) {
-        if (gradValues.contains(v))
+        if (resultGetsGrad && gradValues.contains(v))
           query.operandNeedsGrad.set(i);
         if (staticValues.contains(v))
           query.operandIsStatic.set(i);

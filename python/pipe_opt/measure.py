@@ -210,6 +210,31 @@ op("LSTM")(lambda attrs, inputs, n: _recurrent(attrs, inputs, n, "LSTM"))
 op("GRU")(lambda attrs, inputs, n: _recurrent(attrs, inputs, n, "GRU"))
 
 
+@op("TopK", host=(1,))
+def _top_k(attrs, inputs, _):
+    x, k = inputs[0], inputs[1]
+    k = int(k[0] if isinstance(k, (list, tuple)) else k)
+    values, indices = torch.topk(x, k, dim=int(attrs.get("axis", -1)),
+                                 largest=bool(attrs.get("largest", 1)), sorted=True)
+    return [values, indices]
+
+
+@op("ScatterElements")
+def _scatter_elements(attrs, inputs, _):
+    data, indices, updates = inputs
+    if data.is_floating_point() and updates.is_floating_point():
+        data = data.to(updates.dtype)  # a constant's fp32 in a float64 reference
+    axis = int(attrs.get("axis", 0))
+    indices = torch.where(indices < 0, indices + data.shape[axis], indices)
+    reduction = _text(attrs.get("reduction", "none"))
+    if reduction == "none":
+        return [torch.scatter(data, axis, indices, updates)]
+    if reduction == "add":
+        return [torch.scatter_add(data, axis, indices, updates)]
+    return [torch.scatter_reduce(data, axis, indices, updates,
+                                 {"mul": "prod", "max": "amax", "min": "amin"}[reduction])]
+
+
 @op("Gemm")
 def _gemm(attrs, inputs, _):
     a, b = inputs[0], inputs[1]

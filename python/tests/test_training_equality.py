@@ -125,6 +125,7 @@ if HAVE_TORCH:
         "unet_2_ranks_1f1b_adam": (case("unet", schedule="1f1b", seed=5), None),
         "fcn_2_ranks_1f1b_adam": (case("fcn", schedule="1f1b"), None),
         "lstm_lm_2_ranks_1f1b_adam": (case("lstm_lm", schedule="1f1b"), None),
+        "moe_top2_2_ranks_1f1b_adam": (case("moe_top2", schedule="1f1b"), None),
         "gru_tagger_2_ranks_1f1b_adam": (case("gru_tagger", schedule="1f1b"), None),
         # Ranks, schedules, plans, optimizers.
         "mlp_1_rank_sgd": (case("mlp", ranks=1, optimizer="sgd", lr=0.1), None),

@@ -9,6 +9,14 @@ using llvm::SmallVector;
 
 namespace pipe::onnx_import {
 
+Composer::Moments Composer::moments(Value x, llvm::ArrayRef<int64_t> axes) {
+  Value mean = reduce("nn.reduce_mean", x, axes, true);
+  Value centered = sub(x, mean);
+  Value squares = mul(centered, centered);
+  Value variance = reduce("nn.reduce_mean", squares, axes, true);
+  return {mean, centered, variance};
+}
+
 Value Composer::constantOf(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<double> values,
                            Type element) {
   auto type = RankedTensorType::get(shape, element);

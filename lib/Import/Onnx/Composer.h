@@ -84,6 +84,13 @@ public:
     return op(name, {x, axesValue},
               {n.builder.getNamedAttr("keepdims", n.builder.getI64IntegerAttr(keepdims))});
   }
+  /// x minus its mean over `axes`, and the mean of that squared (the
+  /// biased variance), the reduced dims kept: the start of every
+  /// normalization.
+  struct Moments {
+    mlir::Value mean, centered, variance;
+  };
+  Moments moments(mlir::Value x, llvm::ArrayRef<int64_t> axes);
   /// min(x, 0) and max(x, 0).
   mlir::Value negativePart(mlir::Value x) { return op("nn.min", {x, scalar(0, x)}); }
   mlir::Value positivePart(mlir::Value x) { return op("nn.relu", {x}); }

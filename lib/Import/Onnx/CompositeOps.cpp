@@ -485,10 +485,7 @@ Values importInstanceNormalization(NodeImporter &n) {
   perChannel[0] = channels;
   Composer c(n);
   Value x = n.input(0);
-  Value mean = c.reduce("nn.reduce_mean", x, spatial, true);
-  Value centered = c.sub(x, mean);
-  Value squares = c.mul(centered, centered);
-  Value variance = c.reduce("nn.reduce_mean", squares, spatial, true);
+  auto [mean, centered, variance] = c.moments(x, spatial);
   Value epsilon = c.scalar(n.getFloat("epsilon", 1e-5f), x);
   Value shifted = c.add(variance, epsilon);
   Value deviation = c.unary("nn.sqrt", shifted);
@@ -678,10 +675,7 @@ Values pipe::onnx_import::importLayerNormWithStatistics(NodeImporter &n) {
     axes.push_back(d);
   Composer c(n);
   Value x = n.input(0);
-  Value mean = c.reduce("nn.reduce_mean", x, axes, true);
-  Value centered = c.sub(x, mean);
-  Value squares = c.mul(centered, centered);
-  Value variance = c.reduce("nn.reduce_mean", squares, axes, true);
+  auto [mean, centered, variance] = c.moments(x, axes);
   Value epsilon = c.scalar(n.getFloat("epsilon", 1e-5f), x);
   Value shifted = c.add(variance, epsilon);
   Value deviation = c.unary("nn.sqrt", shifted);

@@ -122,10 +122,7 @@ Values importMeanVarianceNormalization(NodeImporter &n) {
   }
   Composer c(n);
   Value x = n.input(0);
-  Value mean = c.reduce("nn.reduce_mean", x, axes, true);
-  Value centered = c.sub(x, mean);
-  Value squares = c.mul(centered, centered);
-  Value variance = c.reduce("nn.reduce_mean", squares, axes, true);
+  auto [mean, centered, variance] = c.moments(x, axes);
   Value deviation = c.unary("nn.sqrt", variance);
   Value epsilon = c.scalar(1e-9, x);
   Value denominator = c.add(deviation, epsilon);

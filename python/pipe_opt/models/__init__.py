@@ -68,6 +68,10 @@ FAMILIES: Dict[str, Family] = {
                63_606_784),
         Family("moe", "Decoder with dense-softmax mixture-of-experts blocks (8 experts)",
                {"tiny": moe.TINY, "real": moe.REAL}, moe.MoeDecoder, 73_262_128),
+        # The same decoder with a top-2 gate (Shazeer et al. 2017): TopK,
+        # Softmax and ScatterElements in the graph; the same parameters.
+        Family("moe_top2", "Decoder with top-2 gated mixture-of-experts blocks (8 experts)",
+               {"tiny": moe.TOP2_TINY, "real": moe.TOP2_REAL}, moe.MoeDecoder, 73_262_128),
         # Padded convolutions with BatchNorm, transposed-convolution decoder:
         # 31,037,698 with 2 classes, as U-Net is usually trained.
         Family("unet", "U-Net (ConvTranspose decoder, padded convolutions, BatchNorm)",
@@ -123,7 +127,7 @@ def build(name: str, size: str = "tiny", training: bool = True, batch: int = 2,
         tgt = torch.randint(0, config.vocab_size, (batch, config.tgt_len), generator=generator)
         return BuiltModel(name, model, (src, tgt), ["src_ids", "tgt_ids"], ["logits"])
     input_ids = torch.randint(0, config.vocab_size, (batch, config.seq_len), generator=generator)
-    if name in ("gpt2", "moe", "lstm_lm", "gru_tagger"):
+    if name in ("gpt2", "moe", "moe_top2", "lstm_lm", "gru_tagger"):
         return BuiltModel(name, model, (input_ids,), ["input_ids"], ["logits"])
     attention_mask = torch.ones(batch, config.seq_len, dtype=torch.int64)
     attention_mask[-1, config.seq_len // 2:] = 0  # one padded sequence

@@ -37,11 +37,16 @@ class MoeConfig:
     layer_norm_eps: float = 1e-5
     # Sequence length of the exported graph (static).
     seq_len: int = 256
+    # 0: the dense softmax gate; k > 0: Shazeer et al.'s top-k gate (softmax
+    # over the k largest router logits, the other experts weighted 0).
+    top_k: int = 0
 
 
 REAL = MoeConfig()
 TINY = MoeConfig(vocab_size=256, max_positions=32, hidden=32, layers=2, heads=4,
                  expert_hidden=64, seq_len=32)
+TOP2_REAL = dataclasses.replace(REAL, top_k=2)
+TOP2_TINY = dataclasses.replace(TINY, top_k=2)
 
 
 class Expert(nn.Module):
@@ -56,16 +61,24 @@ class Expert(nn.Module):
 
 
 class DenseMixture(nn.Module):
-    """sum_e softmax(router(x))_e * expert_e(x), every expert on every token."""
+    """sum_e gate(router(x))_e * expert_e(x), every expert on every token (the
+    top-k gate zeroes all but k weights; the experts still run densely)."""
 
     def __init__(self, config: MoeConfig):
         super().__init__()
         self.router = nn.Linear(config.hidden, config.experts)
+        self.top_k = config.top_k
         self.experts = nn.ModuleList(Expert(config) for _ in range(config.experts))
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gates = torch.softmax(self.router(x), dim=-1)  # (batch, seq, experts)
+        logits = self.router(x)  # (batch, seq, experts)
+        if self.top_k:
+            # ONNX TopK, Softmax and ScatterElements into zeros.
+            best, chosen = torch.topk(logits, self.top_k, dim=-1)
+            gates = torch.zeros_like(logits).scatter(-1, chosen, torch.softmax(best, dim=-1))
+        else:
+            gates = torch.softmax(logits, dim=-1)
         outputs = torch.stack([expert(x) for expert in self.experts], dim=-1)
         mixed = (outputs * gates.unsqueeze(-2)).sum(dim=-1)  # (batch, seq, hidden)
         return self.dropout(mixed)

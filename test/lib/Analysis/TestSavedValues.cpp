@@ -97,8 +97,12 @@ struct TestCheckSavedValuesPass
       query.floatBytes = floatBytes;
       query.operandNeedsGrad.resize(op.getNumOperands());
       query.operandIsStatic.resize(op.getNumOperands());
+      // As the memory model: no backward for an op whose results get no gradient.
+      const bool resultGetsGrad =
+          op.getNumResults() == 0 ||
+          llvm::any_of(op.getResults(), [&](Value r) { return needsGrad.contains(r); });
       for (auto [i, v] : llvm::enumerate(op.getOperands())) {
-        if (needsGrad.contains(v))
+        if (resultGetsGrad && needsGrad.contains(v))
           query.operandNeedsGrad.set(i);
         if (staticValues.contains(v))
           query.operandIsStatic.set(i);
