@@ -133,7 +133,7 @@ mlir::Value extremeIndex(Composer &c, mlir::Value x, int64_t axis, bool maximum,
 /// times the output.
 mlir::Value selectAlong(Composer &c, mlir::Value data, mlir::Value index, int64_t axis);
 
-/// The values of a constant integer operand (null input: nullopt), or an
+/// The values of a constant integer operand (unsigned ones zero-extended), or an
 /// error naming the node, the operand and what it is for.
 mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(NodeImporter &n, unsigned i,
                                                         llvm::StringRef what);

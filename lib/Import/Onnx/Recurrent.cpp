@@ -349,7 +349,8 @@ Values importRecurrent(NodeImporter &n, Cell cell) {
                                         {n.builder.getNamedAttr("axis",
                                                                 n.builder.getI64IntegerAttr(0))}));
     lastHidden.push_back(c.reshape(h, {1, batch, hidden}));
-    lastCell.push_back(c.reshape(cellState, {1, batch, hidden}));
+    if (cell == Cell::Lstm)
+      lastCell.push_back(c.reshape(cellState, {1, batch, hidden}));
   }
   auto join = [&](llvm::ArrayRef<Value> parts, int64_t axis) {
     if (parts.size() == 1)
@@ -357,11 +358,13 @@ Values importRecurrent(NodeImporter &n, Cell cell) {
     return c.op("nn.concat", parts,
                 {n.builder.getNamedAttr("axis", n.builder.getI64IntegerAttr(axis))});
   };
-  Value y = join(outputs, 1), yh = join(lastHidden, 0), yc = join(lastCell, 0);
+  Value y = join(outputs, 1), yh = join(lastHidden, 0);
+  Value yc = cell == Cell::Lstm ? join(lastCell, 0) : nullptr;
   if (layout) {
     y = c.transpose(y, {2, 0, 1, 3});  // [batch, seq, dirs, hidden]
     yh = c.transpose(yh, {1, 0, 2});   // [batch, dirs, hidden]
-    yc = c.transpose(yc, {1, 0, 2});
+    if (yc)
+      yc = c.transpose(yc, {1, 0, 2});
   }
   auto result = c.result(y);
   if (succeeded(result)) {

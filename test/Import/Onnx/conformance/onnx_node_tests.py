@@ -203,32 +203,37 @@ def supported_tests(pipe_opt, node_dir):
     return _classify(pipe_opt, node_dir)[0]
 
 
-def unsupported_tests(pipe_opt, node_dir):
-    return _classify(pipe_opt, node_dir)[1]
+def option(name, default, convert=int):
+    """The value after `name` on the command line, converted, else `default`."""
+    return convert(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+
+
+def run_each(names, node_dir, check):
+    """check(test_dir, scratch_folder) for each test name, one per core at a
+    time, each in its own scratch folder; the results in the names' order."""
+    with tempfile.TemporaryDirectory() as scratch, \
+            concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        def one(index_and_name):
+            index, name = index_and_name
+            folder = os.path.join(scratch, str(index))
+            os.mkdir(folder)
+            return check(os.path.join(node_dir, name), folder)
+        return list(pool.map(one, enumerate(names)))
 
 
 def main():
     pipe_opt, node_dir = sys.argv[1], sys.argv[2]
     verbose = "--verbose" in sys.argv
-    every = int(sys.argv[sys.argv.index("--every") + 1]) if "--every" in sys.argv else 1
+    every = option("--every", 1)
     # The count this commit reaches: fewer passes is a regression.
-    min_passed = (int(sys.argv[sys.argv.index("--min-passed") + 1])
-                  if "--min-passed" in sys.argv else 0)
+    min_passed = option("--min-passed", 0)
     tests, unsupported = _classify(pipe_opt, node_dir)
     skipped = len(unsupported)
     candidates = len(tests)
     chosen = tests[::every]
     passed, failed, expected = 0, [], 0
-    # One import per core at a time, each in its own scratch folder; results in
-    # name order.
-    with tempfile.TemporaryDirectory() as scratch, \
-            concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        def check(index_and_name):
-            index, name = index_and_name
-            folder = os.path.join(scratch, str(index))
-            os.mkdir(folder)
-            return run_one(pipe_opt, os.path.join(node_dir, name), folder)
-        problems = list(pool.map(check, enumerate(chosen)))
+    problems = run_each(chosen, node_dir,
+                        lambda test_dir, folder: run_one(pipe_opt, test_dir, folder))
     for name, problem in zip(chosen, problems):
         reason = expected_unsupported(name)
         if problem is None:

@@ -29,13 +29,11 @@ program's gradient to 1e-2 relative.
 Exit status 0 when no test fails and at least --min-checked tests were
 checked.
 """
-import concurrent.futures
 import json
 import os
 import re
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import onnx
@@ -206,7 +204,7 @@ def check_one(pipe_opt, pipe_run, test_dir, scratch):
     try:
         run([pipe_opt, "model.onnx", "--loss=output", "--pipeline-stages=1",
              "--allow-inference-export", "-o", "out"], scratch)
-        loss, grads = loss_and_grads(params, grads=True)
+        _, grads = loss_and_grads(params, grads=True)
     except RuntimeError as error:
         for message, reason in REFUSALS.items():
             if message in str(error):
@@ -259,21 +257,14 @@ def check_one(pipe_opt, pipe_run, test_dir, scratch):
 def main():
     pipe_opt, pipe_run, node_dir = (os.path.abspath(a) for a in sys.argv[1:4])
     verbose = "--verbose" in sys.argv
-    every = int(sys.argv[sys.argv.index("--every") + 1]) if "--every" in sys.argv else 1
-    only = re.compile(sys.argv[sys.argv.index("--only") + 1]) if "--only" in sys.argv else None
-    min_checked = (int(sys.argv[sys.argv.index("--min-checked") + 1])
-                   if "--min-checked" in sys.argv else 0)
+    every = types.option("--every", 1)
+    only = types.option("--only", None, re.compile)
+    min_checked = types.option("--min-checked", 0)
     chosen = [name for name in types.supported_tests(pipe_opt, node_dir)
               if types.expected_unsupported(name) is None and (not only or only.search(name))]
     chosen = chosen[::every]
-    with tempfile.TemporaryDirectory() as scratch, \
-            concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        def check(index_and_name):
-            index, name = index_and_name
-            folder = os.path.join(scratch, str(index))
-            os.mkdir(folder)
-            return check_one(pipe_opt, pipe_run, os.path.join(node_dir, name), folder)
-        results = list(pool.map(check, enumerate(chosen)))
+    results = types.run_each(
+        chosen, node_dir, lambda test_dir, folder: check_one(pipe_opt, pipe_run, test_dir, folder))
     counts = {"checked": 0, "forward only": 0, "skip": 0, "fail": 0}
     skips = {}
     for name, result in zip(chosen, results):
