@@ -34,9 +34,13 @@ fi
 echo "== python"
 if /usr/bin/python3 -c "import pytest" 2> /dev/null; then
   build_abs=$(cd "$BUILD_DIR" && pwd)
+  # One pytest worker per job when pytest-xdist is there (each test runs
+  # whole programs, so they spread well).
+  parallel=()
+  if /usr/bin/python3 -c "import xdist" 2> /dev/null; then parallel=(-n "$JOBS"); fi
   PYTHONPATH="$PWD/python:$build_abs/python${PYTHONPATH:+:$PYTHONPATH}" \
     PIPE_OPT="${PIPE_OPT:-$build_abs/bin/pipe-opt}" PIPE_PLAN="${PIPE_PLAN:-$build_abs/bin/pipe-plan}" \
-    /usr/bin/python3 -m pytest -v -rs -p no:cacheprovider --junitxml="$report/py.xml" \
+    /usr/bin/python3 -m pytest -v -rs -p no:cacheprovider "${parallel[@]}" --junitxml="$report/py.xml" \
     python/tests > "$report/py.log" 2>&1
   py_status=$?
   cat "$report/py.log"

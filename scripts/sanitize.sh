@@ -26,9 +26,9 @@ echo "== lit (sanitized)"
 /usr/lib/llvm-22/bin/lit -sv -j"$JOBS" --xunit-xml-output "$report/lit.xml" "$SANITIZER_BUILD/test"
 count_lit "$report/lit.xml"
 
-# The longest randomized partitioner tests run a quarter of their trials here
+# The longest randomized partitioner tests run a tenth of their trials here
 # (each costs about ten times more); the plain build runs them all.
-export PARTITIONER_TEST_TRIAL_SCALE=0.25
+export PARTITIONER_TEST_TRIAL_SCALE=0.1
 echo "== ctest (sanitized)"
 (cd "$SANITIZER_BUILD" && ctest -j"$JOBS" -E "mpi|Mpi" --output-on-failure \
    --output-junit "$report/ctest.xml") || true

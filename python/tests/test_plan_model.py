@@ -138,7 +138,7 @@ class PlanModelOnnxTest(unittest.TestCase):
     def test_options_pass_through(self):
         model = fixture("resnet50.onnx")
         options = dict(microbatches=8, schedule="1f1b", dtype="bf16", optimizer="sgd",
-                       objective="period", time_limit=5, lr=0.01, train=False)
+                       objective="period", time_limit=60, lr=0.01, train=False)
         cli = run_pipe_opt(model, self.path("cli"), stages=3, micro_batch_size=2,
                            memory="40GiB", target="a100-80gb", **options)
         self.assertEqual(cli.returncode, 0, cli.stderr)
