@@ -5,7 +5,7 @@
 #   scripts/setup.sh            # what building and running needs (pybind11 included: CMake
 #                               # also builds the Python bindings, pipe_opt._native)
 #   scripts/setup.sh --tests    # also what the tests need (ONNX's node tests, torch,
-#                               # pytest and pytest-xdist, clang and its sanitizer/libFuzzer
+#                               # torchvision, pytest and pytest-xdist, clang and its sanitizer/libFuzzer
 #                               # runtimes)
 #   BUILD_DIR=out scripts/setup.sh
 set -euo pipefail
@@ -23,7 +23,7 @@ packages=(
   python3-dev pybind11-dev python3-pybind11
 )
 if [ "${1:-}" = "--tests" ]; then
-  packages+=(libonnx-testdata python3-torch python3-pytest python3-pytest-xdist clang-22 libclang-rt-22-dev)
+  packages+=(libonnx-testdata python3-torch python3-torchvision python3-pytest python3-pytest-xdist clang-22 libclang-rt-22-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -108,6 +108,7 @@ def op_counts(model: onnx.ModelProto) -> Dict[str, int]:
 
 def _batch_dim_errors(model: onnx.ModelProto, names: Sequence[str]) -> List[str]:
     values = {v.name: v for v in list(model.graph.input) + list(model.graph.output)}
+    outputs = {v.name for v in model.graph.output}
     errors = []
     for name in names:
         value = values.get(name)
@@ -115,6 +116,8 @@ def _batch_dim_errors(model: onnx.ModelProto, names: Sequence[str]) -> List[str]
             errors.append(f"graph has no input or output named '{name}'")
             continue
         dims = value.type.tensor_type.shape.dim
+        if name in outputs and value.type.tensor_type.HasField("shape") and not dims:
+            continue  # a scalar output (a loss reduced over the batch) has no batch dim
         if not dims or dims[0].dim_param != BATCH_DIM_NAME:
             got = dims[0].dim_param or dims[0].dim_value if dims else "scalar"
             errors.append(

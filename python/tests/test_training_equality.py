@@ -127,6 +127,10 @@ if HAVE_TORCH:
         "lstm_lm_2_ranks_1f1b_adam": (case("lstm_lm", schedule="1f1b"), None),
         "moe_top2_2_ranks_1f1b_adam": (case("moe_top2", schedule="1f1b"), None),
         "gru_tagger_2_ranks_1f1b_adam": (case("gru_tagger", schedule="1f1b"), None),
+        # Its loss in the graph (SoftmaxCrossEntropyLoss on a labels input, which
+        # pipe-run draws over the 10 classes): trained with --loss=output.
+        "mlp_loss_4_ranks_1f1b_adam": (
+            case("mlp_loss", ranks=4, schedule="1f1b", loss="output"), None),
         # Ranks, schedules, plans, optimizers.
         "mlp_1_rank_sgd": (case("mlp", ranks=1, optimizer="sgd", lr=0.1), None),
         "mlp_4_ranks_gpipe_momentum": (

@@ -140,8 +140,9 @@ struct Tables {
 };
 
 /// Synthetic integer inputs must be valid indices where they are used as
-/// such: the size of the gathered dim (through views and casts); 2 (0 or 1,
-/// a mask) otherwise.
+/// such: the size of the gathered dim, the classes of a loss's labels or of
+/// a comparison with the ids 0 .. K-1 (through views, casts and selects),
+/// the smallest of these; 2 (0 or 1, a mask) otherwise.
 int64_t integerRange(Value input) {
   int64_t range = 0;
   SmallVector<Value> work{input};
@@ -152,12 +153,31 @@ int64_t integerRange(Value input) {
       continue;
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
+      auto bound = [&](int64_t dim) { range = range == 0 ? dim : std::min(range, dim); };
       if (auto gather = dyn_cast<nn::GatherOp>(user); gather && use.getOperandNumber() == 1) {
         auto data = typeOf(gather.getInput());
-        int64_t dim = data.getDimSize(*nn::normalizeAxis(gather.getAxis(), data.getRank()));
-        range = range == 0 ? dim : std::min(range, dim);
+        bound(data.getDimSize(*nn::normalizeAxis(gather.getAxis(), data.getRank())));
+      } else if (auto loss = dyn_cast<nn::SoftmaxCrossEntropyLossOp>(user);
+                 loss && use.getOperandNumber() == 1) {
+        // The labels of a loss in the graph: classes are dim 1 of the scores.
+        bound(typeOf(loss->getOperand(0)).getDimSize(1));
+      } else if (isa<nn::EqualOp>(user)) {
+        // Compared with the class ids 0 .. K-1 (an imported NegativeLogLikelihoodLoss
+        // or OneHot picks its class this way).
+        Value other = user->getOperand(1 - use.getOperandNumber());
+        DenseElementsAttr ids;
+        if (matchPattern(other, m_Constant(&ids)) && isa<IntegerType>(ids.getElementType()) &&
+            ids.getNumElements() > 1) {
+          int64_t k = 0;
+          bool iota = true;
+          for (const APInt &id : ids.getValues<APInt>())
+            iota = iota && id.getSExtValue() == k++;
+          if (iota)
+            bound(k);
+        }
       } else if (isa<nn::ReshapeOp, nn::FlattenOp, nn::SqueezeOp, nn::UnsqueezeOp,
-                     nn::IdentityOp>(user)) {
+                     nn::IdentityOp, nn::CastOp>(user) ||
+                 (isa<nn::WhereOp>(user) && use.getOperandNumber() > 0)) {
         work.push_back(user->getResult(0));
       }
     }

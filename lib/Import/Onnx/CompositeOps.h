@@ -36,6 +36,10 @@ void addResize(const AddOp &add);
 /// Adds LSTM, GRU and RNN (Recurrent.cpp), unrolled into their cells.
 void addRecurrent(const AddOp &add);
 
+/// Adds If, Loop and Scan (ControlFlow.cpp): the branch a constant condition
+/// selects, and loops and scans with static trip counts, unrolled.
+void addControlFlow(const AddOp &add);
+
 /// LayerNormalization with its Mean and InvStdDev outputs, as reductions:
 /// nn.layer_norm's gradient is its output's only, and these are values the
 /// graph may use. The outputs keep the normalized dims as 1s.

@@ -11,6 +11,7 @@
 #include "ModelFile.h"
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cstring>
 #include <map>
@@ -41,6 +42,28 @@ bool inferenceBatchNorm(const onnx::NodeProto &node, int64_t opset) {
   for (const std::string &output : node.output())
     outputs += !output.empty();
   return outputs <= 1;
+}
+
+/// Whether every element of an initializer held as raw bytes is the same:
+/// the bytes repeat with the element's width.
+bool allElementsEqual(const InitializerData &data) {
+  int64_t width = 1;
+  switch (data.tensor.data_type()) {
+  case onnx::TensorProto::DOUBLE:
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64: width = 8; break;
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32: width = 4; break;
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16: width = 2; break;
+  default: break;
+  }
+  return data.rawLength > width &&
+         !std::memcmp(data.rawBytes, data.rawBytes + width,
+                      static_cast<size_t>(data.rawLength - width));
 }
 
 std::string sample(const std::vector<std::string> &names) {
@@ -82,6 +105,27 @@ std::vector<std::string> pipe::onnx_import::inferenceExportSigns(llvm::StringRef
     if (llvm::StringRef(data.tensor.name()).starts_with("onnx::") &&
         data.tensor.dims_size() > 0)
       folded.push_back(data.tensor.name());
+  // A BatchNorm folded into the convolution before it leaves a Conv whose
+  // weight and bias the exporter computed (and named), and no BatchNorm.
+  // Equal folded tensors are stored once and shared through Identity nodes.
+  llvm::StringSet<> foldedNames;
+  for (const std::string &name : folded)
+    foldedNames.insert(name);
+  for (const onnx::NodeProto &node : graph.node())
+    if (node.op_type() == "Identity" && node.input_size() == 1 && node.output_size() == 1 &&
+        foldedNames.contains(node.input(0)))
+      foldedNames.insert(node.output(0));
+  size_t foldedConvs = 0;
+  for (const onnx::NodeProto &node : graph.node())
+    if (node.op_type() == "Conv" && node.input_size() >= 3 &&
+        foldedNames.contains(node.input(1)) && foldedNames.contains(node.input(2)))
+      ++foldedConvs;
+  if (batchNorms == 0 && foldedConvs > 0)
+    signs.push_back(std::to_string(foldedConvs) +
+                    " convolutions read a weight and a bias the exporter computed, and the "
+                    "graph has no BatchNormalization: BatchNorm was folded into the "
+                    "convolutions (eval mode with constant folding), so there is no BatchNorm "
+                    "left to train");
   if (!folded.empty())
     signs.push_back(std::to_string(folded.size()) +
                     " weights have names the exporter made up (" + sample(folded) +
@@ -90,11 +134,13 @@ std::vector<std::string> pipe::onnx_import::inferenceExportSigns(llvm::StringRef
 
   // Tied weights (one parameter used twice) that the export stored twice would
   // be trained as two. Compared: initializers of 1 KiB or more with the same
-  // type, shape and bytes.
+  // type, shape and bytes, whose elements are not all equal (a fresh model's
+  // BatchNorm scales are all ones, its shifts and running means all zeros:
+  // equal, and not tied).
   std::map<std::tuple<int, std::vector<int64_t>, int64_t>, std::vector<const InitializerData *>>
       bySignature;
   for (const InitializerData &data : file->initializers)
-    if (data.rawBytes && data.rawLength >= 1024)
+    if (data.rawBytes && data.rawLength >= 1024 && !allElementsEqual(data))
       bySignature[{data.tensor.data_type(),
                    std::vector<int64_t>(data.tensor.dims().begin(), data.tensor.dims().end()),
                    data.rawLength}]

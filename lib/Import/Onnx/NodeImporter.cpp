@@ -225,6 +225,7 @@ AttributeType typeOf(AttrKind kind) {
   case AttrKind::Floats: return onnx::AttributeProto::FLOATS;
   case AttrKind::Strings: return onnx::AttributeProto::STRINGS;
   case AttrKind::Tensor: return onnx::AttributeProto::TENSOR;
+  case AttrKind::Graph: return onnx::AttributeProto::GRAPH;
   }
   return onnx::AttributeProto::UNDEFINED;
 }
@@ -302,6 +303,11 @@ float NodeImporter::getFloat(llvm::StringRef name, float dflt) const {
 std::string NodeImporter::getString(llvm::StringRef name, llvm::StringRef dflt) const {
   const auto *attr = attribute(name);
   return attr ? attr->s() : dflt.str();
+}
+
+const onnx::GraphProto *NodeImporter::getGraph(llvm::StringRef name) const {
+  const auto *attr = attribute(name);
+  return attr ? &attr->g() : nullptr;
 }
 
 std::optional<SmallVector<int64_t>> NodeImporter::getInts(llvm::StringRef name) const {

@@ -38,7 +38,7 @@ convertTensor(const onnx::TensorProto &tensor, const char *rawBytes, int64_t raw
               mlir::Location loc);
 
 /// The ONNX attribute types handlers read (AttributeProto.AttributeType).
-enum class AttrKind { Int, Float, String, Ints, Floats, Strings, Tensor };
+enum class AttrKind { Int, Float, String, Ints, Floats, Strings, Tensor, Graph };
 
 /// An attribute an op takes: its name, its type per the op's schema, and
 /// whether the node must give it.
@@ -55,19 +55,38 @@ struct AttrSpec {
 /// float".
 std::string checkAttributeKind(const onnx::AttributeProto &attr, AttrKind expected);
 
+class NodeImporter;
+
+/// Imports the subgraphs of control-flow nodes (If, Loop, Scan) into the graph
+/// being imported, which is what unrolling them takes.
+class SubgraphImporter {
+public:
+  virtual ~SubgraphImporter() = default;
+  /// Imports `graph`'s nodes in the scope of `parent`'s graph, its inputs
+  /// bound to `inputs`, and returns the values of its outputs. The ops are
+  /// named `<parent's node>/<scope>/<node>`; the names the subgraph defines
+  /// are forgotten afterwards, so a loop body can be imported once per
+  /// iteration.
+  virtual mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  importSubgraph(const NodeImporter &parent, const onnx::GraphProto &graph,
+                 mlir::ValueRange inputs, llvm::StringRef scope) = 0;
+};
+
 class NodeImporter {
 public:
   NodeImporter(const onnx::NodeProto &node, int64_t version, int64_t opset,
                mlir::Location loc, mlir::OpBuilder &builder,
-               llvm::SmallVector<mlir::Value> inputs)
+               llvm::SmallVector<mlir::Value> inputs, SubgraphImporter &subgraphs)
       : node(node), version(version), opset(opset), loc(loc), builder(builder),
-        inputs(std::move(inputs)) {}
+        subgraphs(subgraphs), inputs(std::move(inputs)) {}
 
   const onnx::NodeProto &node;
   /// The version of the op that the model's opset selects, and the opset.
   const int64_t version, opset;
   const mlir::Location loc;
   mlir::OpBuilder &builder;
+  /// Where control-flow handlers import their subgraphs.
+  SubgraphImporter &subgraphs;
 
   /// Input `i`, or null when it is absent or given as "".
   mlir::Value input(unsigned i) const { return i < inputs.size() ? inputs[i] : nullptr; }
@@ -87,6 +106,8 @@ public:
   float getFloat(llvm::StringRef name, float dflt) const;
   std::string getString(llvm::StringRef name, llvm::StringRef dflt) const;
   std::optional<llvm::SmallVector<int64_t>> getInts(llvm::StringRef name) const;
+  /// A graph attribute (checked by expectAttributes), or null when absent.
+  const onnx::GraphProto *getGraph(llvm::StringRef name) const;
 
   /// `name = value` attributes for the nn op, converted from the node's.
   void copyInt(llvm::SmallVectorImpl<mlir::NamedAttribute> &attrs, llvm::StringRef name);

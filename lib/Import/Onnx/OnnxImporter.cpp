@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -30,7 +31,19 @@ namespace {
 /// Integer initializers up to this size are shape arithmetic, not weights.
 constexpr int64_t kMaxIntegerConstantElements = 4096;
 
-class GraphImporter {
+/// Calls `fn` on each graph that `node`'s attributes hold (If's branches, a
+/// Loop's or Scan's body), with the attribute's name.
+void forEachSubgraph(const onnx::NodeProto &node,
+                     llvm::function_ref<void(llvm::StringRef, const onnx::GraphProto &)> fn) {
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    if (attr.has_g())
+      fn(attr.name(), attr.g());
+    for (const onnx::GraphProto &graph : attr.graphs())
+      fn(attr.name(), graph);
+  }
+}
+
+class GraphImporter : public SubgraphImporter {
 public:
   GraphImporter(ModelFile &file, MLIRContext *context, const ImportOptions &options,
                 llvm::StringRef path)
@@ -38,6 +51,10 @@ public:
         fileLoc(FileLineColLoc::get(context, path, 0, 0)), builder(context) {}
 
   OwningOpRef<ModuleOp> run();
+
+  FailureOr<SmallVector<Value>> importSubgraph(const NodeImporter &parent,
+                                               const onnx::GraphProto &graph, ValueRange inputs,
+                                               llvm::StringRef scope) override;
 
 private:
   Location nameLoc(llvm::StringRef name) {
@@ -50,18 +67,23 @@ private:
   /// model's folder.
   FailureOr<std::string> externalDataFile(llvm::StringRef tensorName,
                                           llvm::StringRef location, Location loc);
-  LogicalResult importNode(const onnx::NodeProto &node, size_t index);
+  /// Imports `node`, the `index`th of its graph; `prefix` names the scope of a
+  /// subgraph's node ("If_0/then/").
+  LogicalResult importNode(const onnx::NodeProto &node, size_t index, llvm::StringRef prefix);
   /// Why the importer cannot take `node`'s op ("unsupported op 'X' (opset
   /// N)"), or nothing when it can; `version` is the op version it would use.
   std::optional<std::string> unsupported(const onnx::NodeProto &node, int &version) const;
   /// Every unsupported op of the graph at once: one error per distinct op,
   /// at its first node, with the number of nodes.
   LogicalResult checkOpsSupported(const onnx::GraphProto &graph);
+  /// Adds the names that `graph`'s nodes and outputs consume, subgraphs
+  /// included, to `used`.
+  void collectUsed(const onnx::GraphProto &graph);
   /// `--dim NAME=V` names a symbolic dim of a graph input, and does not bind
   /// a batch dim that `--micro-batch-size` binds to another size.
   LogicalResult checkDimBindings(const onnx::GraphProto &graph);
   LogicalResult define(llvm::StringRef name, Value value, Location loc);
-  /// Names are UTF-8 and node names unique.
+  /// Names are UTF-8 and node names unique, in `graph` and its subgraphs.
   LogicalResult checkNames(const onnx::GraphProto &graph);
   /// A graph output's declared element type and static dims match what the
   /// model computes.
@@ -75,6 +97,9 @@ private:
   OpBuilder builder;
   int64_t opset = 0;
   llvm::StringMap<Value> values;
+  /// The names the subgraph being imported defines (null outside one): they
+  /// leave `values` when it ends.
+  std::vector<std::string> *scopeNames = nullptr;
   /// Names that some node or graph output consumes.
   llvm::StringSet<> used;
 };
@@ -157,6 +182,8 @@ FailureOr<Type> GraphImporter::inputType(const onnx::ValueInfoProto &input) {
 LogicalResult GraphImporter::define(llvm::StringRef name, Value value, Location loc) {
   if (!values.try_emplace(name, value).second)
     return emitError(loc) << "value '" << name << "' is defined twice";
+  if (scopeNames)
+    scopeNames->push_back(name.str());
   return success();
 }
 
@@ -340,16 +367,25 @@ LogicalResult GraphImporter::checkOpsSupported(const onnx::GraphProto &graph) {
   // One entry per reason (it names the op), in order of first appearance.
   std::vector<Unsupported> found;
   llvm::StringMap<size_t> indexOf;
-  for (auto [index, node] : llvm::enumerate(graph.node())) {
-    int version = 0;
-    std::optional<std::string> reason = unsupported(node, version);
-    if (!reason)
-      continue;
-    auto [it, first] = indexOf.try_emplace(*reason, found.size());
-    if (first)
-      found.push_back({*reason, nodeDisplayName(node.name(), node.op_type(), index), 0});
-    ++found[it->second].nodes;
-  }
+  // A subgraph's node is named after its control-flow node and attribute.
+  std::function<void(const onnx::GraphProto &, const std::string &)> visit =
+      [&](const onnx::GraphProto &g, const std::string &prefix) {
+        for (auto [index, node] : llvm::enumerate(g.node())) {
+          std::string name = prefix + nodeDisplayName(node.name(), node.op_type(), index);
+          forEachSubgraph(node, [&](llvm::StringRef attr, const onnx::GraphProto &sub) {
+            visit(sub, name + "/" + attr.str() + "/");
+          });
+          int version = 0;
+          std::optional<std::string> reason = unsupported(node, version);
+          if (!reason)
+            continue;
+          auto [it, first] = indexOf.try_emplace(*reason, found.size());
+          if (first)
+            found.push_back({*reason, name, 0});
+          ++found[it->second].nodes;
+        }
+      };
+  visit(graph, "");
   for (const Unsupported &entry : found) {
     InFlightDiagnostic diag = emitError(nameLoc(entry.firstNode)) << entry.reason;
     if (entry.nodes > 1)
@@ -402,8 +438,21 @@ LogicalResult GraphImporter::checkDimBindings(const onnx::GraphProto &graph) {
   return success();
 }
 
-LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t index) {
-  std::string name = nodeDisplayName(node.name(), node.op_type(), index);
+void GraphImporter::collectUsed(const onnx::GraphProto &graph) {
+  for (const onnx::NodeProto &node : graph.node()) {
+    for (const std::string &input : node.input())
+      used.insert(input);
+    forEachSubgraph(node, [&](llvm::StringRef, const onnx::GraphProto &g) {
+      collectUsed(g);
+      for (const onnx::ValueInfoProto &output : g.output())
+        used.insert(output.name());
+    });
+  }
+}
+
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t index,
+                                        llvm::StringRef prefix) {
+  std::string name = (prefix + nodeDisplayName(node.name(), node.op_type(), index)).str();
   Location loc = nameLoc(name);
   int version = 0;
   if (std::optional<std::string> reason = unsupported(node, version))
@@ -426,7 +475,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     if (!attributeNames.insert(attr.name()).second)
       return emitError(loc) << "attribute '" << llvm::json::fixUTF8(attr.name()) << "' of "
                             << node.op_type() << " is given twice";
-  NodeImporter importer(node, version, opset, loc, builder, std::move(inputs));
+  NodeImporter importer(node, version, opset, loc, builder, std::move(inputs), *this);
   auto results = support->handler(importer);
   if (failed(results))
     return failure();
@@ -496,9 +545,7 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
 
   // Only initializers that nodes use are imported (exports also carry
   // unused buffers such as batch-norm's num_batches_tracked).
-  for (const onnx::NodeProto &node : graph.node())
-    for (const std::string &input : node.input())
-      used.insert(input);
+  collectUsed(graph);
   for (const onnx::ValueInfoProto &output : graph.output())
     used.insert(output.name());
   for (const InitializerData &data : file.initializers)
@@ -506,7 +553,7 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
       return nullptr;
 
   for (auto [index, node] : llvm::enumerate(graph.node()))
-    if (failed(importNode(node, index)))
+    if (failed(importNode(node, index, "")))
       return nullptr;
 
   SmallVector<Value> results;
@@ -559,35 +606,89 @@ LogicalResult GraphImporter::checkNames(const onnx::GraphProto &graph) {
            << what << " '" << llvm::json::fixUTF8(name) << "' is not valid UTF-8 (byte "
            << offset << ")";
   };
-  for (const onnx::ValueInfoProto &input : graph.input())
-    if (failed(check(input.name(), "graph input")))
-      return failure();
-  for (const onnx::ValueInfoProto &output : graph.output())
-    if (failed(check(output.name(), "graph output")))
-      return failure();
   for (const InitializerData &data : file.initializers)
     if (failed(check(data.tensor.name(), "initializer")))
       return failure();
-  // Node names identify nodes in plans (stage_of) and in the written model.
-  llvm::StringMap<size_t> nodeIndex;
-  for (auto [index, node] : llvm::enumerate(graph.node())) {
-    if (failed(check(node.name(), "node name")) || failed(check(node.op_type(), "op type")) ||
-        failed(check(node.domain(), "op domain")))
+  // The graph and each subgraph: a subgraph's nodes are named after their
+  // control-flow node, so their names are unique within their own graph.
+  std::function<LogicalResult(const onnx::GraphProto &)> checkGraph =
+      [&](const onnx::GraphProto &g) -> LogicalResult {
+    for (const onnx::ValueInfoProto &input : g.input())
+      if (failed(check(input.name(), "graph input")))
+        return failure();
+    for (const onnx::ValueInfoProto &output : g.output())
+      if (failed(check(output.name(), "graph output")))
+        return failure();
+    // Node names identify nodes in plans (stage_of) and in the written model.
+    llvm::StringMap<size_t> nodeIndex;
+    for (auto [index, node] : llvm::enumerate(g.node())) {
+      if (failed(check(node.name(), "node name")) || failed(check(node.op_type(), "op type")) ||
+          failed(check(node.domain(), "op domain")))
+        return failure();
+      for (const std::string &value : node.input())
+        if (failed(check(value, "node input")))
+          return failure();
+      for (const std::string &value : node.output())
+        if (failed(check(value, "node output")))
+          return failure();
+      std::string name = nodeDisplayName(node.name(), node.op_type(), index);
+      auto [it, inserted] = nodeIndex.try_emplace(name, index);
+      if (!inserted)
+        return emitError(nameLoc(name)) << "nodes #" << it->second << " and #" << index
+                                        << " are both named '" << name
+                                        << "'; plans identify nodes by name";
+      LogicalResult subgraphs = success();
+      forEachSubgraph(node, [&](llvm::StringRef, const onnx::GraphProto &sub) {
+        if (succeeded(subgraphs))
+          subgraphs = checkGraph(sub);
+      });
+      if (failed(subgraphs))
+        return failure();
+    }
+    return success();
+  };
+  return checkGraph(graph);
+}
+
+FailureOr<SmallVector<Value>> GraphImporter::importSubgraph(const NodeImporter &parent,
+                                                            const onnx::GraphProto &graph,
+                                                            ValueRange inputs,
+                                                            llvm::StringRef scope) {
+  std::string parentName = "node";
+  if (auto name = dyn_cast<NameLoc>(parent.loc))
+    parentName = name.getName().str();
+  if (graph.input_size() != static_cast<int>(inputs.size()))
+    return parent.error() << parent.node.op_type() << "'s subgraph (" << scope << ") has "
+                          << graph.input_size() << " inputs, " << inputs.size() << " expected";
+  if (graph.initializer_size() || graph.sparse_initializer_size())
+    return parent.error() << parent.node.op_type() << "'s subgraph (" << scope
+                          << ") has initializers; constants inside a subgraph must be "
+                             "Constant nodes or initializers of the main graph";
+  // Names defined here leave `values` at the end, whatever happens.
+  std::vector<std::string> defined;
+  std::vector<std::string> *outer = scopeNames;
+  scopeNames = &defined;
+  llvm::scope_exit restore([&] {
+    scopeNames = outer;
+    for (const std::string &name : defined)
+      values.erase(name);
+  });
+  std::string prefix = parentName + "/" + scope.str() + "/";
+  for (auto [info, value] : llvm::zip(graph.input(), inputs))
+    if (failed(define(info.name(), value, nameLoc(prefix + info.name()))))
       return failure();
-    for (const std::string &value : node.input())
-      if (failed(check(value, "node input")))
-        return failure();
-    for (const std::string &value : node.output())
-      if (failed(check(value, "node output")))
-        return failure();
-    std::string name = nodeDisplayName(node.name(), node.op_type(), index);
-    auto [it, inserted] = nodeIndex.try_emplace(name, index);
-    if (!inserted)
-      return emitError(nameLoc(name)) << "nodes #" << it->second << " and #" << index
-                                      << " are both named '" << name
-                                      << "'; plans identify nodes by name";
+  for (auto [index, node] : llvm::enumerate(graph.node()))
+    if (failed(importNode(node, index, prefix)))
+      return failure();
+  SmallVector<Value> results;
+  for (const onnx::ValueInfoProto &output : graph.output()) {
+    auto it = values.find(output.name());
+    if (it == values.end())
+      return parent.error() << "output '" << output.name() << "' of " << parent.node.op_type()
+                            << "'s subgraph (" << scope << ") is never computed";
+    results.push_back(it->second);
   }
-  return success();
+  return results;
 }
 
 LogicalResult GraphImporter::checkDeclaredOutput(const onnx::ValueInfoProto &output,

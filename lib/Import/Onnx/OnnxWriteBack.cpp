@@ -91,15 +91,34 @@ LogicalResult pipe::onnx_import::writeOnnxWithStages(llvm::StringRef input, llvm
   // NodeProto.metadata_props is field 9 (ONNX IR version 10); the onnx
   // headers here predate it, so it is written as a known-layout unknown field.
   constexpr int kNodeMetadataProps = 9;
-  for (auto [index, node] : llvm::enumerate(*model.mutable_graph()->mutable_node())) {
-    auto it = stageOf.find(nodeDisplayName(node.name(), node.op_type(), index));
-    if (it == stageOf.end())
-      continue;
+  auto annotate = [&](onnx::NodeProto &node, const char *key, const std::string &value) {
     onnx::StringStringEntryProto entry;
-    entry.set_key("pipe.stage");
-    entry.set_value(std::to_string(it->second));
+    entry.set_key(key);
+    entry.set_value(value);
     node.mutable_unknown_fields()->AddLengthDelimited(kNodeMetadataProps,
                                                       entry.SerializeAsString());
+  };
+  for (auto [index, node] : llvm::enumerate(*model.mutable_graph()->mutable_node())) {
+    // A control-flow node's unrolled ops are named `<node>/<branch or
+    // iteration>/...` and may lie on several stages: the node gets the first
+    // as `pipe.stage` and all of them as `pipe.stages`.
+    std::string name = nodeDisplayName(node.name(), node.op_type(), index);
+    std::set<int> stages;
+    if (auto it = stageOf.find(name); it != stageOf.end())
+      stages.insert(it->second);
+    const std::string scope = name + "/";
+    for (auto it = stageOf.lower_bound(scope);
+         it != stageOf.end() && llvm::StringRef(it->first).starts_with(scope); ++it)
+      stages.insert(it->second);
+    if (stages.empty())
+      continue;
+    annotate(node, "pipe.stage", std::to_string(*stages.begin()));
+    if (stages.size() > 1) {
+      std::string list;
+      for (int stage : stages)
+        list += (list.empty() ? "" : ",") + std::to_string(stage);
+      annotate(node, "pipe.stages", list);
+    }
   }
   auto *prop = model.add_metadata_props();
   prop->set_key("pipe.plan");

@@ -33,7 +33,9 @@ LogicalResult copyAttributes(NodeImporter &n, llvm::ArrayRef<AttrSpec> specs,
     case Kind::String: n.copyString(attrs, spec.name); break;
     case Kind::Ints: n.copyInts(attrs, spec.name); break;
     case Kind::Floats:
-    case Kind::Tensor: break; // no plain op takes these
+    case Kind::Strings:
+    case Kind::Tensor:
+    case Kind::Graph: break; // no plain op takes these
     }
   }
   return success();
@@ -503,6 +505,7 @@ const llvm::StringMap<OpSupport> &table() {
     addIndexOps(add);
     addEinsum(add);
     addResize(add);
+    addControlFlow(add);
     addRecurrent(add);
     return t;
   }();

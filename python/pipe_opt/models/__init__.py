@@ -85,6 +85,10 @@ FAMILIES: Dict[str, Family] = {
         Family("gru_tagger", "Bidirectional GRU sequence tagger",
                {"tiny": recurrent.GRU_TINY, "real": recurrent.GRU_REAL}, recurrent.GruTagger,
                2_369_217),
+        # The perceptron with its cross-entropy inside the graph
+        # (SoftmaxCrossEntropyLoss on a labels input): the same parameters.
+        Family("mlp_loss", "Multi-layer perceptron with its loss in the graph",
+               {"tiny": mlp.TINY, "real": mlp.REAL}, mlp.MlpWithLoss, 266_610),
     )
 }
 
@@ -122,6 +126,10 @@ def build(name: str, size: str = "tiny", training: bool = True, batch: int = 2,
     if name == "mlp":
         features = torch.randn(batch, config.in_features, generator=generator)
         return BuiltModel(name, model, (features,), ["input"], ["logits"])
+    if name == "mlp_loss":
+        features = torch.randn(batch, config.in_features, generator=generator)
+        labels = torch.randint(0, config.num_classes, (batch,), generator=generator)
+        return BuiltModel(name, model, (features, labels), ["input", "labels"], ["loss"])
     if name == "transformer":
         src = torch.randint(0, config.vocab_size, (batch, config.src_len), generator=generator)
         tgt = torch.randint(0, config.vocab_size, (batch, config.tgt_len), generator=generator)

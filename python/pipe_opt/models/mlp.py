@@ -43,3 +43,18 @@ class Mlp(nn.Module):
         for index in range(1, self.layers):
             x = self.relu(getattr(self, f"fc{index}")(x))
         return getattr(self, f"fc{self.layers}")(x)
+
+
+class MlpWithLoss(nn.Module):
+    """The same network with its training loss inside the graph: forward(x,
+    labels) is the mean cross-entropy of the logits against the labels, which
+    torch.onnx.export writes as SoftmaxCrossEntropyLoss (opset 12 on). The
+    graph's output is the loss, so pipe-opt trains it with --loss=output."""
+
+    def __init__(self, config: MlpConfig = REAL):
+        super().__init__()
+        self.config = config
+        self.net = Mlp(config)
+
+    def forward(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return nn.functional.cross_entropy(self.net(x), labels)

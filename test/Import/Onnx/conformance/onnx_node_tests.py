@@ -40,6 +40,9 @@ EXPECTED_UNSUPPORTED = {
     r"test_range_float_type_positive_delta$": "data-dependent output length",
     # OneHot's depth is a float graph input there: the output shape would depend on it.
     r"test_onehot_": "data-dependent output shape (depth is a graph input)",
+    # The expanded Range computes its Loop's trip count in floating point; the
+    # importer folds integer shape arithmetic only, so the count stays unknown.
+    r"test_range_.*_expanded$": "trip count computed in floating point",
     # An input without elements (a dim of 0) cannot be trained on.
     r"test_reshape_allowzero_reordered$|test_split_zero_size_splits$": "empty input tensor",
 }
@@ -51,7 +54,8 @@ UNSUPPORTED_OPS = {
         "StringNormalizer", "TfIdfVectorizer"),
     "sequences and optionals: outside a graph of tensors": (
         "SequenceEmpty", "SequenceInsert", "SequenceLength", "SequenceMap",
-        "OptionalGetElement", "OptionalHasElement"),
+        "SequenceAt", "SequenceConstruct", "Optional", "OptionalGetElement",
+        "OptionalHasElement"),
     "quantized integer arithmetic: an inference format, not trained": (
         "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "ConvInteger",
         "MatMulInteger", "QLinearConv", "QLinearMatMul"),
@@ -62,8 +66,6 @@ UNSUPPORTED_OPS = {
         "Bernoulli", "RandomUniformLike"),
     "output shape depends on the values (detections, unique elements)": (
         "NonMaxSuppression", "Unique"),
-    "control flow (If, Loop, Scan): not imported yet; static trip counts and "
-    "branches could be unrolled": ("If", "Loop", "Scan"),
     "not imported yet: sampling at data-dependent positions (GridSample, RoiAlign, "
     "MaxUnpool), spectral ops (DFT, STFT, MelWeightMatrix), Det": (
         "GridSample", "RoiAlign", "MaxUnpool", "DFT", "STFT", "MelWeightMatrix", "Det"),
@@ -178,6 +180,16 @@ def run_one(pipe_opt, test_dir, scratch):
     return None
 
 
+def all_nodes(graph):
+    """The graph's nodes and those of its subgraphs (If's branches, Loop's and
+    Scan's bodies)."""
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                yield from all_nodes(sub)
+
+
 def _classify(pipe_opt, node_dir):
     """(supported, unsupported): test names whose ops are all supported, and
     (name, unsupported ops) for the others, in name order."""
@@ -189,9 +201,10 @@ def _classify(pipe_opt, node_dir):
         if not os.path.exists(model_path):
             continue
         model = onnx.load(model_path, load_external_data=False)
-        ops = {n.op_type for n in model.graph.node}
+        nodes = list(all_nodes(model.graph))
+        ops = {n.op_type for n in nodes}
         missing = sorted(ops - supported_ops) + sorted(
-            {f"{n.domain}.{n.op_type}" for n in model.graph.node if n.domain not in ("", "ai.onnx")})
+            {f"{n.domain}.{n.op_type}" for n in nodes if n.domain not in ("", "ai.onnx")})
         if not ops or missing:
             unsupported.append((name, missing))
         else:

@@ -13,7 +13,8 @@ model.parameters equals the trainable parameters of MODEL (float initializers
 that are not batch-norm running statistics); the trace (with named tracks),
 the SVG (with a legend and a time axis) and one MLIR file per stage exist.
 With --onnx-with-plan, every node of stage_of carries its stage as node
-metadata. Prints one summary line.
+metadata (a control-flow node, whose unrolled ops are named after it, its
+first stage and, when they span several, the list of them). Prints one summary line.
 """
 import json
 import os
@@ -70,6 +71,9 @@ def main():
     for node, stage in plan["stage_of"].items():
         if node.startswith("pipe."):
             continue  # a node the compiler added, such as the training loss
+        # An op of an unrolled If, Loop or Scan is named `<node>/<scope>/...`.
+        if node.split("/")[0] in names and "/" in node:
+            continue
         if node not in names and not node.startswith(tuple(i.name for i in model.graph.initializer)):
             fail(f"stage_of names '{node}', which is not a node of the model")
         if not 0 <= stage < stages:
@@ -113,12 +117,19 @@ def main():
         placed = 0
         for index, node in enumerate(annotated.graph.node):
             name = node.name or f"{node.op_type}_{index}"
-            if name in plan["stage_of"]:
-                placed += 1
-                stage = str(plan["stage_of"][name]).encode()
-                expected = b"pipe.stage" + bytes([0x12, len(stage)]) + stage
-                if expected not in node.SerializeToString():
-                    fail(f"node '{name}' carries no pipe.stage metadata")
+            # A control-flow node's unrolled ops are named `name/...`.
+            on = sorted({s for key, s in plan["stage_of"].items()
+                         if key == name or key.startswith(name + "/")})
+            if not on:
+                continue
+            placed += 1
+            expected = [("pipe.stage", str(on[0]))]
+            if len(on) > 1:
+                expected.append(("pipe.stages", ",".join(map(str, on))))
+            for key, value in expected:
+                entry = key.encode() + bytes([0x12, len(value)]) + value.encode()
+                if entry not in node.SerializeToString():
+                    fail(f"node '{name}' carries no {key} = {value} metadata")
         if placed == 0:
             fail("no node of the annotated model is in stage_of")
     print(f"plan ok: {stages} stages on {plan['gpus_used']} of {gpus} GPUs, "
