@@ -38,10 +38,9 @@ std::optional<int64_t> constantScalar(Value v) {
 /// dim `axis` (already counted in the stacked rank).
 Value stack(Composer &c, llvm::ArrayRef<Value> slices, int64_t axis) {
   SmallVector<Value> expanded;
-  for (Value slice : slices) {
-    Value axes = c.n.constantI64({axis});
+  Value axes = c.n.constantI64({axis});
+  for (Value slice : slices)
     expanded.push_back(c.op("nn.unsqueeze", {slice, axes}));
-  }
   if (expanded.size() == 1)
     return expanded.front();
   return c.op("nn.concat", expanded, {c.n.builder.getNamedAttr("axis", c.n.builder.getI64IntegerAttr(axis))});
