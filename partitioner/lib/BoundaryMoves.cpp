@@ -3,6 +3,7 @@
 #include "partitioner/Error.h"
 #include "partitioner/Linearize.h"
 #include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
 
 #include <algorithm>
 #include <cmath>
@@ -126,14 +127,31 @@ PlanResult improveByBoundaryMovesOrThrow(const Problem &problem, const PlanResul
                      [](const Candidate &a, const Candidate &b) { return a.bound < b.bound; });
     bool kept = false;
     for (const Candidate &candidate : candidates) {
+      const Allocation trial = applyMove(allocation, candidate.move);
       PlanResult moved;
       try {
-        moved = evaluateUnderPolicyOrThrow(problem, applyMove(allocation, candidate.move),
-                                           current.scheduleKind, bounds);
+        ++counts.evaluations;
+        // Without recomputation the evaluation's period, iteration time and memory are
+        // those of simulatePlan on the same allocation (its GPUs are numbered already):
+        // a move that is no better there or does not fit is dropped before the
+        // evaluation adds its checks and metrics.
+        if (problem.training.recompute == RecomputePolicy::None) {
+          const SimulationResult simulation = simulatePlan(problem, trial, current.scheduleKind);
+          if (!simulation.completed)
+            continue;
+          const double value =
+              objective == Objective::Period ? simulation.periodMs : simulation.iterationMs;
+          if (!strictlyLess(value, target))
+            continue;
+          const double limit = problem.platform.memoryBytesPerGpu;
+          if (std::any_of(simulation.memory.begin(), simulation.memory.end(),
+                          [&](const GpuMemory &gpu) { return gpu.peakBytes > limit * (1 + 1e-12); }))
+            continue;
+        }
+        moved = evaluateUnderPolicyOrThrow(problem, trial, current.scheduleKind, bounds);
       } catch (const Error &) {
         continue; // a move the schedule cannot run: not an improvement
       }
-      ++counts.evaluations;
       if (!moved.valid || !strictlyLess(objectiveOf(moved, objective), target))
         continue;
       moved.algorithm = current.algorithm;

@@ -108,7 +108,8 @@ std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool
     larger.forEach(from, maxWork, [&](int to) {
       const double *next = &value[static_cast<size_t>(to) * width];
       for (int k = 1; k <= stages; ++k) {
-        if (next[k - 1] == kInfinity)
+        // max(next, cost) cannot beat row[k] when next does not.
+        if (next[k - 1] == kInfinity || next[k - 1] >= row[k])
           continue;
         double c = cost(from, to, k, gpus - k);
         if (c == kInfinity)
@@ -147,14 +148,13 @@ std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool
         for (int k = 1; k <= stages; ++k) {
           if (next[k - 1] == kInfinity)
             continue;
-          double c = cost(from, to, k, gpus - k);
-          if (c > limit)
-            continue;
           double v = next[k - 1] + crossing;
-          if (v < row[k] * (1 - 1e-12) - 1e-9) {
-            row[k] = v;
-            rowChoice[k] = to;
-          }
+          if (!(v < row[k] * (1 - 1e-12) - 1e-9))
+            continue; // no fewer bytes: not worth pricing the stage
+          if (cost(from, to, k, gpus - k) > limit)
+            continue;
+          row[k] = v;
+          rowChoice[k] = to;
         }
       });
     }
@@ -209,16 +209,25 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model,
     return options.pipeDreamFilter ? std::max(0, k - 1)
                                    : positionalInFlight(options.inFlightRule, k, m);
   };
+  // The DPs price one stage (from, to) at every position k in a row: its terms are
+  // read from the lattice once.
+  int pricedFrom = -1, pricedTo = -1;
+  std::optional<PricedStage> priced;
   auto cost = [&](int from, int to, int k, int gpu) {
+    if (from != pricedFrom || to != pricedTo) {
+      priced.emplace(model, from, to);
+      pricedFrom = from;
+      pricedTo = to;
+    }
     if (options.memoryAware && options.pipeDreamFilter) {
-      const CutLattice &l = model.lattice();
-      double stash = (k - 1) * (l.savedBetween(from, to) + l.readParametersBetween(from, to) +
-                                (l.params[static_cast<size_t>(to)] - l.params[static_cast<size_t>(from)]));
+      const StageTerms &stage = priced->terms();
+      double stash =
+          (k - 1) * (stage.savedBytes + stage.readParameterBytes + stage.parameterBytes);
       if (stash > limit)
         return kInfinity;
-      return model.choose(from, to, inFlightAt(k), gpu, false).periodMs;
+      return priced->choose(inFlightAt(k), gpu, false).periodMs;
     }
-    return model.choose(from, to, inFlightAt(k), gpu, options.memoryAware).periodMs;
+    return priced->choose(inFlightAt(k), gpu, options.memoryAware).periodMs;
   };
   double maxWork = options.upperBoundMs == kInfinity
                        ? kInfinity
@@ -284,15 +293,16 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
     double *row = &span[static_cast<size_t>(from) * width];
     larger.forEach(from, maxWork, [&](int to) {
       const double *next = &span[static_cast<size_t>(to) * width];
+      const StageTerms stage = model.terms(from, to);
       for (int k = 1; k <= stages; ++k) {
         if (next[k - 1] == kInfinity)
           continue;
         const int gpu = gpus - k;
-        const double f = model.forwardMs(from, to, gpu);
+        const double f = model.forwardMs(stage, gpu);
         // Auto tries the recomputing variant only when the stage does not fit as it is.
         for (bool recompute : variants) {
-          const double b = model.backwardMs(from, to, gpu, recompute);
-          if (f + b > T * (1 + 1e-9) || model.commMs(from, to, gpu) > T * (1 + 1e-9))
+          const double b = model.backwardMs(stage, gpu, recompute);
+          if (f + b > T * (1 + 1e-9) || model.commMs(stage, gpu) > T * (1 + 1e-9))
             break; // recomputing only lengthens the stage
           double downstream = 0;
           if (to != full)
@@ -302,7 +312,7 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
           const double delta = start + b;
           int n = static_cast<int>(std::ceil(delta / T - 1e-9));
           n = std::max(1, std::min(n, m));
-          if (!model.fits(from, to, n, recompute))
+          if (!model.fits(stage, n, recompute))
             continue;
           const size_t at = static_cast<size_t>(from) * width + static_cast<size_t>(k);
           if (delta < row[k]) {
@@ -410,10 +420,11 @@ double greedyUpperBound(const StageModel &model, const MinMaxOptions &options) {
       int bestFrom = -1;
       double bestPeriod = 0;
       for (int from = to - 1; from >= 0; --from) {
-        if (model.computeMs(from, to, gpu) > T)
+        const StageTerms terms = model.terms(from, to);
+        if (model.computeMs(terms, gpu) > T)
           break;
         const StageChoice stage = model.choose(
-            from, to, positionalInFlight(options.inFlightRule, k, m), gpu, options.memoryAware);
+            terms, positionalInFlight(options.inFlightRule, k, m), gpu, options.memoryAware);
         if (!stage.feasible || stage.periodMs > T)
           continue;
         bestFrom = from;
