@@ -15,7 +15,18 @@ int positionalInFlight(ScheduleKind kind, int stagesFromEnd, int microbatches) {
 }
 
 StageModel::StageModel(const Problem &problem, const CutLattice &lattice)
-    : problem_(problem), lattice_(lattice) {}
+    : problem_(problem), lattice_(lattice) {
+  const Platform &platform = problem.platform;
+  const LinkSpec &intra = platform.intraNode, &inter = platform.interNode;
+  oneLinkClass_ = intra.bandwidthBytesPerSecond == inter.bandwidthBytesPerSecond &&
+                  intra.latencyMs == inter.latencyMs;
+  if (!oneLinkClass_) {
+    // Every link a stage's transfers may be priced on, from GPU -1 to GPU gpus.
+    oneLinkClass_ = true;
+    for (int gpu = -1; gpu < platform.gpus; ++gpu)
+      oneLinkClass_ &= &platform.linkBetween(gpu, gpu + 1) == &platform.linkBetween(-1, 0);
+  }
+}
 
 StageTerms StageModel::terms(int from, int to) const {
   const CutLattice &l = lattice_;
@@ -86,9 +97,10 @@ StageChoice StageModel::choose(const StageTerms &stage, int inFlight, int gpu,
 
 PricedStage::PricedStage(const StageModel &model, int from, int to)
     : model_(model), terms_(model.terms(from, to)), largestFit_{-2, -2} {
-  const std::vector<double> &speed = model.problem().platform.speed;
-  oneSpeed_ = std::all_of(speed.begin(), speed.end(),
-                          [&](double value) { return value == speed.front(); });
+  const Platform &platform = model.problem().platform;
+  oneSpeed_ = std::all_of(platform.speed.begin(), platform.speed.end(),
+                          [&](double value) { return value == platform.speed.front(); });
+  oneLinkClass_ = model.oneLinkClass();
   for (auto &variant : period_)
     std::fill(std::begin(variant), std::end(variant), -1.0);
 }
@@ -98,8 +110,10 @@ double PricedStage::periodMs(bool recompute, int gpu) {
     return model_.periodMs(terms_, gpu, recompute);
   // At one speed the period depends on the GPU only through the links it uses.
   const Platform &platform = model_.problem().platform;
-  const int classes = (&platform.linkBetween(gpu - 1, gpu) == &platform.interNode ? 2 : 0) +
-                      (&platform.linkBetween(gpu, gpu + 1) == &platform.interNode ? 1 : 0);
+  const int classes =
+      oneLinkClass_ ? 0
+               : (&platform.linkBetween(gpu - 1, gpu) == &platform.interNode ? 2 : 0) +
+                     (&platform.linkBetween(gpu, gpu + 1) == &platform.interNode ? 1 : 0);
   double &period = period_[recompute ? 1 : 0][classes];
   if (period < 0)
     period = model_.periodMs(terms_, gpu, recompute);

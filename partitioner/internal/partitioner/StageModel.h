@@ -122,6 +122,8 @@ public:
 
   const CutLattice &lattice() const { return lattice_; }
   const Problem &problem() const { return problem_; }
+  /// True when every transfer is priced alike, whichever GPUs it joins.
+  bool oneLinkClass() const { return oneLinkClass_; }
 
 private:
   /// `bytes` sent from gpu to gpu+1 (or back).
@@ -131,6 +133,7 @@ private:
 
   const Problem &problem_;
   const CutLattice &lattice_;
+  bool oneLinkClass_ = true;
 };
 
 /// One stage priced at many positions, as the dynamic programs do (every number of
@@ -152,7 +155,7 @@ private:
 
   const StageModel &model_;
   StageTerms terms_;
-  bool oneSpeed_;
+  bool oneSpeed_, oneLinkClass_;
   /// Per variant and link classes (inter-node before the GPU, after it): -1 unknown.
   double period_[2][4];
   int largestFit_[2]; ///< -2: not searched yet; -1: not even 0 copies fit
