@@ -420,11 +420,10 @@ double greedyUpperBound(const StageModel &model, const MinMaxOptions &options) {
       int bestFrom = -1;
       double bestPeriod = 0;
       for (int from = to - 1; from >= 0; --from) {
-        const StageTerms terms = model.terms(from, to);
-        if (model.computeMs(terms, gpu) > T)
+        if (model.computeMs(from, to, gpu) > T)
           break;
         const StageChoice stage = model.choose(
-            terms, positionalInFlight(options.inFlightRule, k, m), gpu, options.memoryAware);
+            from, to, positionalInFlight(options.inFlightRule, k, m), gpu, options.memoryAware);
         if (!stage.feasible || stage.periodMs > T)
           continue;
         bestFrom = from;

@@ -430,6 +430,7 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
     int stage;
     int delta;       // micro-batches in flight
     double bytes;
+    double keptBytes; // the part kept from F to B (or W): GpuMemory::keptPeakBytes
   };
   std::vector<Event> events;
   events.reserve(result.timeline.size() * 3 / 2);
@@ -440,35 +441,33 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
   for (const auto &t : result.timeline) {
     const int s = t.action.stage;
     if (t.action.kind == ActionKind::Forward)
-      events.push_back({t.startMs, 1, s, +1, graph.keptBytes(s)});
+      events.push_back({t.startMs, 1, s, +1, graph.keptBytes(s), graph.keptBytes(s)});
     if (t.action.kind == recomputeAt && graph.recomputedBytes(s) > 0)
-      events.push_back({t.startMs, 1, s, 0, graph.recomputedBytes(s)});
+      events.push_back({t.startMs, 1, s, 0, graph.recomputedBytes(s), 0.0});
     if (t.action.kind == release)
-      events.push_back({t.endMs, 0, s, -1, -(graph.keptBytes(s) + graph.recomputedBytes(s))});
+      events.push_back({t.endMs, 0, s, -1, -(graph.keptBytes(s) + graph.recomputedBytes(s)),
+                        -graph.keptBytes(s)});
   }
   std::sort(events.begin(), events.end(), [](const Event &a, const Event &b) {
     return std::tie(a.time, a.order) < std::tie(b.time, b.order);
   });
   result.stageInFlight.assign(static_cast<size_t>(stages), 0);
   std::vector<int> alive(static_cast<size_t>(stages), 0);
-  std::vector<double> gpuActivation(static_cast<size_t>(gpus), 0);
+  std::vector<double> gpuActivation(static_cast<size_t>(gpus), 0), gpuKept(gpuActivation);
   result.memory.assign(static_cast<size_t>(gpus), GpuMemory{});
+  // At equal times and order the events all add or all free: their peaks do not
+  // depend on the order among them (heldPeaks, for peakHeldBytes, finds the same).
   for (const Event &e : events) {
     const size_t s = static_cast<size_t>(e.stage);
     alive[s] += e.delta;
     result.stageInFlight[s] = std::max(result.stageInFlight[s], alive[s]);
     const size_t g = static_cast<size_t>(graph.gpu[s]);
+    GpuMemory &memory = result.memory[g];
     gpuActivation[g] += e.bytes;
-    result.memory[g].activationPeakBytes =
-        std::max(result.memory[g].activationPeakBytes, gpuActivation[g]);
+    memory.activationPeakBytes = std::max(memory.activationPeakBytes, gpuActivation[g]);
+    gpuKept[g] += e.keptBytes;
+    memory.keptPeakBytes = std::max(memory.keptPeakBytes, gpuKept[g]);
   }
-  std::vector<double> kept(static_cast<size_t>(stages));
-  for (int s = 0; s < stages; ++s)
-    kept[static_cast<size_t>(s)] = graph.keptBytes(s);
-  const std::vector<double> keptPeaks =
-      heldPeaks(result.timeline, allocation.gpuOfStage, schedule.splitBackward, kept, gpus);
-  for (int g = 0; g < gpus; ++g)
-    result.memory[static_cast<size_t>(g)].keptPeakBytes = keptPeaks[static_cast<size_t>(g)];
   for (int s = 0; s < stages; ++s) {
     const size_t g = static_cast<size_t>(graph.gpu[static_cast<size_t>(s)]);
     const double params = graph.parameterBytes[static_cast<size_t>(s)];

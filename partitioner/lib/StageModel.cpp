@@ -28,22 +28,29 @@ StageModel::StageModel(const Problem &problem, const CutLattice &lattice)
   }
 }
 
-StageTerms StageModel::terms(int from, int to) const {
+StageTerms StageModel::timeTerms(int from, int to) const {
   const CutLattice &l = lattice_;
   const size_t a = static_cast<size_t>(from), b = static_cast<size_t>(to);
   StageTerms stage;
   stage.forwardMs = l.forward[b] - l.forward[a];
   stage.backwardMs = l.backward[b] - l.backward[a];
   stage.workMs = l.work[b] - l.work[a];
+  stage.inBytes = l.cutBytes[a];
+  stage.outBytes = l.cutBytes[b];
+  stage.first = from == l.emptyCut();
+  stage.last = to == l.fullCut();
+  return stage;
+}
+
+StageTerms StageModel::terms(int from, int to) const {
+  const CutLattice &l = lattice_;
+  const size_t a = static_cast<size_t>(from), b = static_cast<size_t>(to);
+  StageTerms stage = timeTerms(from, to);
   stage.parameterBytes = l.params[b] - l.params[a];
   stage.readParameterBytes = l.readParametersBetween(from, to);
   stage.savedBytes = l.savedBetween(from, to);
   stage.inputBytes = l.inputs[b] - l.inputs[a];
   stage.workspaceBytes = l.workspaceBetween(from, to);
-  stage.inBytes = l.cutBytes[a];
-  stage.outBytes = l.cutBytes[b];
-  stage.first = from == l.emptyCut();
-  stage.last = to == l.fullCut();
   return stage;
 }
 

@@ -49,14 +49,17 @@ public:
 
   /// The stage between cuts `from` and `to` (from < to).
   StageTerms terms(int from, int to) const;
+  /// Its times and the bytes crossing its cuts only (the byte counts of its memory
+  /// left at 0): what its times and transfers need, quicker to read.
+  StageTerms timeTerms(int from, int to) const;
 
-  double forwardMs(int from, int to, int gpu) const { return forwardMs(terms(from, to), gpu); }
+  double forwardMs(int from, int to, int gpu) const { return forwardMs(timeTerms(from, to), gpu); }
   /// With `recompute`, the backward runs the forward again first.
   double backwardMs(int from, int to, int gpu, bool recompute = false) const {
-    return backwardMs(terms(from, to), gpu, recompute);
+    return backwardMs(timeTerms(from, to), gpu, recompute);
   }
   double computeMs(int from, int to, int gpu, bool recompute = false) const {
-    return computeMs(terms(from, to), gpu, recompute);
+    return computeMs(timeTerms(from, to), gpu, recompute);
   }
   /// Transfer of the bytes leaving `cut`, between gpu and gpu+1.
   double boundaryTransferMs(int cut, int gpu) const {
@@ -64,10 +67,10 @@ public:
   }
   /// Port time per micro-batch (full-duplex ports, communication overlapping compute):
   /// receive c(from) from gpu-1 and send c(to) to gpu+1, gradients in reverse.
-  double commMs(int from, int to, int gpu) const { return commMs(terms(from, to), gpu); }
+  double commMs(int from, int to, int gpu) const { return commMs(timeTerms(from, to), gpu); }
   /// Contribution of the stage to the period: max(compute, communication).
   double periodMs(int from, int to, int gpu, bool recompute = false) const {
-    return periodMs(terms(from, to), gpu, recompute);
+    return periodMs(timeTerms(from, to), gpu, recompute);
   }
   /// Parameters x state multiplier, shared parameters an earlier stage owns x
   /// readerStateMultiplier, extra weight versions, communication buffers.
