@@ -91,7 +91,8 @@ double maxSpeed(const Problem &problem) {
 template <class Cost>
 std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool exact,
                                        double maxWork, bool tieBreak, Cost cost,
-                                       double maxStageBytes = kInfinity) {
+                                       double maxStageBytes = kInfinity,
+                                       double keepOnlyBelow = kInfinity) {
   const CutLattice &lattice = model.lattice();
   const Problem &problem = model.problem();
   const size_t cuts = lattice.numCuts();
@@ -132,7 +133,9 @@ std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool
   if (bestStages < 0)
     return std::nullopt;
 
-  if (tieBreak) {
+  // Not below the caller's incumbent: it will not keep this partition, whichever
+  // of the equal ones the second pass would pick.
+  if (tieBreak && best < keepOnlyBelow * (1 - 1e-12)) {
     // Second pass: at the optimal bottleneck, fewest bytes crossing stage boundaries
     // (then fewer stages): no degenerate stages unless they are truly better.
     const double limit = best * (1 + kRelativeTolerance) + 1e-12;
@@ -236,7 +239,7 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model,
   const double maxStageBytes =
       options.memoryAware && !options.pipeDreamFilter ? limit : kInfinity;
   auto result = minMaxCore(model, stages, options.exactStageCount, maxWork, options.tieBreak, cost,
-                           maxStageBytes);
+                           maxStageBytes, options.keepOnlyBelowMs);
   if (result) {
     const size_t count = result->gpus.size();
     for (size_t i = 0; i < count; ++i) {

@@ -26,6 +26,12 @@ StageModel::StageModel(const Problem &problem, const CutLattice &lattice)
     for (int gpu = -1; gpu < platform.gpus; ++gpu)
       oneLinkClass_ &= &platform.linkBetween(gpu, gpu + 1) == &platform.linkBetween(-1, 0);
   }
+  if (oneLinkClass_) {
+    const LinkSpec &link = platform.linkBetween(-1, 0);
+    cutTransferMs_.reserve(lattice.numCuts());
+    for (double bytes : lattice.cutBytes)
+      cutTransferMs_.push_back(link.transferMs(bytes));
+  }
 }
 
 StageTerms StageModel::timeTerms(int from, int to) const {
@@ -39,6 +45,8 @@ StageTerms StageModel::timeTerms(int from, int to) const {
   stage.outBytes = l.cutBytes[b];
   stage.first = from == l.emptyCut();
   stage.last = to == l.fullCut();
+  stage.fromCut = from;
+  stage.toCut = to;
   return stage;
 }
 
@@ -103,7 +111,8 @@ StageChoice StageModel::choose(const StageTerms &stage, int inFlight, int gpu,
 }
 
 PricedStage::PricedStage(const StageModel &model, int from, int to)
-    : model_(model), terms_(model.terms(from, to)), largestFit_{-2, -2} {
+    : model_(model), from_(from), to_(to), terms_(model.timeTerms(from, to)),
+      largestFit_{-2, -2} {
   const Platform &platform = model.problem().platform;
   oneSpeed_ = std::all_of(platform.speed.begin(), platform.speed.end(),
                           [&](double value) { return value == platform.speed.front(); });
@@ -127,7 +136,16 @@ double PricedStage::periodMs(bool recompute, int gpu) {
   return period;
 }
 
+const StageTerms &PricedStage::terms() {
+  if (!memoryTerms_) {
+    terms_ = model_.terms(from_, to_);
+    memoryTerms_ = true;
+  }
+  return terms_;
+}
+
 bool PricedStage::fits(bool recompute, int inFlight) {
+  terms();
   const int most = model_.problem().training.microbatches;
   if (inFlight < 0 || inFlight > most)
     return model_.fits(terms_, inFlight, recompute);

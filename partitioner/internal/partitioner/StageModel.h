@@ -41,6 +41,7 @@ struct StageTerms {
   double workspaceBytes = 0;
   double inBytes = 0, outBytes = 0; ///< leaving the cut before it, leaving its own cut
   bool first = false, last = false; ///< no stage before it, none after it
+  int fromCut = 0, toCut = 0;
 };
 
 class StageModel {
@@ -110,6 +111,9 @@ public:
     return recompute ? work + forwardMs(stage, gpu) : work;
   }
   double commMs(const StageTerms &stage, int gpu) const {
+    if (!cutTransferMs_.empty()) // every link alike: per cut, computed once
+      return (stage.first ? 0.0 : cutTransferMs_[static_cast<size_t>(stage.fromCut)]) +
+             (stage.last ? 0.0 : cutTransferMs_[static_cast<size_t>(stage.toCut)]);
     return (stage.first ? 0.0 : transferMs(stage.inBytes, gpu - 1)) +
            (stage.last ? 0.0 : transferMs(stage.outBytes, gpu));
   }
@@ -137,6 +141,8 @@ private:
   const Problem &problem_;
   const CutLattice &lattice_;
   bool oneLinkClass_ = true;
+  /// With one link class: the transfer time of each cut's bytes.
+  std::vector<double> cutTransferMs_;
 };
 
 /// One stage priced at many positions, as the dynamic programs do (every number of
@@ -150,14 +156,17 @@ public:
   PricedStage(const StageModel &model, int from, int to);
 
   StageChoice choose(int inFlight, int gpu, bool checkMemory);
-  const StageTerms &terms() const { return terms_; }
+  /// Every term, memory included.
+  const StageTerms &terms();
 
 private:
   double periodMs(bool recompute, int gpu);
   bool fits(bool recompute, int inFlight);
 
   const StageModel &model_;
-  StageTerms terms_;
+  int from_, to_;
+  StageTerms terms_; ///< times only until memoryTerms_ (read when memory is checked)
+  bool memoryTerms_ = false;
   bool oneSpeed_, oneLinkClass_;
   /// Per variant and link classes (inter-node before the GPU, after it): -1 unknown.
   double period_[2][4];
