@@ -10,13 +10,15 @@
 #include "llvm/Support/Path.h"
 
 #include <cstdio>
+#include <optional>
 
 using namespace mlir;
 using namespace pipe;
 using namespace pipe::driver;
 
 /// Why each boundary sits where it is: the plan with the boundary moved one
-/// layer either way, evaluated by the same simulator.
+/// layer either way (partitioner::boundaryMoves, the moves `best` itself tries),
+/// evaluated by the same simulator.
 void pipe::driver::explainBoundaries(const partitioner::Problem &problem,
                                      const partitioner::PlanningReport &report,
                                      llvm::raw_ostream &os) {
@@ -27,46 +29,69 @@ void pipe::driver::explainBoundaries(const partitioner::Problem &problem,
     return;
   os << "\nWhy each boundary sits where it does (the same plan with the boundary moved one "
         "layer):\n";
-  auto describe = [&](partitioner::Allocation moved) -> std::string {
-    auto evaluated =
-        partitioner::evaluateAllocation(problem, moved, best.scheduleKind, report.bounds);
-    if (!evaluated)
-      return "not a valid cut: " + evaluated.error();
-    const partitioner::PlanResult &result = *evaluated;
-    if (!result.valid)
-      return result.reason;
-    double change = (result.periodMs / best.periodMs - 1) * 100;
-    return llvm::formatv("period {0:f3} ms ({1}{2:f1}%)", result.periodMs,
-                         change >= 0 ? "+" : "", change)
-        .str();
+  const bool byPeriod = report.objective == partitioner::Objective::Period;
+  auto change = [](double value, double before) {
+    double percent = (value / before - 1) * 100;
+    return llvm::formatv("{0}{1:f1}%", percent >= 0 ? "+" : "", percent).str();
   };
-  for (int s = 0; s + 1 < stages; ++s) {
-    int last = -1, first = -1, inS = 0, inNext = 0;
-    for (size_t l = 0; l < allocation.stageOfLayer.size(); ++l) {
-      if (allocation.stageOfLayer[l] == s) {
-        last = static_cast<int>(l);
-        ++inS;
-      } else if (allocation.stageOfLayer[l] == s + 1) {
-        if (first < 0)
-          first = static_cast<int>(l);
-        ++inNext;
+  const std::vector<partitioner::BoundaryMove> moves =
+      partitioner::boundaryMoves(problem, allocation);
+  // Of the layers that can cross a boundary one way (one on a chain, several
+  // across parallel branches), the one that gives the best plan by the objective.
+  auto describe = [&](int from, int to) -> std::string {
+    std::string invalid;
+    std::optional<partitioner::PlanResult> chosen;
+    int chosenLayer = -1, candidates = 0;
+    for (const partitioner::BoundaryMove &move : moves) {
+      if (move.fromStage != from || move.toStage != to)
+        continue;
+      ++candidates;
+      auto evaluated = partitioner::evaluateAllocation(problem, partitioner::applyMove(allocation, move),
+                                                       best.scheduleKind, report.bounds);
+      if (!evaluated) {
+        invalid = "not a valid cut: " + evaluated.error();
+        continue;
+      }
+      if (!evaluated->valid) {
+        invalid = evaluated->reason;
+        continue;
+      }
+      double value = byPeriod ? evaluated->periodMs : evaluated->iterationMs;
+      if (!chosen || value < (byPeriod ? chosen->periodMs : chosen->iterationMs)) {
+        chosen = std::move(*evaluated);
+        chosenLayer = move.layer;
       }
     }
-    if (last < 0 || first < 0)
+    if (candidates == 0)
+      return "";
+    if (!chosen)
+      return invalid;
+    std::string text = llvm::formatv("period {0:f3} ms ({1}), iteration {2:f3} ms ({3})",
+                                     chosen->periodMs, change(chosen->periodMs, best.periodMs),
+                                     chosen->iterationMs,
+                                     change(chosen->iterationMs, best.iterationMs))
+                           .str();
+    if (candidates > 1)
+      text += llvm::formatv(", moving '{0}' (best of {1} layers)",
+                            problem.layers[static_cast<size_t>(chosenLayer)].name, candidates)
+                  .str();
+    return text;
+  };
+  for (int s = 0; s + 1 < stages; ++s) {
+    int last = -1;
+    for (size_t l = 0; l < allocation.stageOfLayer.size(); ++l)
+      if (allocation.stageOfLayer[l] == s)
+        last = static_cast<int>(l);
+    if (last < 0)
       continue;
     os << "  stage " << s << " | " << s + 1 << ": after layer '" << problem.layers[last].name
        << "', " << partitioner::formatBytes(best.stages[s].outBytes, problem.platform.byteUnits)
        << " cross\n";
-    if (inS > 1) {
-      partitioner::Allocation earlier = allocation;
-      earlier.stageOfLayer[last] = s + 1;
-      os << "    one layer earlier: " << describe(earlier) << "\n";
-    }
-    if (inNext > 1) {
-      partitioner::Allocation later = allocation;
-      later.stageOfLayer[first] = s;
-      os << "    one layer later:   " << describe(later) << "\n";
-    }
+    std::string earlier = describe(s, s + 1), later = describe(s + 1, s);
+    if (!earlier.empty())
+      os << "    one layer earlier: " << earlier << "\n";
+    if (!later.empty())
+      os << "    one layer later:   " << later << "\n";
   }
 }
 

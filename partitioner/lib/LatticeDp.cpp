@@ -91,7 +91,8 @@ double maxSpeed(const Problem &problem) {
 template <class Cost>
 std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool exact,
                                        double maxWork, bool tieBreak, Cost cost,
-                                       double maxStageBytes = kInfinity) {
+                                       double maxStageBytes = kInfinity,
+                                       double keepOnlyBelow = kInfinity) {
   const CutLattice &lattice = model.lattice();
   const Problem &problem = model.problem();
   const size_t cuts = lattice.numCuts();
@@ -108,7 +109,8 @@ std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool
     larger.forEach(from, maxWork, [&](int to) {
       const double *next = &value[static_cast<size_t>(to) * width];
       for (int k = 1; k <= stages; ++k) {
-        if (next[k - 1] == kInfinity)
+        // max(next, cost) cannot beat row[k] when next does not.
+        if (next[k - 1] == kInfinity || next[k - 1] >= row[k])
           continue;
         double c = cost(from, to, k, gpus - k);
         if (c == kInfinity)
@@ -131,7 +133,9 @@ std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool
   if (bestStages < 0)
     return std::nullopt;
 
-  if (tieBreak) {
+  // Not below the caller's incumbent: it will not keep this partition, whichever
+  // of the equal ones the second pass would pick.
+  if (tieBreak && best < keepOnlyBelow * (1 - 1e-12)) {
     // Second pass: at the optimal bottleneck, fewest bytes crossing stage boundaries
     // (then fewer stages): no degenerate stages unless they are truly better.
     const double limit = best * (1 + kRelativeTolerance) + 1e-12;
@@ -147,14 +151,13 @@ std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool
         for (int k = 1; k <= stages; ++k) {
           if (next[k - 1] == kInfinity)
             continue;
-          double c = cost(from, to, k, gpus - k);
-          if (c > limit)
-            continue;
           double v = next[k - 1] + crossing;
-          if (v < row[k] * (1 - 1e-12) - 1e-9) {
-            row[k] = v;
-            rowChoice[k] = to;
-          }
+          if (!(v < row[k] * (1 - 1e-12) - 1e-9))
+            continue; // no fewer bytes: not worth pricing the stage
+          if (cost(from, to, k, gpus - k) > limit)
+            continue;
+          row[k] = v;
+          rowChoice[k] = to;
         }
       });
     }
@@ -209,16 +212,25 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model,
     return options.pipeDreamFilter ? std::max(0, k - 1)
                                    : positionalInFlight(options.inFlightRule, k, m);
   };
+  // The DPs price one stage (from, to) at every position k in a row: its terms are
+  // read from the lattice once.
+  int pricedFrom = -1, pricedTo = -1;
+  std::optional<PricedStage> priced;
   auto cost = [&](int from, int to, int k, int gpu) {
+    if (from != pricedFrom || to != pricedTo) {
+      priced.emplace(model, from, to);
+      pricedFrom = from;
+      pricedTo = to;
+    }
     if (options.memoryAware && options.pipeDreamFilter) {
-      const CutLattice &l = model.lattice();
-      double stash = (k - 1) * (l.savedBetween(from, to) + l.readParametersBetween(from, to) +
-                                (l.params[static_cast<size_t>(to)] - l.params[static_cast<size_t>(from)]));
+      const StageTerms &stage = priced->terms();
+      double stash =
+          (k - 1) * (stage.savedBytes + stage.readParameterBytes + stage.parameterBytes);
       if (stash > limit)
         return kInfinity;
-      return model.choose(from, to, inFlightAt(k), gpu, false).periodMs;
+      return priced->choose(inFlightAt(k), gpu, false).periodMs;
     }
-    return model.choose(from, to, inFlightAt(k), gpu, options.memoryAware).periodMs;
+    return priced->choose(inFlightAt(k), gpu, options.memoryAware).periodMs;
   };
   double maxWork = options.upperBoundMs == kInfinity
                        ? kInfinity
@@ -227,7 +239,7 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model,
   const double maxStageBytes =
       options.memoryAware && !options.pipeDreamFilter ? limit : kInfinity;
   auto result = minMaxCore(model, stages, options.exactStageCount, maxWork, options.tieBreak, cost,
-                           maxStageBytes);
+                           maxStageBytes, options.keepOnlyBelowMs);
   if (result) {
     const size_t count = result->gpus.size();
     for (size_t i = 0; i < count; ++i) {
@@ -284,15 +296,16 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
     double *row = &span[static_cast<size_t>(from) * width];
     larger.forEach(from, maxWork, [&](int to) {
       const double *next = &span[static_cast<size_t>(to) * width];
+      const StageTerms stage = model.terms(from, to);
       for (int k = 1; k <= stages; ++k) {
         if (next[k - 1] == kInfinity)
           continue;
         const int gpu = gpus - k;
-        const double f = model.forwardMs(from, to, gpu);
+        const double f = model.forwardMs(stage, gpu);
         // Auto tries the recomputing variant only when the stage does not fit as it is.
         for (bool recompute : variants) {
-          const double b = model.backwardMs(from, to, gpu, recompute);
-          if (f + b > T * (1 + 1e-9) || model.commMs(from, to, gpu) > T * (1 + 1e-9))
+          const double b = model.backwardMs(stage, gpu, recompute);
+          if (f + b > T * (1 + 1e-9) || model.commMs(stage, gpu) > T * (1 + 1e-9))
             break; // recomputing only lengthens the stage
           double downstream = 0;
           if (to != full)
@@ -302,7 +315,7 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
           const double delta = start + b;
           int n = static_cast<int>(std::ceil(delta / T - 1e-9));
           n = std::max(1, std::min(n, m));
-          if (!model.fits(from, to, n, recompute))
+          if (!model.fits(stage, n, recompute))
             continue;
           const size_t at = static_cast<size_t>(from) * width + static_cast<size_t>(k);
           if (delta < row[k]) {

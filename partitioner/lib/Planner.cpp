@@ -1,5 +1,6 @@
 // plan(): run algorithms, schedule + simulate + check each allocation, keep the best.
 #include "partitioner/Planner.h"
+#include "partitioner/BoundaryMoves.h"
 #include "partitioner/PlannerImpl.h"
 #include "partitioner/Schedule.h"
 #include "partitioner/Error.h"
@@ -310,6 +311,27 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
       options.onResult(report.results.back());
   }
   chooseBest(problem, report, options);
+  if (options.improveByBoundaryMoves && report.chosen >= 0) {
+    PlanResult &chosen = report.results[static_cast<size_t>(report.chosen)];
+    BoundaryMoveStats stats;
+    PlanResult improved =
+        improveByBoundaryMovesOrThrow(problem, chosen, report.bounds, options.objective, &stats);
+    if (stats.movesKept > 0) {
+      const bool period = options.objective == Objective::Period;
+      std::ostringstream note;
+      note.precision(2);
+      note << std::fixed << (chosen.notes.empty() ? "" : "; ") << "then " << stats.movesKept
+           << " one-layer boundary move" << (stats.movesKept == 1 ? "" : "s") << " ("
+           << (period ? "period " : "iteration ") << (period ? chosen.periodMs : chosen.iterationMs)
+           << " -> " << (period ? improved.periodMs : improved.iterationMs) << " ms"
+           << (stats.stoppedAtLimit ? ", stopped at the limit of moves" : "") << ")";
+      improved.notes += note.str();
+      chosen = std::move(improved);
+      // The improved plan is better than before, so it still wins; the best plan by
+      // the other objective may have changed.
+      chooseBest(problem, report, options);
+    }
+  }
   return report;
 }
 

@@ -99,10 +99,9 @@ enum class SlotMode {
 /// its inputs whose slot modulo T is reserved for it on its GPU (see SlotMode). Fails
 /// (empty) when a GPU's free time is too fragmented or a stage would keep more than
 /// caps[s] micro-batches. Returns the per-GPU order of m micro-batches by nominal start.
-std::vector<std::vector<Action>> generalPatternOrder(const Problem &problem, const Allocation &allocation,
+std::vector<std::vector<Action>> generalPatternOrder(const Problem &problem, const StageGraph &graph,
                                                      double period, const std::vector<int> &caps, int m,
                                                      SlotMode mode) {
-  const StageGraph graph = buildStageGraph(problem, allocation);
   const int stages = graph.numStages;
   const size_t gpus = static_cast<size_t>(problem.platform.gpus);
   const double eps = 1e-9 * period;
@@ -246,30 +245,30 @@ std::vector<std::vector<Action>> generalPatternOrder(const Problem &problem, con
 /// too many copies), the faster in simulation of the pattern at a slightly longer period
 /// and the list scheduler of greedySchedule with those caps.
 Schedule generalOneFOneB(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
-                         int microbatches) {
+                         const StageGraph &graph, int microbatches) {
   const int stages = allocation.numStages();
   std::vector<int> caps;
   for (int s = 0; s < stages; ++s)
     caps.push_back(std::max(1, std::min(stages - s, microbatches)));
-  Schedule greedy = greedySchedule(problem, allocation, kind, microbatches, caps);
+  Schedule greedy = greedySchedule(problem, allocation, graph, kind, microbatches, caps);
   if (kind == ScheduleKind::ZeroBubble)
     return greedy;
-  const double bottleneck = bottleneckPeriod(problem, allocation);
+  const double bottleneck = bottleneckPeriod(problem, graph);
   if (bottleneck <= 0)
     return greedy;
   for (double factor : {1.0, 1.02, 1.05, 1.1, 1.2, 1.35, 1.5}) {
     std::vector<std::vector<Action>> order;
     for (SlotMode mode : {SlotMode::PerOperation, SlotMode::PerStage, SlotMode::Packed})
       if (order.empty())
-        order = generalPatternOrder(problem, allocation, bottleneck * factor, caps, microbatches, mode);
+        order = generalPatternOrder(problem, graph, bottleneck * factor, caps, microbatches, mode);
     if (order.empty())
       continue;
     Schedule pattern = greedy;
     pattern.actions = std::move(order);
     if (factor == 1.0)
       return pattern;
-    const SimulationResult a = simulate(problem, allocation, pattern);
-    const SimulationResult b = simulate(problem, allocation, greedy);
+    const SimulationResult a = simulate(problem, allocation, pattern, graph);
+    const SimulationResult b = simulate(problem, allocation, greedy, graph);
     return a.completed && (!b.completed || a.iterationMs < b.iterationMs) ? pattern : greedy;
   }
   return greedy;
@@ -278,7 +277,10 @@ Schedule generalOneFOneB(ScheduleKind kind, const Problem &problem, const Alloca
 } // namespace
 
 double bottleneckPeriod(const Problem &problem, const Allocation &allocation) {
-  const StageGraph graph = buildStageGraph(problem, allocation);
+  return bottleneckPeriod(problem, buildStageGraph(problem, allocation));
+}
+
+double bottleneckPeriod(const Problem &problem, const StageGraph &graph) {
   const size_t gpus = static_cast<size_t>(problem.platform.gpus);
   std::vector<double> compute(gpus, 0), send(gpus, 0), receive(gpus, 0);
   for (int s = 0; s < graph.numStages; ++s) {
@@ -305,7 +307,11 @@ double bottleneckPeriod(const Problem &problem, const Allocation &allocation) {
 
 PeriodicPattern periodicPattern(const Problem &problem, const Allocation &allocation,
                                 double periodMs) {
-  const StageGraph graph = buildStageGraph(problem, allocation);
+  return periodicPattern(problem, buildStageGraph(problem, allocation), periodMs);
+}
+
+PeriodicPattern periodicPattern(const Problem &problem, const StageGraph &graph,
+                                double periodMs) {
   const int stages = graph.numStages;
   PeriodicPattern pattern;
   pattern.periodMs = periodMs;
@@ -340,6 +346,12 @@ PeriodicPattern periodicPattern(const Problem &problem, const Allocation &alloca
 
 Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
                           int microbatches) {
+  return generateSchedule(kind, problem, allocation, buildStageGraph(problem, allocation),
+                          microbatches);
+}
+
+Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
+                          const StageGraph &graph, int microbatches) {
   Schedule schedule;
   schedule.kind = kind;
   schedule.microbatches = microbatches;
@@ -367,9 +379,9 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
   case ScheduleKind::OneFOneBStash:
   case ScheduleKind::Periodic: {
     if (kind != ScheduleKind::Periodic && !allocation.oneStagePerGpu())
-      return generalOneFOneB(kind, problem, allocation, microbatches);
+      return generalOneFOneB(kind, problem, allocation, graph, microbatches);
     requireOneStagePerGpu(kind, allocation);
-    const double bottleneck = bottleneckPeriod(problem, allocation);
+    const double bottleneck = bottleneckPeriod(problem, graph);
     const double period = kind == ScheduleKind::Periodic
                               ? std::max(bottleneck, allocation.targetPeriodMs)
                               : bottleneck;
@@ -380,7 +392,7 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
             return false;
         return true;
       };
-      PeriodicPattern pattern = periodicPattern(problem, allocation, period);
+      PeriodicPattern pattern = periodicPattern(problem, graph, period);
       if (kind == ScheduleKind::Periodic || withinOneFOneB(pattern)) {
         schedule.actions = patternOrder(pattern, allocation, gpus, microbatches);
         return schedule;
@@ -388,13 +400,13 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
       // Transfers lengthen the spans: keep 1F1B's memory bound by slowing the pattern
       // to the smallest period (bisection) at which min(S - s, m) copies suffice.
       double low = period, high = 2 * period;
-      while (!withinOneFOneB(periodicPattern(problem, allocation, high)) && high < 64 * period)
+      while (!withinOneFOneB(periodicPattern(problem, graph, high)) && high < 64 * period)
         high *= 2;
-      PeriodicPattern slower = periodicPattern(problem, allocation, high);
+      PeriodicPattern slower = periodicPattern(problem, graph, high);
       if (withinOneFOneB(slower)) {
         for (int iteration = 0; iteration < 40; ++iteration) {
           const double mid = 0.5 * (low + high);
-          PeriodicPattern attempt = periodicPattern(problem, allocation, mid);
+          PeriodicPattern attempt = periodicPattern(problem, graph, mid);
           if (withinOneFOneB(attempt)) {
             high = mid;
             slower = attempt;
@@ -420,7 +432,7 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
     std::vector<int> caps;
     for (int s = 0; s < stages; ++s)
       caps.push_back(std::max(1, std::min(stages - s, microbatches)));
-    return greedySchedule(problem, allocation, kind, microbatches, caps);
+    return greedySchedule(problem, allocation, graph, kind, microbatches, caps);
   }
   case ScheduleKind::Interleaved: {
     // Megatron's interleaved 1F1B: GPU g holds chunks g, g+G, ...; forwards visit
@@ -472,11 +484,12 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
 SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,
                               ScheduleKind kind, Schedule *scheduleOut) {
   const int m = problem.training.microbatches;
-  Schedule schedule = generateSchedule(kind, problem, allocation, m);
-  SimulationResult result = simulate(problem, allocation, schedule);
+  const StageGraph graph = buildStageGraph(problem, allocation);
+  Schedule schedule = generateSchedule(kind, problem, allocation, graph, m);
+  SimulationResult result = simulate(problem, allocation, schedule, graph);
   if (result.completed) {
-    Schedule longer = generateSchedule(kind, problem, allocation, 2 * m);
-    SimulationResult twice = simulate(problem, allocation, longer);
+    Schedule longer = generateSchedule(kind, problem, allocation, graph, 2 * m);
+    SimulationResult twice = simulate(problem, allocation, longer, graph);
     if (twice.completed)
       result.periodMs = (twice.iterationMs - result.iterationMs) / m;
     else

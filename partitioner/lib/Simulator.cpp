@@ -102,6 +102,8 @@ struct Engine {
   ActionTable end, arrival, arrived;
   std::vector<double> gpuFree;
   std::vector<PortCalendar> sendPorts, receivePorts;
+  /// When set, the GPUs of the actions each delivery feeds (whose readiness changed).
+  std::vector<int> *fed = nullptr;
 
   Engine(const Problem &p, const StageGraph &g, int m, bool splitBackward, SimulationResult &r)
       : problem(p), graph(g), split(splitBackward), result(r), end(g.numStages, m, -1),
@@ -147,6 +149,8 @@ struct Engine {
       Action consumer{consumerKind, toStage, done.microbatch};
       arrival.at(consumer) = std::max(arrival.at(consumer), at);
       arrived.at(consumer) += 1;
+      if (fed)
+        fed->push_back(toGpu);
     };
     if (done.kind == ActionKind::Forward) {
       for (const auto &edge : graph.successors[s])
@@ -205,7 +209,12 @@ struct Engine {
 
 Schedule greedySchedule(const Problem &problem, const Allocation &allocation, ScheduleKind kind,
                         int microbatches, const std::vector<int> &caps) {
-  const StageGraph graph = buildStageGraph(problem, allocation);
+  return greedySchedule(problem, allocation, buildStageGraph(problem, allocation), kind,
+                        microbatches, caps);
+}
+
+Schedule greedySchedule(const Problem &problem, const Allocation &, const StageGraph &graph,
+                        ScheduleKind kind, int microbatches, const std::vector<int> &caps) {
   const bool split = kind == ScheduleKind::ZeroBubble;
   SimulationResult scratch;
   Engine engine(problem, graph, microbatches, split, scratch);
@@ -316,8 +325,12 @@ std::vector<double> peakHeldBytes(const PlanResult &plan, const std::vector<doub
 
 SimulationResult simulate(const Problem &problem, const Allocation &allocation,
                           const Schedule &schedule) {
+  return simulate(problem, allocation, schedule, buildStageGraph(problem, allocation));
+}
+
+SimulationResult simulate(const Problem &problem, const Allocation &allocation,
+                          const Schedule &schedule, const StageGraph &graph) {
   SimulationResult result;
-  const StageGraph graph = buildStageGraph(problem, allocation);
   const int gpus = problem.platform.gpus;
   const int stages = graph.numStages;
   const int m = schedule.microbatches;
@@ -336,22 +349,35 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
   size_t remaining = 0;
   for (const auto &list : schedule.actions)
     remaining += list.size();
+  result.timeline.reserve(remaining);
+  result.transfers.reserve(remaining);
+  // The earliest start of each GPU's next action (infinity: none, or an input is
+  // missing). It changes only when that GPU runs an action or a transfer feeds one
+  // of its actions, so only those GPUs are priced again after each step.
+  std::vector<double> earliest(static_cast<size_t>(gpus), kInfinity);
+  auto price = [&](int g) {
+    const auto &list = schedule.actions[static_cast<size_t>(g)];
+    double &start = earliest[static_cast<size_t>(g)];
+    start = kInfinity;
+    if (next[static_cast<size_t>(g)] >= list.size())
+      return;
+    const double ready = engine.readyTime(list[next[static_cast<size_t>(g)]]);
+    if (ready >= 0)
+      start = std::max(ready, engine.gpuFree[static_cast<size_t>(g)]);
+  };
+  for (int g = 0; g < gpus; ++g)
+    price(g);
+  std::vector<int> fed;
+  engine.fed = &fed;
   while (remaining > 0) {
+    // The earliest start, the lowest GPU among equals.
     int bestGpu = -1;
     double bestStart = kInfinity;
-    for (int g = 0; g < gpus; ++g) {
-      const auto &list = schedule.actions[static_cast<size_t>(g)];
-      if (next[static_cast<size_t>(g)] >= list.size())
-        continue;
-      double ready = engine.readyTime(list[next[static_cast<size_t>(g)]]);
-      if (ready < 0)
-        continue;
-      double start = std::max(ready, engine.gpuFree[static_cast<size_t>(g)]);
-      if (start < bestStart) {
-        bestStart = start;
+    for (int g = 0; g < gpus; ++g)
+      if (earliest[static_cast<size_t>(g)] < bestStart) {
+        bestStart = earliest[static_cast<size_t>(g)];
         bestGpu = g;
       }
-    }
     if (bestGpu < 0) {
       std::vector<std::vector<Action>> pending(static_cast<size_t>(gpus));
       for (int g = 0; g < gpus; ++g) {
@@ -363,7 +389,11 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
       return result;
     }
     const Action a = schedule.actions[static_cast<size_t>(bestGpu)][next[static_cast<size_t>(bestGpu)]++];
+    fed.clear();
     engine.commit(bestGpu, a, bestStart);
+    price(bestGpu);
+    for (int g : fed)
+      price(g);
     --remaining;
   }
 
@@ -400,8 +430,10 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
     int stage;
     int delta;       // micro-batches in flight
     double bytes;
+    double keptBytes; // the part kept from F to B (or W): GpuMemory::keptPeakBytes
   };
   std::vector<Event> events;
+  events.reserve(result.timeline.size() * 3 / 2);
   const ActionKind release =
       schedule.splitBackward ? ActionKind::BackwardWeight : ActionKind::Backward;
   const ActionKind recomputeAt =
@@ -409,35 +441,33 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
   for (const auto &t : result.timeline) {
     const int s = t.action.stage;
     if (t.action.kind == ActionKind::Forward)
-      events.push_back({t.startMs, 1, s, +1, graph.keptBytes(s)});
+      events.push_back({t.startMs, 1, s, +1, graph.keptBytes(s), graph.keptBytes(s)});
     if (t.action.kind == recomputeAt && graph.recomputedBytes(s) > 0)
-      events.push_back({t.startMs, 1, s, 0, graph.recomputedBytes(s)});
+      events.push_back({t.startMs, 1, s, 0, graph.recomputedBytes(s), 0.0});
     if (t.action.kind == release)
-      events.push_back({t.endMs, 0, s, -1, -(graph.keptBytes(s) + graph.recomputedBytes(s))});
+      events.push_back({t.endMs, 0, s, -1, -(graph.keptBytes(s) + graph.recomputedBytes(s)),
+                        -graph.keptBytes(s)});
   }
   std::sort(events.begin(), events.end(), [](const Event &a, const Event &b) {
     return std::tie(a.time, a.order) < std::tie(b.time, b.order);
   });
   result.stageInFlight.assign(static_cast<size_t>(stages), 0);
   std::vector<int> alive(static_cast<size_t>(stages), 0);
-  std::vector<double> gpuActivation(static_cast<size_t>(gpus), 0);
+  std::vector<double> gpuActivation(static_cast<size_t>(gpus), 0), gpuKept(gpuActivation);
   result.memory.assign(static_cast<size_t>(gpus), GpuMemory{});
+  // At equal times and order the events all add or all free: their peaks do not
+  // depend on the order among them (heldPeaks, for peakHeldBytes, finds the same).
   for (const Event &e : events) {
     const size_t s = static_cast<size_t>(e.stage);
     alive[s] += e.delta;
     result.stageInFlight[s] = std::max(result.stageInFlight[s], alive[s]);
     const size_t g = static_cast<size_t>(graph.gpu[s]);
+    GpuMemory &memory = result.memory[g];
     gpuActivation[g] += e.bytes;
-    result.memory[g].activationPeakBytes =
-        std::max(result.memory[g].activationPeakBytes, gpuActivation[g]);
+    memory.activationPeakBytes = std::max(memory.activationPeakBytes, gpuActivation[g]);
+    gpuKept[g] += e.keptBytes;
+    memory.keptPeakBytes = std::max(memory.keptPeakBytes, gpuKept[g]);
   }
-  std::vector<double> kept(static_cast<size_t>(stages));
-  for (int s = 0; s < stages; ++s)
-    kept[static_cast<size_t>(s)] = graph.keptBytes(s);
-  const std::vector<double> keptPeaks =
-      heldPeaks(result.timeline, allocation.gpuOfStage, schedule.splitBackward, kept, gpus);
-  for (int g = 0; g < gpus; ++g)
-    result.memory[static_cast<size_t>(g)].keptPeakBytes = keptPeaks[static_cast<size_t>(g)];
   for (int s = 0; s < stages; ++s) {
     const size_t g = static_cast<size_t>(graph.gpu[static_cast<size_t>(s)]);
     const double params = graph.parameterBytes[static_cast<size_t>(s)];

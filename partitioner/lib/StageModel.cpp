@@ -15,67 +15,67 @@ int positionalInFlight(ScheduleKind kind, int stagesFromEnd, int microbatches) {
 }
 
 StageModel::StageModel(const Problem &problem, const CutLattice &lattice)
-    : problem_(problem), lattice_(lattice) {}
-
-double StageModel::forwardMs(int from, int to, int gpu) const {
-  return (lattice_.forward[static_cast<size_t>(to)] -
-          lattice_.forward[static_cast<size_t>(from)]) /
-         problem_.platform.speedOf(gpu);
+    : problem_(problem), lattice_(lattice) {
+  const Platform &platform = problem.platform;
+  const LinkSpec &intra = platform.intraNode, &inter = platform.interNode;
+  oneLinkClass_ = intra.bandwidthBytesPerSecond == inter.bandwidthBytesPerSecond &&
+                  intra.latencyMs == inter.latencyMs;
+  if (!oneLinkClass_) {
+    // Every link a stage's transfers may be priced on, from GPU -1 to GPU gpus.
+    oneLinkClass_ = true;
+    for (int gpu = -1; gpu < platform.gpus; ++gpu)
+      oneLinkClass_ &= &platform.linkBetween(gpu, gpu + 1) == &platform.linkBetween(-1, 0);
+  }
+  if (oneLinkClass_) {
+    const LinkSpec &link = platform.linkBetween(-1, 0);
+    cutTransferMs_.reserve(lattice.numCuts());
+    for (double bytes : lattice.cutBytes)
+      cutTransferMs_.push_back(link.transferMs(bytes));
+  }
 }
 
-double StageModel::backwardMs(int from, int to, int gpu, bool recompute) const {
-  const double backward = (lattice_.backward[static_cast<size_t>(to)] -
-                           lattice_.backward[static_cast<size_t>(from)]) /
-                          problem_.platform.speedOf(gpu);
-  return recompute ? backward + forwardMs(from, to, gpu) : backward;
+StageTerms StageModel::timeTerms(int from, int to) const {
+  const CutLattice &l = lattice_;
+  const size_t a = static_cast<size_t>(from), b = static_cast<size_t>(to);
+  StageTerms stage;
+  stage.forwardMs = l.forward[b] - l.forward[a];
+  stage.backwardMs = l.backward[b] - l.backward[a];
+  stage.workMs = l.work[b] - l.work[a];
+  stage.inBytes = l.cutBytes[a];
+  stage.outBytes = l.cutBytes[b];
+  stage.first = from == l.emptyCut();
+  stage.last = to == l.fullCut();
+  stage.fromCut = from;
+  stage.toCut = to;
+  return stage;
 }
 
-double StageModel::computeMs(int from, int to, int gpu, bool recompute) const {
-  const double work =
-      (lattice_.work[static_cast<size_t>(to)] - lattice_.work[static_cast<size_t>(from)]) /
-      problem_.platform.speedOf(gpu);
-  return recompute ? work + forwardMs(from, to, gpu) : work;
+StageTerms StageModel::terms(int from, int to) const {
+  const CutLattice &l = lattice_;
+  const size_t a = static_cast<size_t>(from), b = static_cast<size_t>(to);
+  StageTerms stage = timeTerms(from, to);
+  stage.parameterBytes = l.params[b] - l.params[a];
+  stage.readParameterBytes = l.readParametersBetween(from, to);
+  stage.savedBytes = l.savedBetween(from, to);
+  stage.inputBytes = l.inputs[b] - l.inputs[a];
+  stage.workspaceBytes = l.workspaceBetween(from, to);
+  return stage;
 }
 
-double StageModel::boundaryTransferMs(int cut, int gpu) const {
-  const Platform &platform = problem_.platform;
-  return platform.linkBetween(gpu, gpu + 1)
-      .transferMs(lattice_.cutBytes[static_cast<size_t>(cut)]);
-}
-
-double StageModel::commMs(int from, int to, int gpu) const {
-  double total = 0;
-  if (from != lattice_.emptyCut())
-    total += boundaryTransferMs(from, gpu - 1);
-  if (to != lattice_.fullCut())
-    total += boundaryTransferMs(to, gpu);
-  return total;
-}
-
-double StageModel::periodMs(int from, int to, int gpu, bool recompute) const {
-  return std::max(computeMs(from, to, gpu, recompute), commMs(from, to, gpu));
-}
-
-double StageModel::staticBytes(int from, int to, int versions) const {
-  const double params =
-      lattice_.params[static_cast<size_t>(to)] - lattice_.params[static_cast<size_t>(from)];
-  const double read = lattice_.readParametersBetween(from, to);
+double StageModel::staticBytes(const StageTerms &stage, int versions) const {
   const TrainingSettings &training = problem_.training;
+  const double params = stage.parameterBytes, read = stage.readParameterBytes;
   double bytes = training.stateMultiplier * params + readerStateMultiplier(training) * read +
                  (versions - 1) * (params + read);
-  if (problem_.training.communicationBuffers)
-    bytes += kBuffersPerCutTensor * (lattice_.cutBytes[static_cast<size_t>(from)] +
-                                     lattice_.cutBytes[static_cast<size_t>(to)]);
+  if (training.communicationBuffers)
+    bytes += kBuffersPerCutTensor * (stage.inBytes + stage.outBytes);
   return bytes;
 }
 
-double StageModel::memoryBytes(int from, int to, int inFlight, bool recompute) const {
-  const double saved = lattice_.savedBetween(from, to);
-  const double inputs =
-      lattice_.inputs[static_cast<size_t>(to)] - lattice_.inputs[static_cast<size_t>(from)];
-  const double kept = recompute ? lattice_.cutBytes[static_cast<size_t>(from)] + inputs : saved;
-  return staticBytes(from, to, weightVersions(problem_.training, inFlight)) +
-         inFlight * kept + (recompute ? saved : 0.0) + lattice_.workspaceBetween(from, to);
+double StageModel::memoryBytes(const StageTerms &stage, int inFlight, bool recompute) const {
+  const double kept = recompute ? stage.inBytes + stage.inputBytes : stage.savedBytes;
+  return staticBytes(stage, weightVersions(problem_.training, inFlight)) + inFlight * kept +
+         (recompute ? stage.savedBytes : 0.0) + stage.workspaceBytes;
 }
 
 std::vector<bool> recomputeVariants(RecomputePolicy policy) {
@@ -90,14 +90,94 @@ std::vector<bool> recomputeVariants(RecomputePolicy policy) {
   return {false};
 }
 
-StageChoice StageModel::choose(int from, int to, int inFlight, int gpu, bool checkMemory) const {
+StageChoice StageModel::choose(const StageTerms &stage, int inFlight, int gpu,
+                               bool checkMemory) const {
+  // recomputeVariants without building the list: this runs for every stage a DP
+  // prices, at every position.
+  const RecomputePolicy policy = problem_.training.recompute;
   StageChoice choice;
-  for (bool recompute : recomputeVariants(problem_.training.recompute)) {
-    if (checkMemory && !fits(from, to, inFlight, recompute))
+  for (bool recompute : {false, true}) {
+    if ((policy == RecomputePolicy::None && recompute) ||
+        (policy == RecomputePolicy::All && !recompute))
+      continue;
+    if (checkMemory && !fits(stage, inFlight, recompute))
       continue;
     choice.feasible = true;
     choice.recompute = recompute;
-    choice.periodMs = periodMs(from, to, gpu, recompute);
+    choice.periodMs = periodMs(stage, gpu, recompute);
+    break;
+  }
+  return choice;
+}
+
+PricedStage::PricedStage(const StageModel &model, int from, int to)
+    : model_(model), from_(from), to_(to), terms_(model.timeTerms(from, to)),
+      largestFit_{-2, -2} {
+  const Platform &platform = model.problem().platform;
+  oneSpeed_ = std::all_of(platform.speed.begin(), platform.speed.end(),
+                          [&](double value) { return value == platform.speed.front(); });
+  oneLinkClass_ = model.oneLinkClass();
+  for (auto &variant : period_)
+    std::fill(std::begin(variant), std::end(variant), -1.0);
+}
+
+double PricedStage::periodMs(bool recompute, int gpu) {
+  if (!oneSpeed_)
+    return model_.periodMs(terms_, gpu, recompute);
+  // At one speed the period depends on the GPU only through the links it uses.
+  const Platform &platform = model_.problem().platform;
+  const int classes =
+      oneLinkClass_ ? 0
+               : (&platform.linkBetween(gpu - 1, gpu) == &platform.interNode ? 2 : 0) +
+                     (&platform.linkBetween(gpu, gpu + 1) == &platform.interNode ? 1 : 0);
+  double &period = period_[recompute ? 1 : 0][classes];
+  if (period < 0)
+    period = model_.periodMs(terms_, gpu, recompute);
+  return period;
+}
+
+const StageTerms &PricedStage::terms() {
+  if (!memoryTerms_) {
+    terms_ = model_.terms(from_, to_);
+    memoryTerms_ = true;
+  }
+  return terms_;
+}
+
+bool PricedStage::fits(bool recompute, int inFlight) {
+  terms();
+  const int most = model_.problem().training.microbatches;
+  if (inFlight < 0 || inFlight > most)
+    return model_.fits(terms_, inFlight, recompute);
+  int &largest = largestFit_[recompute ? 1 : 0];
+  if (largest == -2) {
+    // The largest n in 0..m that fits: memory grows with n (copies, weight versions).
+    int low = -1, high = most + 1; // fits(low) (or low = -1), !fits(high)
+    while (high - low > 1) {
+      const int mid = low + (high - low) / 2;
+      if (model_.fits(terms_, mid, recompute))
+        low = mid;
+      else
+        high = mid;
+    }
+    largest = low;
+  }
+  return inFlight <= largest;
+}
+
+StageChoice PricedStage::choose(int inFlight, int gpu, bool checkMemory) {
+  // StageModel::choose's order of variants.
+  const RecomputePolicy policy = model_.problem().training.recompute;
+  StageChoice choice;
+  for (bool recompute : {false, true}) {
+    if ((policy == RecomputePolicy::None && recompute) ||
+        (policy == RecomputePolicy::All && !recompute))
+      continue;
+    if (checkMemory && !fits(recompute, inFlight))
+      continue;
+    choice.feasible = true;
+    choice.recompute = recompute;
+    choice.periodMs = periodMs(recompute, gpu);
     break;
   }
   return choice;

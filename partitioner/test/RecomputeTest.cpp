@@ -9,6 +9,7 @@
 #include "partitioner/Linearize.h"
 #include "partitioner/Output.h"
 #include "partitioner/PlannerImpl.h"
+#include "partitioner/StageModel.h"
 
 #include <gtest/gtest.h>
 
@@ -259,6 +260,45 @@ TEST(Recompute, PolicyParsesAndRoundTripsThroughProblemJson) {
   const Expected<Problem> read = readProblemJson(json, "round trip");
   ASSERT_TRUE(read.ok()) << read.error();
   EXPECT_EQ(read->training.recompute, RecomputePolicy::Auto);
+}
+
+/// PricedStage (a stage priced at many positions, as the DPs do) chooses exactly as
+/// StageModel::choose at every GPU and in-flight count: random chains with several
+/// nodes, speeds, buffers, weight policies and every recompute policy, tight memory.
+TEST(Recompute, PricedStageChoosesAsTheStageModel) {
+  std::mt19937 rng(77);
+  const RecomputePolicy policies[] = {RecomputePolicy::None, RecomputePolicy::Auto,
+                                      RecomputePolicy::All};
+  const WeightPolicy weights[] = {WeightPolicy::Default, WeightPolicy::Stashed,
+                                  WeightPolicy::DoubleBuffered};
+  int feasible = 0, infeasible = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int gpus = 1 + static_cast<int>(rng() % 5);
+    Problem problem = randomChain(rng, 2 + static_cast<int>(rng() % 7), gpus);
+    problem.training.recompute = policies[rng() % 3];
+    problem.training.weights = weights[rng() % 3];
+    problem.training.microbatches = 1 + static_cast<int>(rng() % 6);
+    problem.platform.gpusPerNode = 1 + static_cast<int>(rng() % 3);
+    orThrow(problem.finalize());
+    const CutLattice lattice = chainLattice(problem, topologicalOrder(problem));
+    const StageModel model(problem, lattice);
+    for (int from = 0; from < lattice.fullCut(); ++from)
+      for (int to = from + 1; to <= lattice.fullCut(); ++to) {
+        PricedStage priced(model, from, to);
+        for (int gpu = 0; gpu < gpus; ++gpu)
+          for (int inFlight = 0; inFlight <= problem.training.microbatches + 1; ++inFlight)
+            for (bool checkMemory : {true, false}) {
+              const StageChoice expected = model.choose(from, to, inFlight, gpu, checkMemory);
+              const StageChoice actual = priced.choose(inFlight, gpu, checkMemory);
+              ASSERT_EQ(actual.feasible, expected.feasible) << "trial " << trial;
+              ASSERT_EQ(actual.recompute, expected.recompute) << "trial " << trial;
+              ASSERT_EQ(actual.periodMs, expected.periodMs) << "trial " << trial;
+              ++(expected.feasible ? feasible : infeasible);
+            }
+      }
+  }
+  EXPECT_GT(feasible, 1000);
+  EXPECT_GT(infeasible, 1000);
 }
 
 } // namespace

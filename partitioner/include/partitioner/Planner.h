@@ -154,6 +154,10 @@ struct PlanOptions {
   /// `madpipe-span`'s search over the period (which then keeps the best it reached).
   double ilpTimeLimitSeconds = 10;
   Objective objective = Objective::Period;
+  /// Improve the chosen plan by one-layer boundary moves (boundaryMoves) under its
+  /// schedule, keeping each move that makes it strictly better by the objective,
+  /// until none does: no plan plan() returns can then be improved by one such move.
+  bool improveByBoundaryMoves = true;
   /// Called with each algorithm's result as soon as it is evaluated (progress).
   std::function<void(const PlanResult &)> onResult;
 };
@@ -215,6 +219,25 @@ std::string noPlanReason(const PlanningReport &report);
 /// the plan's simulated timeline: GpuMemory::keptPeakBytes for other per-stage
 /// byte counts (the main job checks a lowered program's exact saved bytes).
 std::vector<double> peakHeldBytes(const PlanResult &plan, const std::vector<double> &bytesPerStage);
+
+/// One layer moved to a neighbouring stage: across the boundary between stages
+/// `fromStage` and `toStage` (= fromStage + 1 or fromStage - 1).
+struct BoundaryMove {
+  int layer = 0;
+  int fromStage = 0, toStage = 0;
+};
+
+/// Every one-layer move across a stage boundary that keeps `allocation` valid on a
+/// finalized problem: a layer of stage s whose consumers all sit in stages after s
+/// moves to s + 1, one whose producers all sit in stages before s moves to s - 1,
+/// and no stage is left empty. On a chain these are the two moves of each boundary
+/// (the last layer of stage s later, the first layer of stage s + 1 earlier). In
+/// order of stage, then layer. An allocation that does not cover the problem's
+/// layers has none.
+std::vector<BoundaryMove> boundaryMoves(const Problem &problem, const Allocation &allocation);
+
+/// `allocation` with `move` applied (stages, GPUs and flags as they were).
+Allocation applyMove(const Allocation &allocation, const BoundaryMove &move);
 
 /// Runs the algorithms on a finalized problem; an unknown algorithm name is an error.
 Expected<PlanningReport> plan(const Problem &problem, const PlanOptions &options = {});

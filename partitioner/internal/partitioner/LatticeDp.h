@@ -36,6 +36,9 @@ struct MinMaxOptions {
   double upperBoundMs = kInfinity;
   /// Second pass at the optimal period: fewest bytes crossing stages.
   bool tieBreak = true;
+  /// The caller keeps the partition only when its period is below this times
+  /// (1 - 1e-12) (an incumbent): at or above it the second pass is skipped.
+  double keepOnlyBelowMs = kInfinity;
 };
 
 /// Exact: minimises the largest stage period max(compute, comm) over every contiguous

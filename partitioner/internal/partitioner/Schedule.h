@@ -45,10 +45,14 @@ struct PeriodicPattern {
   std::vector<int> inFlight; ///< ceil((B end - F start) / T) per stage
 };
 PeriodicPattern periodicPattern(const Problem &problem, const Allocation &allocation, double periodMs);
+/// The same on the allocation's stage graph (buildStageGraph), built once by callers
+/// that try many periods.
+PeriodicPattern periodicPattern(const Problem &problem, const StageGraph &graph, double periodMs);
 
 /// Smallest period a 1-periodic pattern of this allocation can have: the largest
 /// per-GPU compute or port (send / receive) load per micro-batch.
 double bottleneckPeriod(const Problem &problem, const Allocation &allocation);
+double bottleneckPeriod(const Problem &problem, const StageGraph &graph);
 
 /// The generator behind makeSchedule (Planner.h), for the partitioner's own
 /// code: throws Error when the kind does not apply to the allocation. Periodic
@@ -62,6 +66,9 @@ double bottleneckPeriod(const Problem &problem, const Allocation &allocation);
 /// uses the list-scheduling order of greedySchedule (Simulator.h).
 Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
                           int microbatches);
+/// The same with the allocation's stage graph given (buildStageGraph(problem, allocation)).
+Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
+                          const StageGraph &graph, int microbatches);
 
 /// Generates `kind` for the allocation (generateSchedule), simulates m micro-batches and
 /// measures the period as the marginal cost of micro-batches: (time(2m) - time(m)) / m.

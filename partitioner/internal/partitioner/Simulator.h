@@ -23,6 +23,9 @@ namespace partitioner {
 /// an error naming the blocked GPU and action.
 SimulationResult simulate(const Problem &problem, const Allocation &allocation,
                           const Schedule &schedule);
+/// The same with the allocation's stage graph given (buildStageGraph(problem, allocation)).
+SimulationResult simulate(const Problem &problem, const Allocation &allocation,
+                          const Schedule &schedule, const StageGraph &graph);
 
 /// Per-GPU order of a 1F1B-like schedule built by list scheduling: each stage runs its
 /// next backward as soon as it can, else its next forward if fewer than caps[s]
@@ -31,6 +34,9 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
 /// stalls when stages have unequal F/B ratios.
 Schedule greedySchedule(const Problem &problem, const Allocation &allocation, ScheduleKind kind,
                         int microbatches, const std::vector<int> &caps);
+Schedule greedySchedule(const Problem &problem, const Allocation &allocation,
+                        const StageGraph &graph, ScheduleKind kind, int microbatches,
+                        const std::vector<int> &caps);
 
 
 /// The dependency rules shared by the simulator and the checker: what an action waits

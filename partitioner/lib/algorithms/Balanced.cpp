@@ -20,6 +20,7 @@ public:
         [&](const StageModel &model, double upperBound) {
           MinMaxOptions local = options;
           local.upperBoundMs = upperBound;
+          local.keepOnlyBelowMs = upperBound; // solveOnLattices keeps only improvements
           if (upperBound == kInfinity && model.lattice().numCuts() > 1500)
             local.upperBoundMs = greedyUpperBound(model, local);
           return minMaxPartition(model, local);

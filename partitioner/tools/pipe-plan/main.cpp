@@ -55,6 +55,8 @@ const char *kUsage =
     "                          the public reference figures)\n"
     "  --max-downsets N        DAG-aware cuts when the graph has at most N downsets (20000)\n"
     "  --no-dag                plan on one topological order only\n"
+    "  --no-boundary-moves     keep the chosen plan as its algorithm made it (by\n"
+    "                          default one-layer boundary moves improve it)\n"
     "  --time-limit S          time limit of the ilp and ilp-general MIP solvers and of\n"
     "                          madpipe-span's search over the period (10)\n"
     "  --objective KIND        period (default) | iteration: what best minimises first\n"
@@ -218,6 +220,8 @@ int run(int argc, char **argv) {
       timings = true;
     } else if (arg == "--no-dag") {
       options.dagAware = false;
+    } else if (arg == "--no-boundary-moves") {
+      options.improveByBoundaryMoves = false;
     } else if (arg == "--objective") {
       const std::string objective = value();
       try {

@@ -1,0 +1,177 @@
+// One-layer boundary moves and the local improvement of a plan by them.
+#include "partitioner/BoundaryMoves.h"
+#include "partitioner/Error.h"
+#include "partitioner/Linearize.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace partitioner {
+
+namespace {
+/// The moves of boundaryMoves, with the graph's successor and predecessor lists
+/// given (the improvement computes them once).
+std::vector<BoundaryMove> movesOf(const Allocation &allocation,
+                                  const std::vector<std::vector<int>> &successors,
+                                  const std::vector<std::vector<int>> &predecessors) {
+  std::vector<BoundaryMove> moves;
+  const int stages = allocation.numStages();
+  const size_t layers = allocation.stageOfLayer.size();
+  if (layers != successors.size())
+    return moves;
+  std::vector<int> size(static_cast<size_t>(std::max(stages, 0)), 0);
+  for (int s : allocation.stageOfLayer) {
+    if (s < 0 || s >= stages)
+      return moves;
+    ++size[static_cast<size_t>(s)];
+  }
+  for (size_t l = 0; l < layers; ++l) {
+    const int stage = allocation.stageOfLayer[l];
+    if (size[static_cast<size_t>(stage)] < 2)
+      continue; // moving its only layer would leave the stage empty
+    // Earlier: every producer already sits before `stage`, so none would follow it.
+    bool earlier = stage > 0, later = stage + 1 < stages;
+    for (int p : predecessors[l])
+      earlier &= allocation.stageOfLayer[static_cast<size_t>(p)] < stage;
+    for (int c : successors[l])
+      later &= allocation.stageOfLayer[static_cast<size_t>(c)] > stage;
+    if (earlier)
+      moves.push_back({static_cast<int>(l), stage, stage - 1});
+    if (later)
+      moves.push_back({static_cast<int>(l), stage, stage + 1});
+  }
+  std::stable_sort(moves.begin(), moves.end(), [](const BoundaryMove &a, const BoundaryMove &b) {
+    return a.fromStage < b.fromStage;
+  });
+  return moves;
+}
+
+/// a < b by more than the tolerance betterPlan uses to call two figures equal.
+bool strictlyLess(double a, double b) {
+  return a < b - 1e-9 * std::max({1.0, std::fabs(a), std::fabs(b)});
+}
+
+double objectiveOf(const PlanResult &plan, Objective objective) {
+  return objective == Objective::Period ? plan.periodMs : plan.iterationMs;
+}
+} // namespace
+
+std::vector<BoundaryMove> boundaryMoves(const Problem &problem, const Allocation &allocation) {
+  return movesOf(allocation, successorLists(problem), predecessorLists(problem));
+}
+
+Allocation applyMove(const Allocation &allocation, const BoundaryMove &move) {
+  Allocation moved = allocation;
+  if (move.layer >= 0 && static_cast<size_t>(move.layer) < moved.stageOfLayer.size())
+    moved.stageOfLayer[static_cast<size_t>(move.layer)] = move.toStage;
+  return moved;
+}
+
+PlanResult improveByBoundaryMovesOrThrow(const Problem &problem, const PlanResult &plan,
+                                         const LowerBounds &bounds, Objective objective,
+                                         BoundaryMoveStats *stats) {
+  BoundaryMoveStats local;
+  BoundaryMoveStats &counts = stats ? *stats : local;
+  counts = BoundaryMoveStats{};
+  PlanResult current = plan;
+  if (!plan.valid)
+    return current;
+  const auto successors = successorLists(problem);
+  const auto predecessors = predecessorLists(problem);
+  const int gpus = problem.platform.gpus;
+  const int m = problem.training.microbatches;
+  // Per micro-batch, what one GPU computes of a layer: its forward and backward at
+  // the GPU's speed, and the forward again when every stage recomputes. Under
+  // `auto` a move may clear a stage's mark, so marks are not counted there.
+  const bool allRecompute = problem.training.recompute == RecomputePolicy::All;
+  auto work = [&](size_t layer, int gpu) {
+    const Layer &l = problem.layers[layer];
+    return (l.workMs() + (allRecompute ? l.forwardMs : 0.0)) / problem.platform.speedOf(gpu);
+  };
+  for (int round = 0; round < kMaxBoundaryMoves; ++round) {
+    const Allocation &allocation = current.allocation;
+    std::vector<double> load(static_cast<size_t>(gpus), 0.0);
+    for (size_t l = 0; l < allocation.stageOfLayer.size(); ++l) {
+      const int gpu = allocation.gpuOfStage[static_cast<size_t>(allocation.stageOfLayer[l])];
+      load[static_cast<size_t>(gpu)] += work(l, gpu);
+    }
+    // The simulated period is never below the busiest GPU's work per micro-batch
+    // (simulatePlan), nor the iteration time below m times it: a move whose
+    // busiest GPU is no faster than the plan cannot improve it and is not simulated.
+    const double target = objectiveOf(current, objective);
+    const double scale = objective == Objective::Period ? 1.0 : m;
+    struct Candidate {
+      BoundaryMove move;
+      double bound;
+    };
+    std::vector<Candidate> candidates;
+    for (const BoundaryMove &move : movesOf(allocation, successors, predecessors)) {
+      const size_t layer = static_cast<size_t>(move.layer);
+      const int from = allocation.gpuOfStage[static_cast<size_t>(move.fromStage)];
+      const int to = allocation.gpuOfStage[static_cast<size_t>(move.toStage)];
+      double busiest = 0;
+      for (int g = 0; g < gpus; ++g) {
+        double value = load[static_cast<size_t>(g)];
+        if (g == from)
+          value -= work(layer, from);
+        if (g == to)
+          value += work(layer, to);
+        busiest = std::max(busiest, value);
+      }
+      if (strictlyLess(busiest * scale, target))
+        candidates.push_back({move, busiest * scale});
+    }
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Candidate &a, const Candidate &b) { return a.bound < b.bound; });
+    bool kept = false;
+    for (const Candidate &candidate : candidates) {
+      const Allocation trial = applyMove(allocation, candidate.move);
+      PlanResult moved;
+      try {
+        ++counts.evaluations;
+        // Without recomputation the evaluation's period, iteration time and memory are
+        // those of simulatePlan on the same allocation (its GPUs are numbered already):
+        // a move that is no better there or does not fit is dropped before the
+        // evaluation adds its checks and metrics.
+        if (problem.training.recompute == RecomputePolicy::None) {
+          const SimulationResult simulation = simulatePlan(problem, trial, current.scheduleKind);
+          if (!simulation.completed)
+            continue;
+          const double value =
+              objective == Objective::Period ? simulation.periodMs : simulation.iterationMs;
+          if (!strictlyLess(value, target))
+            continue;
+          const double limit = problem.platform.memoryBytesPerGpu;
+          if (std::any_of(simulation.memory.begin(), simulation.memory.end(),
+                          [&](const GpuMemory &gpu) { return gpu.peakBytes > limit * (1 + 1e-12); }))
+            continue;
+        }
+        moved = evaluateUnderPolicyOrThrow(problem, trial, current.scheduleKind, bounds);
+      } catch (const Error &) {
+        continue; // a move the schedule cannot run: not an improvement
+      }
+      if (!moved.valid || !strictlyLess(objectiveOf(moved, objective), target))
+        continue;
+      moved.algorithm = current.algorithm;
+      moved.notes = current.notes;
+      moved.predictedPeriodMs = current.predictedPeriodMs;
+      moved.plannerSeconds = current.plannerSeconds;
+      if (current.lowerBoundMs > moved.lowerBoundMs) {
+        moved.lowerBoundMs = current.lowerBoundMs; // proven for the algorithm's model
+        moved.gap = moved.periodMs / moved.lowerBoundMs - 1;
+      }
+      current = std::move(moved);
+      ++counts.movesKept;
+      kept = true;
+      break;
+    }
+    if (!kept)
+      return current;
+  }
+  counts.stoppedAtLimit = true;
+  return current;
+}
+
+} // namespace partitioner
