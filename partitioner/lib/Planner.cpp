@@ -312,25 +312,36 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
   }
   chooseBest(problem, report, options);
   if (options.improveByBoundaryMoves && report.chosen >= 0) {
-    PlanResult &chosen = report.results[static_cast<size_t>(report.chosen)];
-    BoundaryMoveStats stats;
-    PlanResult improved =
-        improveByBoundaryMovesOrThrow(problem, chosen, report.bounds, options.objective, &stats);
-    if (stats.movesKept > 0) {
+    // The best plan by each objective is improved under the user's objective:
+    // the runner-up by the objective may be the one the moves lift above the
+    // winner (an interleaved plan best by iteration can win by period too).
+    std::vector<int> candidates = {report.chosen};
+    if (report.bestByOtherObjective >= 0 && report.bestByOtherObjective != report.chosen)
+      candidates.push_back(report.bestByOtherObjective);
+    bool moved = false;
+    for (int index : candidates) {
+      PlanResult &plan = report.results[static_cast<size_t>(index)];
+      BoundaryMoveStats stats;
+      PlanResult improved =
+          improveByBoundaryMovesOrThrow(problem, plan, report.bounds, options.objective, &stats);
+      if (stats.movesKept == 0)
+        continue;
       const bool period = options.objective == Objective::Period;
       std::ostringstream note;
       note.precision(2);
-      note << std::fixed << (chosen.notes.empty() ? "" : "; ") << "then " << stats.movesKept
+      note << std::fixed << (plan.notes.empty() ? "" : "; ") << "then " << stats.movesKept
            << " one-layer boundary move" << (stats.movesKept == 1 ? "" : "s") << " ("
-           << (period ? "period " : "iteration ") << (period ? chosen.periodMs : chosen.iterationMs)
+           << (period ? "period " : "iteration ") << (period ? plan.periodMs : plan.iterationMs)
            << " -> " << (period ? improved.periodMs : improved.iterationMs) << " ms"
            << (stats.stoppedAtLimit ? ", stopped at the limit of moves" : "") << ")";
       improved.notes += note.str();
-      chosen = std::move(improved);
-      // The improved plan is better than before, so it still wins; the best plan by
-      // the other objective may have changed.
-      chooseBest(problem, report, options);
+      plan = std::move(improved);
+      moved = true;
     }
+    // An improved plan is better than before, so the winner may now be the
+    // other candidate, and the best plan by the other objective may change.
+    if (moved)
+      chooseBest(problem, report, options);
   }
   return report;
 }
