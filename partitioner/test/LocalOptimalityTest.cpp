@@ -119,8 +119,9 @@ TEST(LocalOptimality, NoOneLayerMoveImprovesBestOnTheProfiles) {
   const size_t every =
       (paths.size() + static_cast<size_t>(scaledTrials(static_cast<int>(paths.size()))) - 1) /
       static_cast<size_t>(scaledTrials(static_cast<int>(paths.size())));
-  int checked = 0;
+  int checked = 0, visited = 0;
   for (size_t i = 0; i < paths.size(); i += every) {
+    ++visited;
     const std::string &path = paths[i];
     Problem problem = orThrow(readProblemFile(path));
     problem.platform.gpus = 8;
@@ -134,7 +135,7 @@ TEST(LocalOptimality, NoOneLayerMoveImprovesBestOnTheProfiles) {
       ADD_FAILURE() << path << ": " << move;
     ++checked;
   }
-  EXPECT_GE(checked, scaledTrials(static_cast<int>(paths.size())));
+  EXPECT_EQ(checked, visited); // every profile visited has a plan
   EXPECT_GE(paths.size(), 10u);
 }
 

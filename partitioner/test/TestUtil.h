@@ -58,7 +58,7 @@ double largestWorkspace(const Problem &problem, const std::vector<int> &layers);
 std::vector<std::vector<int>> allCompositions(int n, int maxParts);
 
 /// `trials` times PARTITIONER_TEST_TRIAL_SCALE, a fraction in (0, 1] (default 1),
-/// at least 1. scripts/sanitize.sh sets it for the longest randomized tests, whose
+/// at least min(trials, 10). scripts/sanitize.sh sets it for the longest randomized tests, whose
 /// trials cost about ten times more under the sanitizers; the plain build runs
 /// them all.
 int scaledTrials(int trials);
