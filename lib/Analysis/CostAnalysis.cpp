@@ -15,6 +15,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 using namespace pipe;
@@ -109,6 +111,37 @@ static double rooflineSeconds(const Target &target, KernelClass kind, ComputeDty
   double compute = flops > 0 && peak > 0 ? flops / (peak * eff.compute) : 0;
   double memory = bytes > 0 ? bytes / (target.memoryBandwidthBytesPerSecond * eff.memory) : 0;
   return std::max(compute, memory) + kernels * target.launchOverheadSeconds;
+}
+
+/// The calibration of `target` when it covers `dtype` (else the roofline).
+static const Calibration *activeCalibration(const Target &target, ComputeDtype dtype) {
+  return target.calibration && target.calibration->dtype == dtype ? &*target.calibration
+                                                                  : nullptr;
+}
+
+/// Time of one kernel group under a fitted model (Target.h, KernelModel).
+static double calibratedSeconds(const Target &target, const KernelModel &model,
+                                KernelFamily family, ComputeDtype dtype, const GemmShape &shape,
+                                double flops, double bytes, unsigned kernels) {
+  double seconds = kernels * model.overheadSeconds;
+  if (isComputeFamily(family)) {
+    if (flops <= 0)
+      return seconds;
+    // ln of each dimension, clamped to the range the fit saw.
+    auto ln = [&](double x, unsigned i) {
+      return std::log(std::clamp(std::max(1.0, x), model.shapeMin[i], model.shapeMax[i]));
+    };
+    const auto &c = model.logEfficiency;
+    double exponent = c[0] + c[1] * ln(shape.k, 0) + c[2] * ln(shape.m, 1) +
+                      c[3] * ln(shape.n, 2) + c[4] * ln(shape.stride, 3);
+    exponent = std::clamp(exponent, std::log(1e-3), std::log(10.0));
+    KernelClass kind = family == KernelFamily::Gemm ? KernelClass::Gemm : KernelClass::Conv;
+    return seconds + flops / (target.peakFlops(kind, dtype) * std::exp(exponent));
+  }
+  seconds += bytes / (target.memoryBandwidthBytesPerSecond * model.memoryEfficiency);
+  if (model.flopEfficiency > 0 && flops > 0)
+    seconds += flops / (target.vectorPeakFlops * model.flopEfficiency);
+  return seconds;
 }
 
 llvm::DenseSet<Value> pipe::computeGradientFlow(Block &block,
@@ -245,7 +278,8 @@ LogicalResult CostAnalysis::compute(const CostSettings &newSettings) {
   }
 
   // Element-wise fusion into the producer's kernel.
-  if (settings.fuseElementwise) {
+  const Calibration *calibration = activeCalibration(settings.target, settings.dtype);
+  if (settings.fuseElementwise && (!calibration || calibration->fusesElementwise)) {
     for (OpRecord &r : records) {
       if (r.cost.kind != KernelClass::Elementwise || r.cost.forwardKernels == 0 ||
           r.op->getNumResults() == 0)
@@ -305,6 +339,25 @@ LogicalResult CostAnalysis::compute(const CostSettings &newSettings) {
                                          c.backwardWeightFlops, c.backwardWeightBytes,
                                          c.backwardKernels > 0 ? 1 : 0))
               : 0;
+      KernelFamily family = c.family != KernelFamily::None ? c.family : familyOf(kind);
+      if (calibration && family != KernelFamily::None) {
+        const KernelModel &fwd = calibration->model(family, false);
+        const KernelModel &bwd = calibration->model(family, true);
+        if (fwd.fitted)
+          r.forwardSeconds = calibratedSeconds(settings.target, fwd, family, settings.dtype,
+                                               c.shape, c.forwardFlops, c.forwardBytes,
+                                               c.forwardKernels);
+        if (bwd.fitted && (c.backwardFlops > 0 || c.backwardBytes > 0)) {
+          r.backwardSeconds = calibratedSeconds(settings.target, bwd, family, settings.dtype,
+                                                c.shape, c.backwardFlops, c.backwardBytes,
+                                                c.backwardKernels);
+          // The weight gradients' share of the work (FLOPs or bytes).
+          bool compute = isComputeFamily(family);
+          double all = compute ? c.backwardFlops : c.backwardBytes;
+          double weight = compute ? c.backwardWeightFlops : c.backwardWeightBytes;
+          r.backwardWeightSeconds = all > 0 ? r.backwardSeconds * std::min(1.0, weight / all) : 0;
+        }
+      }
       if (settings.profile) {
         auto it = settings.profile->times.find(r.name);
         if (it != settings.profile->times.end()) {

@@ -306,6 +306,62 @@ SavedForBackward productSaved(const CostQuery &q, Value lhs, unsigned lhsIndex, 
   return s;
 }
 
+/// The product of a matmul/gemm: the output's last two dims are m x n, the
+/// leading ones are the batch; k is the lhs's contracted dim.
+GemmShape matmulShape(Value out, RankedTensorType lhsType) {
+  GemmShape g;
+  auto outType = nn::getRankedType(out);
+  if (!outType || !outType.hasStaticShape() || !lhsType.hasStaticShape())
+    return g;
+  ArrayRef<int64_t> dims = outType.getShape();
+  g.n = dims.empty() ? 1 : static_cast<double>(dims.back());
+  g.m = dims.size() < 2 ? 1 : static_cast<double>(dims[dims.size() - 2]);
+  g.batch = g.m * g.n > 0 ? N(out) / (g.m * g.n) : 0;
+  g.k = static_cast<double>(lhsType.getShape().back());
+  return g;
+}
+
+/// A convolution as its implicit GEMM: out [N, M, spatial...], weight [M,
+/// C/g, kernel...].
+GemmShape convShape(Value out, Value input, RankedTensorType wType) {
+  GemmShape g;
+  auto outType = nn::getRankedType(out);
+  auto inType = nn::getRankedType(input);
+  if (!outType || outType.getRank() < 2 || !inType || inType.getRank() < 2 ||
+      !outType.hasStaticShape() || !inType.hasStaticShape() || !wType.hasStaticShape() ||
+      wType.getRank() < 2 || wType.getDimSize(1) <= 0)
+    return g;
+  double groups = std::max<double>(1, static_cast<double>(inType.getDimSize(1)) /
+                                          static_cast<double>(wType.getDimSize(1)));
+  g.batch = groups;
+  g.n = static_cast<double>(wType.getDimSize(0)) / groups;
+  double weights = 1;
+  for (int64_t d : wType.getShape())
+    weights *= static_cast<double>(d);
+  g.k = weights / static_cast<double>(wType.getDimSize(0));
+  double channels = static_cast<double>(outType.getDimSize(1));
+  g.m = channels > 0 ? N(out) / channels : 0;
+  return g;
+}
+
+/// The algorithm family a convolution library picks: 1x1 kernels are a GEMM
+/// over the pixels; 2-D 3x3 kernels with stride and dilation 1 and one group
+/// are Winograd's domain; the rest run as implicit GEMMs.
+KernelFamily convFamily(RankedTensorType wType, std::optional<ArrayRef<int64_t>> strides,
+                        std::optional<ArrayRef<int64_t>> dilations, double groups) {
+  ArrayRef<int64_t> kernel = wType.getShape().drop_front(2);
+  auto allEqual = [](ArrayRef<int64_t> values, int64_t v) {
+    return llvm::all_of(values, [&](int64_t x) { return x == v; });
+  };
+  if (allEqual(kernel, 1))
+    return KernelFamily::ConvPointwise;
+  bool unitStride = !strides || allEqual(*strides, 1);
+  bool unitDilation = !dilations || allEqual(*dilations, 1);
+  if (kernel.size() == 2 && allEqual(kernel, 3) && unitStride && unitDilation && groups == 1)
+    return KernelFamily::ConvWinograd;
+  return KernelFamily::ConvGeneral;
+}
+
 /// numpy matmul: M = N(out) * K with K the lhs's last dim (1-D operands
 /// included). Batched attention products are the same formula.
 struct MatMulRule {
@@ -320,6 +376,7 @@ struct MatMulRule {
       return c;
     double macs = N(mm.getOutput()) * static_cast<double>(lhsType.getShape().back());
     c.forwardFlops = 2 * macs;
+    c.shape = matmulShape(mm.getOutput(), lhsType);
     c.forwardBytes = streamBytes(op, q);
     c.forwardKernels = 1;
     addProductBackward(c, q, macs, mm.getOutput(), mm.getLhs(), 0, mm.getRhs(), 1);
@@ -348,6 +405,7 @@ struct GemmRule {
     Value out = gemm.getOutput();
     double macs = N(out) * k;
     c.forwardFlops = 2 * macs + (gemm.getC() ? N(out) : 0);
+    c.shape = matmulShape(out, aType);
     c.forwardBytes = streamBytes(op, q);
     c.forwardKernels = 1;
     addProductBackward(c, q, macs, out, gemm.getA(), 0, gemm.getB(), 1);
@@ -381,6 +439,11 @@ struct ConvRule {
     double macsPerOutput = N(conv.getWeight()) / static_cast<double>(wType.getDimSize(0));
     double macs = N(out) * macsPerOutput;
     c.forwardFlops = 2 * macs + (conv.getBias() ? N(out) : 0);
+    c.shape = convShape(out, conv.getInput(), wType);
+    if (auto strides = conv.getStrides())
+      for (int64_t s : *strides)
+        c.shape.stride *= static_cast<double>(std::max<int64_t>(1, s));
+    c.family = convFamily(wType, conv.getStrides(), conv.getDilations(), c.shape.batch);
     c.forwardBytes = streamBytes(op, q);
     c.forwardKernels = 1;
     addProductBackward(c, q, macs, out, conv.getInput(), 0, conv.getWeight(), 1);
@@ -412,6 +475,9 @@ struct ConvTransposeRule {
       return c;
     double macs = N(conv.getGrad()) * N(conv.getWeight()) / static_cast<double>(wType.getDimSize(0));
     c.forwardFlops = 2 * macs;
+    // The convolution it transposes, as an implicit GEMM over its input.
+    c.shape = convShape(conv.getGrad(), conv.getOutput(), wType);
+    c.family = KernelFamily::ConvGeneral;
     c.forwardBytes = streamBytes(op, q);
     c.forwardKernels = 1;
     addProductBackward(c, q, macs, conv.getOutput(), conv.getGrad(), 0, conv.getWeight(), 1);

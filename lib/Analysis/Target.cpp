@@ -16,6 +16,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/FileSystem.h"
+#include <cmath>
 
 using namespace pipe;
 using llvm::StringRef;
@@ -55,6 +56,45 @@ std::optional<KernelClass> pipe::parseKernelClass(StringRef text) {
     if (text.equals_insensitive(kClassNames[i]))
       return static_cast<KernelClass>(i);
   return std::nullopt;
+}
+
+static constexpr StringRef kFamilyNames[] = {
+    "none",        "gemm",          "conv_1x1",  "conv_3x3s1", "conv_other",
+    "elementwise", "normalization", "reduction", "pooling",    "data_movement"};
+
+StringRef pipe::toString(KernelFamily family) {
+  return kFamilyNames[static_cast<unsigned>(family)];
+}
+std::optional<KernelFamily> pipe::parseKernelFamily(StringRef text) {
+  for (unsigned i = 1; i < kNumKernelFamilies; ++i)
+    if (text.equals_insensitive(kFamilyNames[i]))
+      return static_cast<KernelFamily>(i);
+  return std::nullopt;
+}
+KernelFamily pipe::familyOf(KernelClass kind) {
+  switch (kind) {
+  case KernelClass::Free:
+    return KernelFamily::None;
+  case KernelClass::Gemm:
+    return KernelFamily::Gemm;
+  case KernelClass::Conv:
+    return KernelFamily::ConvGeneral;
+  case KernelClass::Elementwise:
+    return KernelFamily::Elementwise;
+  case KernelClass::Normalization:
+    return KernelFamily::Normalization;
+  case KernelClass::Reduction:
+    return KernelFamily::Reduction;
+  case KernelClass::Pooling:
+    return KernelFamily::Pooling;
+  case KernelClass::DataMovement:
+    return KernelFamily::DataMovement;
+  }
+  return KernelFamily::None;
+}
+bool pipe::isComputeFamily(KernelFamily family) {
+  return family == KernelFamily::Gemm || family == KernelFamily::ConvPointwise ||
+         family == KernelFamily::ConvWinograd || family == KernelFamily::ConvGeneral;
 }
 
 double Target::peakFlops(KernelClass kind, ComputeDtype dtype) const {
@@ -112,6 +152,11 @@ const Entry kEntries[] = {
     {"v100-32gb", "v100", "NVIDIA Tesla V100 SXM2 32GB",
      "NVIDIA Tesla V100 GPU Accelerator datasheet", 15.7, 0, 125, 0, 0, 900, 32,
      "NVLink 2", 300, "EDR InfiniBand 100 Gb/s per 2 GPUs", 50},
+    // The same GPU with kernel models fitted to PipeDream's per-layer PyTorch
+    // (fp32, eager) measurements: data/calibration/v100-pytorch.json.
+    {"v100-pytorch", "", "NVIDIA Tesla V100 SXM2 32GB, eager PyTorch kernels (calibrated)",
+     "NVIDIA Tesla V100 GPU Accelerator datasheet; data/calibration/v100-pytorch.json", 15.7,
+     0, 125, 0, 0, 900, 32, "NVLink 2", 300, "EDR InfiniBand 100 Gb/s per 2 GPUs", 50},
     {"a100-40gb", "a10040", "NVIDIA A100 SXM4 40GB",
      "NVIDIA A100 Tensor Core GPU datasheet", 19.5, 156, 312, 312, 0, 1555, 40,
      "NVLink 3", 600, "HDR InfiniBand 200 Gb/s", 200},
@@ -136,6 +181,15 @@ const Entry kEntries[] = {
      1008, 24, "PCIe 4.0 x16", 64, "Ethernet 100 Gb/s", 100},
 };
 
+/// The compiled-in data/calibration/<target>.json files.
+struct BuiltinCalibration {
+  const char *target;
+  const char *json;
+};
+const BuiltinCalibration kCalibrations[] = {
+#include "BuiltinCalibrations.inc"
+    {nullptr, nullptr}};
+
 std::vector<Target> buildTable() {
   std::vector<Target> table;
   for (const Entry &e : kEntries) {
@@ -153,6 +207,15 @@ std::vector<Target> buildTable() {
     t.memoryBytes = e.memoryGiB * GiB;
     t.intraNode = {e.intraKind, e.intraGBsBidirectional / 2 * GBs, 5 * us};
     t.interNode = {e.interKind, e.interGbitPerSecond / 8 * GBs, 10 * us};
+    for (const BuiltinCalibration *c = kCalibrations; c->target; ++c) {
+      if (StringRef(c->target) != e.name)
+        continue;
+      auto calibration = parseCalibrationJson(c->json);
+      if (!calibration) // the build's own data: a test checks it parses
+        llvm::report_fatal_error(llvm::Twine("data/calibration/") + c->target +
+                                 ".json: " + llvm::toString(calibration.takeError()));
+      t.calibration = std::move(*calibration);
+    }
     table.push_back(std::move(t));
   }
   return table;
@@ -262,6 +325,137 @@ struct Reader {
 };
 } // namespace
 
+static llvm::Error calibrationError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "calibration: " + message);
+}
+
+/// One direction of a family: {"overhead_us": u, "log_efficiency": [c0, c1,
+/// c2, c3]} for the compute families, {"overhead_us": u,
+/// "memory_efficiency": e} for the others, "samples": n in both.
+static llvm::Error parseKernelModel(const llvm::json::Object &obj, KernelFamily family,
+                                    StringRef where, KernelModel &model) {
+  static constexpr StringRef computeKeys[] = {"overhead_us", "log_efficiency", "shape_min",
+                                              "shape_max", "samples"};
+  static constexpr StringRef memoryKeys[] = {"overhead_us", "memory_efficiency",
+                                             "flop_efficiency", "samples"};
+  bool compute = isComputeFamily(family);
+  for (const auto &kv : obj)
+    if (!llvm::is_contained(compute ? llvm::ArrayRef<StringRef>(computeKeys)
+                                    : llvm::ArrayRef<StringRef>(memoryKeys),
+                            StringRef(kv.first)))
+      return calibrationError("unknown field '" + where + "." + StringRef(kv.first) + "'");
+  Reader r;
+  double overheadUs = 0, samples = 0;
+  r.number(&obj, "overhead_us", overheadUs, 1, (where + ".").str());
+  r.number(&obj, "samples", samples, 1, (where + ".").str());
+  if (!r.error.empty())
+    return calibrationError(r.error);
+  model.overheadSeconds = overheadUs * 1e-6;
+  model.samples = static_cast<unsigned>(samples);
+  if (compute) {
+    const llvm::json::Array *coefficients = obj.getArray("log_efficiency");
+    if (!coefficients || coefficients->size() != 5)
+      return calibrationError("'" + where + ".log_efficiency' must be an array of 5 numbers");
+    for (unsigned i = 0; i < 5; ++i) {
+      std::optional<double> c = (*coefficients)[i].getAsNumber();
+      if (!c || !std::isfinite(*c))
+        return calibrationError("'" + where + ".log_efficiency' must be an array of 5 numbers");
+      model.logEfficiency[i] = *c;
+    }
+    for (auto [key, out] : {std::pair<StringRef, std::array<double, 4> *>{"shape_min",
+                                                                          &model.shapeMin},
+                            {"shape_max", &model.shapeMax}}) {
+      const llvm::json::Value *value = obj.get(key);
+      if (!value)
+        continue;
+      const llvm::json::Array *range = value->getAsArray();
+      if (!range || range->size() != 4)
+        return calibrationError("'" + where + "." + key + "' must be [k, m, n, stride]");
+      for (unsigned i = 0; i < 4; ++i) {
+        std::optional<double> v = (*range)[i].getAsNumber();
+        if (!v || !(*v >= 1))
+          return calibrationError("'" + where + "." + key +
+                                  "' must be [k, m, n, stride], each >= 1");
+        (*out)[i] = *v;
+      }
+    }
+    for (unsigned i = 0; i < 4; ++i)
+      if (model.shapeMin[i] > model.shapeMax[i])
+        return calibrationError("'" + where + ".shape_min' exceeds 'shape_max'");
+  } else {
+    std::optional<double> e = obj.getNumber("memory_efficiency");
+    if (!e || !(*e > 0) || *e > 10)
+      return calibrationError("'" + where + ".memory_efficiency' must be a number in (0, 10]");
+    model.memoryEfficiency = *e;
+    if (const llvm::json::Value *f = obj.get("flop_efficiency")) {
+      std::optional<double> v = f->getAsNumber();
+      if (!v || *v < 0 || *v > 10)
+        return calibrationError("'" + where + ".flop_efficiency' must be a number in [0, 10]");
+      model.flopEfficiency = *v;
+    }
+  }
+  model.fitted = true;
+  return llvm::Error::success();
+}
+
+static llvm::Expected<Calibration> parseCalibration(const llvm::json::Object &root) {
+  static constexpr StringRef knownKeys[] = {"source", "dtype", "fuse_elementwise", "families"};
+  for (const auto &kv : root)
+    if (!llvm::is_contained(knownKeys, StringRef(kv.first)))
+      return calibrationError("unknown field '" + StringRef(kv.first) + "'");
+  Calibration calibration;
+  if (auto source = root.getString("source"))
+    calibration.source = source->str();
+  if (const llvm::json::Value *dtype = root.get("dtype")) {
+    std::optional<ComputeDtype> parsed;
+    if (auto text = dtype->getAsString())
+      parsed = parseComputeDtype(*text);
+    if (!parsed)
+      return calibrationError("'dtype' must be one of fp32, tf32, fp16, bf16, fp8");
+    calibration.dtype = *parsed;
+  }
+  if (const llvm::json::Value *fuse = root.get("fuse_elementwise")) {
+    std::optional<bool> b = fuse->getAsBoolean();
+    if (!b)
+      return calibrationError("'fuse_elementwise' must be true or false");
+    calibration.fusesElementwise = *b;
+  }
+  const llvm::json::Object *families = root.getObject("families");
+  if (!families)
+    return calibrationError("'families' (an object keyed by kernel family) is required");
+  for (const auto &kv : *families) {
+    std::optional<KernelFamily> family = parseKernelFamily(kv.first);
+    const llvm::json::Object *directions = kv.second.getAsObject();
+    if (!family || !directions)
+      return calibrationError("unknown kernel family '" + StringRef(kv.first) +
+                              "' (known: gemm, conv_1x1, conv_3x3s1, conv_other, "
+                              "elementwise, normalization, reduction, pooling, data_movement)");
+    for (const auto &direction : *directions) {
+      StringRef key = direction.first;
+      const llvm::json::Object *obj = direction.second.getAsObject();
+      if ((key != "forward" && key != "backward") || !obj)
+        return calibrationError("'" + StringRef(kv.first) + "." + key +
+                                "': expected an object named forward or backward");
+      KernelModel &model =
+          calibration.models[static_cast<unsigned>(*family)][key == "backward" ? 1 : 0];
+      if (llvm::Error error =
+              parseKernelModel(*obj, *family, (StringRef(kv.first) + "." + key).str(), model))
+        return std::move(error);
+    }
+  }
+  return calibration;
+}
+
+llvm::Expected<Calibration> pipe::parseCalibrationJson(StringRef text) {
+  auto parsed = llvm::json::parse(text);
+  if (!parsed)
+    return parsed.takeError();
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root)
+    return calibrationError("must be a JSON object");
+  return parseCalibration(*root);
+}
+
 llvm::Expected<Target> pipe::parseTargetJson(StringRef text) {
   auto parsed = llvm::json::parse(text);
   if (!parsed)
@@ -282,7 +476,7 @@ llvm::Expected<Target> pipe::parseTargetJson(StringRef text) {
   static constexpr StringRef knownKeys[] = {
       "name", "base", "description", "source", "peak_tflops", "memory_bandwidth_gbps",
       "memory_gib", "gpus_per_node", "intra_node", "inter_node", "launch_overhead_us",
-      "efficiency"};
+      "efficiency", "calibration"};
   for (const auto &kv : *root)
     if (!llvm::is_contained(knownKeys, StringRef(kv.first)))
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -316,6 +510,19 @@ llvm::Expected<Target> pipe::parseTargetJson(StringRef text) {
       std::string where = ("efficiency." + StringRef(kv.first) + ".").str();
       r.number(pair, "compute", e.compute, 1, where);
       r.number(pair, "memory", e.memory, 1, where);
+    }
+  }
+  if (const llvm::json::Value *calibration = root->get("calibration")) {
+    if (calibration->kind() == llvm::json::Value::Null) {
+      target.calibration.reset(); // a base's calibration is dropped with null
+    } else {
+      const llvm::json::Object *obj = calibration->getAsObject();
+      if (!obj)
+        return calibrationError("must be a JSON object or null");
+      auto parsed = parseCalibration(*obj);
+      if (!parsed)
+        return parsed.takeError();
+      target.calibration = std::move(*parsed);
     }
   }
   if (r.error.empty()) {
@@ -363,5 +570,34 @@ void pipe::writeTargetJson(const Target &t, llvm::raw_ostream &os) {
                           {"inter_node", link(t.interNode)},
                           {"launch_overhead_us", t.launchOverheadSeconds / 1e-6},
                           {"efficiency", std::move(eff)}};
+  if (t.calibration) {
+    llvm::json::Object families;
+    for (unsigned f = 1; f < kNumKernelFamilies; ++f) {
+      llvm::json::Object directions;
+      for (unsigned d = 0; d < 2; ++d) {
+        const KernelModel &m = t.calibration->models[f][d];
+        if (!m.fitted)
+          continue;
+        llvm::json::Object model{{"overhead_us", m.overheadSeconds / 1e-6},
+                                 {"samples", static_cast<int64_t>(m.samples)}};
+        if (isComputeFamily(static_cast<KernelFamily>(f))) {
+          model["log_efficiency"] = llvm::json::Array(m.logEfficiency);
+          model["shape_min"] = llvm::json::Array(m.shapeMin);
+          model["shape_max"] = llvm::json::Array(m.shapeMax);
+        } else {
+          model["memory_efficiency"] = m.memoryEfficiency;
+          model["flop_efficiency"] = m.flopEfficiency;
+        }
+        directions[d ? "backward" : "forward"] = std::move(model);
+      }
+      if (!directions.empty())
+        families[kFamilyNames[f]] = std::move(directions);
+    }
+    root["calibration"] =
+        llvm::json::Object{{"source", t.calibration->source},
+                           {"dtype", toString(t.calibration->dtype)},
+                           {"fuse_elementwise", t.calibration->fusesElementwise},
+                           {"families", std::move(families)}};
+  }
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
 }

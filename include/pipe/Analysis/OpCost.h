@@ -43,8 +43,22 @@ struct CostQuery {
   double bytes(mlir::Value v) const;
 };
 
+/// The matrix product a GEMM-like kernel computes: `batch` products of an
+/// m x k by a k x n matrix. A convolution is its implicit GEMM: m = N times
+/// the output's spatial size, n = output channels / group, k = input channels /
+/// group times the kernel's size, batch = group; `stride` is the product of
+/// a convolution's strides (1 for GEMMs). All zero for other classes. The
+/// calibrated kernel models (Target.h) read it.
+struct GemmShape {
+  double batch = 0, m = 0, n = 0, k = 0, stride = 1;
+};
+
 struct OpCost {
   KernelClass kind = KernelClass::Free;
+  /// Which calibrated kernel family times this op (KernelFamily::None: the
+  /// family of `kind`).
+  KernelFamily family = KernelFamily::None;
+  GemmShape shape;
   double forwardFlops = 0;
   double forwardBytes = 0;
   /// Backward = input gradients + weight gradients; the weight part is also

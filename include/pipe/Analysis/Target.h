@@ -53,6 +53,69 @@ struct Efficiency {
   double memory = 1.0;
 };
 
+/// The families of kernels a calibration fits separately: the GEMM and
+/// convolution algorithms libraries choose between, and the memory-bound
+/// classes. `None` stands for "the family of the op's kernel class".
+enum class KernelFamily {
+  None,
+  Gemm,          ///< matmul, gemm
+  ConvPointwise, ///< 1x1 convolutions (a GEMM over the pixels)
+  ConvWinograd,  ///< 2-D 3x3, stride 1, dilation 1, one group: Winograd's domain
+  ConvGeneral,   ///< every other convolution (implicit GEMM)
+  Elementwise,
+  Normalization,
+  Reduction,
+  Pooling,
+  DataMovement,
+};
+constexpr unsigned kNumKernelFamilies = 10;
+/// "gemm", "conv_1x1", "conv_3x3s1", "conv_other", "elementwise", ... (the
+/// keys of the calibration JSON).
+llvm::StringRef toString(KernelFamily family);
+std::optional<KernelFamily> parseKernelFamily(llvm::StringRef text);
+/// The family of a kernel class with no finer choice (Conv: ConvGeneral).
+KernelFamily familyOf(KernelClass kind);
+/// True for the families timed by their FLOPs (GEMMs and convolutions).
+bool isComputeFamily(KernelFamily family);
+
+/// A fitted time model of one family in one direction (forward or backward).
+/// Compute families (GEMMs, convolutions):
+///   time = kernels x overhead
+///          + FLOPs / (peak x exp(c0 + c1 ln k + c2 ln m + c3 ln n + c4 ln stride))
+/// with k, m, n, stride from the GemmShape, clamped into [shapeMin, shapeMax]
+/// (the range the fit saw: no extrapolation beyond it), and the exponent
+/// clamped into [ln 1e-3, ln 10].
+/// Memory families:
+///   time = kernels x overhead + bytes / (bandwidth x memoryEfficiency)
+///          + FLOPs / (fp32 peak x flopEfficiency)   (the last term when > 0)
+struct KernelModel {
+  bool fitted = false;
+  double overheadSeconds = 0;
+  std::array<double, 5> logEfficiency = {0, 0, 0, 0, 0};
+  std::array<double, 4> shapeMin = {1, 1, 1, 1}; ///< k, m, n, stride
+  std::array<double, 4> shapeMax = {1e12, 1e12, 1e12, 1e12};
+  double memoryEfficiency = 1;
+  double flopEfficiency = 0; ///< 0: no FLOP term
+  unsigned samples = 0;      ///< measurements it was fitted on (documentation)
+};
+
+/// Kernel models fitted to measured times (scripts/cost-fit-report.py,
+/// docs/cost-model.md "Calibration"): they replace the roofline for the
+/// families they cover when the plan's dtype is the one measured.
+struct Calibration {
+  std::string source; ///< what was measured, when, and the fitting command
+  ComputeDtype dtype = ComputeDtype::FP32;
+  /// False when the measured framework ran every op as its own kernel (eager
+  /// PyTorch, as in the PipeDream profiles): element-wise ops are then not
+  /// fused into their producers.
+  bool fusesElementwise = true;
+  /// [family][0 forward, 1 backward]
+  std::array<std::array<KernelModel, 2>, kNumKernelFamilies> models{};
+  const KernelModel &model(KernelFamily family, bool backward) const {
+    return models[static_cast<unsigned>(family)][backward ? 1 : 0];
+  }
+};
+
 /// A point-to-point link: a transfer of c bytes costs latency + c / bandwidth.
 struct Link {
   std::string kind;                  ///< e.g. "NVLink 4", "PCIe 5.0 x16"
@@ -75,6 +138,7 @@ struct Target {
   Link intraNode, interNode;
   double launchOverheadSeconds = 4e-6;
   std::array<Efficiency, kNumKernelClasses> efficiency = defaultEfficiencies();
+  std::optional<Calibration> calibration;
 
   /// Peak FLOP/s of kernel class `kind` at `dtype`; 0 when unsupported.
   double peakFlops(KernelClass kind, ComputeDtype dtype) const;
@@ -96,6 +160,8 @@ llvm::Expected<Target> lookupTarget(llvm::StringRef nameOrFile);
 /// from the document keep the values of `base` (defaults when null), so a user
 /// file may start from a built-in with `"base": "h100"`.
 llvm::Expected<Target> parseTargetJson(llvm::StringRef text);
+/// Reads the "calibration" object of a target file (docs/cost-model.md).
+llvm::Expected<Calibration> parseCalibrationJson(llvm::StringRef text);
 void writeTargetJson(const Target &target, llvm::raw_ostream &os);
 
 } // namespace pipe

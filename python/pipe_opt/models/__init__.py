@@ -100,10 +100,11 @@ IMAGE_FAMILIES = ("resnet50", "densenet121", "inception_v3", "vgg16", "mobilenet
 
 
 def build(name: str, size: str = "tiny", training: bool = True, batch: int = 2,
-          seed: int = 0) -> BuiltModel:
+          seed: int = 0, config: object = None) -> BuiltModel:
     """Builds family `name` at `size` with deterministic weights and inputs.
 
-    training=False drops parts that only run in training (Inception-v3's
+    `config` replaces the family's configuration at `size` (a variant such as
+    ResNet-101 or BERT-large). training=False drops parts that only run in training (Inception-v3's
     auxiliary classifier), so that every parameter appears in the graph.
     """
     if name not in FAMILIES:
@@ -111,7 +112,8 @@ def build(name: str, size: str = "tiny", training: bool = True, batch: int = 2,
     if size not in SIZES:
         raise KeyError(f"unknown size '{size}'; known: {', '.join(SIZES)}")
     family = FAMILIES[name]
-    config = family.configs[size]
+    if config is None:  # else a variant of the family (e.g. ResNet-101, BERT-large)
+        config = family.configs[size]
     if name == "inception_v3" and not training:
         config = dataclasses.replace(config, aux_logits=False)
     torch.manual_seed(seed)

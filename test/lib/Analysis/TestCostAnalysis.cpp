@@ -89,6 +89,14 @@ struct TestPrintCostPass : PassWrapper<TestPrintCostPass, OperationPass<ModuleOp
           os << " fused_into='" << analysis.lookup(r.fusedInto)->name << "'";
         if (r.fromProfile)
           os << " profiled";
+        KernelFamily family =
+            r.cost.family != KernelFamily::None ? r.cost.family : familyOf(r.cost.kind);
+        if (family != KernelFamily::None && r.cost.kind != KernelClass::Free)
+          os << " family=" << toString(family);
+        if (r.cost.shape.m > 0)
+          os << " gemm=" << count(r.cost.shape.batch) << "x" << count(r.cost.shape.m) << "x"
+             << count(r.cost.shape.n) << "x" << count(r.cost.shape.k) << "x"
+             << count(r.cost.shape.stride);
         os << "\n";
       }
       const CostTotals &t = analysis.getTotals();
