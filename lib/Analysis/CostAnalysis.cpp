@@ -119,26 +119,44 @@ static const Calibration *activeCalibration(const Target &target, ComputeDtype d
                                                                   : nullptr;
 }
 
+/// The (reduction, rows, columns, stride) of the kernel of `pass` of a
+/// GEMM-like op (Target.h, KernelModel).
+static std::array<double, 4> kernelDims(const GemmShape &shape, KernelPass pass) {
+  switch (pass) {
+  case KernelPass::BackwardData:
+    return {shape.n, shape.m, shape.k, shape.stride};
+  case KernelPass::BackwardWeight:
+    return {shape.m, shape.n, shape.k, shape.stride};
+  default:
+    return {shape.k, shape.m, shape.n, shape.stride};
+  }
+}
+
 /// Time of one kernel group under a fitted model (Target.h, KernelModel).
 static double calibratedSeconds(const Target &target, const KernelModel &model,
-                                KernelFamily family, ComputeDtype dtype, const GemmShape &shape,
-                                double flops, double bytes, unsigned kernels) {
+                                KernelFamily family, ComputeDtype dtype,
+                                const std::array<double, 4> &dims, double flops, double bytes,
+                                unsigned kernels) {
   double seconds = kernels * model.overheadSeconds;
   if (isComputeFamily(family)) {
     if (flops <= 0)
       return seconds;
     // ln of each dimension, clamped to the range the fit saw.
-    auto ln = [&](double x, unsigned i) {
-      return std::log(std::clamp(std::max(1.0, x), model.shapeMin[i], model.shapeMax[i]));
+    auto ln = [&](unsigned i) {
+      return std::log(std::clamp(std::max(1.0, dims[i]), model.shapeMin[i], model.shapeMax[i]));
     };
     const auto &c = model.logEfficiency;
-    double exponent = c[0] + c[1] * ln(shape.k, 0) + c[2] * ln(shape.m, 1) +
-                      c[3] * ln(shape.n, 2) + c[4] * ln(shape.stride, 3);
+    double lr = ln(0), la = ln(1), lb = ln(2);
+    double exponent = c[0] + c[1] * lr + c[2] * la + c[3] * lb + c[4] * ln(3) +
+                      (c[5] * lr * lr + c[6] * la * la + c[7] * lb * lb) / 10;
     exponent = std::clamp(exponent, std::log(1e-3), std::log(10.0));
     KernelClass kind = family == KernelFamily::Gemm ? KernelClass::Gemm : KernelClass::Conv;
     return seconds + flops / (target.peakFlops(kind, dtype) * std::exp(exponent));
   }
-  seconds += bytes / (target.memoryBandwidthBytesPerSecond * model.memoryEfficiency);
+  double efficiency = std::clamp(
+      model.memoryEfficiency * std::pow(std::max(bytes, 1.0) / 1e6, model.memorySlope), 1e-3,
+      10.0);
+  seconds += bytes / (target.memoryBandwidthBytesPerSecond * efficiency);
   if (model.flopEfficiency > 0 && flops > 0)
     seconds += flops / (target.vectorPeakFlops * model.flopEfficiency);
   return seconds;
@@ -341,16 +359,30 @@ LogicalResult CostAnalysis::compute(const CostSettings &newSettings) {
               : 0;
       KernelFamily family = c.family != KernelFamily::None ? c.family : familyOf(kind);
       if (calibration && family != KernelFamily::None) {
-        const KernelModel &fwd = calibration->model(family, false);
-        const KernelModel &bwd = calibration->model(family, true);
-        if (fwd.fitted)
-          r.forwardSeconds = calibratedSeconds(settings.target, fwd, family, settings.dtype,
-                                               c.shape, c.forwardFlops, c.forwardBytes,
-                                               c.forwardKernels);
-        if (bwd.fitted && (c.backwardFlops > 0 || c.backwardBytes > 0)) {
-          r.backwardSeconds = calibratedSeconds(settings.target, bwd, family, settings.dtype,
-                                                c.shape, c.backwardFlops, c.backwardBytes,
-                                                c.backwardKernels);
+        auto timed = [&](KernelPass pass, double flops, double bytes, unsigned kernels) {
+          return calibratedSeconds(settings.target, calibration->model(family, pass), family,
+                                   settings.dtype, kernelDims(c.shape, pass), flops, bytes,
+                                   kernels);
+        };
+        const KernelModel &bwd = calibration->model(family, KernelPass::Backward);
+        bool split = calibration->model(family, KernelPass::BackwardData).fitted &&
+                     calibration->model(family, KernelPass::BackwardWeight).fitted;
+        if (calibration->model(family, KernelPass::Forward).fitted)
+          r.forwardSeconds =
+              timed(KernelPass::Forward, c.forwardFlops, c.forwardBytes, c.forwardKernels);
+        if (split && c.backwardFlops > 0) {
+          // The weight gradient is one kernel (a bias gradient rides in it).
+          unsigned weightKernels = c.backwardWeightFlops > 0 && c.backwardKernels > 0 ? 1 : 0;
+          r.backwardWeightSeconds = timed(KernelPass::BackwardWeight, c.backwardWeightFlops,
+                                          c.backwardWeightBytes, weightKernels);
+          r.backwardSeconds = r.backwardWeightSeconds +
+                              timed(KernelPass::BackwardData,
+                                    c.backwardFlops - c.backwardWeightFlops,
+                                    c.backwardBytes - c.backwardWeightBytes,
+                                    c.backwardKernels - weightKernels);
+        } else if (bwd.fitted && (c.backwardFlops > 0 || c.backwardBytes > 0)) {
+          r.backwardSeconds = timed(KernelPass::Backward, c.backwardFlops, c.backwardBytes,
+                                    c.backwardKernels);
           // The weight gradients' share of the work (FLOPs or bytes).
           bool compute = isComputeFamily(family);
           double all = compute ? c.backwardFlops : c.backwardBytes;

@@ -40,7 +40,6 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 COMPUTE_FAMILIES = ("gemm", "conv_1x1", "conv_3x3s1", "conv_other")
 MEMORY_FAMILIES = ("elementwise", "normalization", "reduction", "pooling", "data_movement")
 FAMILIES = COMPUTE_FAMILIES + MEMORY_FAMILIES
-DIRECTIONS = ("forward", "backward")
 
 # Exponent bounds of the compute families' efficiency (the C++ clamps the same).
 MIN_LOG_EFFICIENCY = math.log(1e-3)
@@ -304,7 +303,8 @@ def _broadcast(values: Tuple[int, ...], n: int) -> Tuple[int, ...]:
 
 @dataclasses.dataclass
 class Mapping:
-    """Profile layer id -> the ONNX node names it measured."""
+    """Profile layer id -> the ONNX node names it measured (the node it maps
+    to first, then nodes of the export that run inside the same module)."""
     nodes: Dict[str, List[str]]
     unmapped: List[str]  # computation layers with no node (an error)
 
@@ -387,7 +387,30 @@ def _map_signatures(profile: Profile, graph: _OnnxGraph) -> Mapping:
             continue
         image[layer_id] = choice
         used.add(choice)
-    return Mapping({lid: [graph.name(i)] for lid, i in image.items()}, unmapped)
+    # A node no layer claimed (a Pad the export put before an average pool,
+    # a Flatten) runs inside the module of the first claimed node it feeds.
+    consumers: List[List[int]] = [[] for _ in graph.nodes]
+    for index, inputs in enumerate(graph.inputs_of):
+        for p in inputs:
+            consumers[p].append(index)
+    layer_of = {i: lid for lid, i in image.items()}
+    nodes = {lid: [graph.name(i)] for lid, i in image.items()}
+    for index in range(len(graph.nodes)):
+        if index in used:
+            continue
+        reached, stack, seen = [], list(consumers[index]), set()
+        while stack:
+            c = stack.pop()
+            if c in seen:
+                continue
+            seen.add(c)
+            if c in used:
+                reached.append(c)
+            else:
+                stack.extend(consumers[c])
+        if reached:
+            nodes[layer_of[min(reached)]].append(graph.name(index))
+    return Mapping(nodes, unmapped)
 
 
 def _map_modules(profile: Profile, graph: _OnnxGraph) -> Mapping:
@@ -425,13 +448,11 @@ class CostRecord:
     kind: str  # kernel class
     family: str  # kernel family ("" for free ops)
     flops: Tuple[float, float]  # forward, backward
+    weight_flops: float  # the backward's weight-gradient FLOPs
     bytes: Tuple[float, float]
     kernels: Tuple[int, int]
     shape: Tuple[float, ...]  # batch, m, n, k, stride
     seconds: Tuple[float, float]  # pipe-opt's predicted times
-
-    def work(self, direction: int) -> float:
-        return self.flops[direction] if self.family in COMPUTE_FAMILIES else self.bytes[direction]
 
 
 _FIELD = re.compile(r"(\w+)=('[^']*'|\S+)")
@@ -440,7 +461,7 @@ _FIELD = re.compile(r"(\w+)=('[^']*'|\S+)")
 def parse_cost_output(text: str) -> List[CostRecord]:
     records = []
     for line in text.splitlines():
-        m = re.match(r"op '([^']*)' (\S+) (.*)$", line)
+        m = re.match(r"op '((?:[^']|'')*)' (\S+) (.*)$", line)
         if not m:
             continue
         fields = dict(_FIELD.findall(m.group(3)))
@@ -450,9 +471,10 @@ def parse_cost_output(text: str) -> List[CostRecord]:
         shape = tuple(float(x) for x in fields["gemm"].split("x")) if "gemm" in fields \
             else (0.0, 0.0, 0.0, 0.0, 1.0)
         records.append(CostRecord(
-            name=m.group(1), op=m.group(2), kind=fields.get("class", ""),
+            name=m.group(1).replace("''", "'"), op=m.group(2), kind=fields.get("class", ""),
             family=fields.get("family", ""),
             flops=(float(fields["fwd_flops"]), float(fields["bwd_flops"])),
+            weight_flops=float(fields["bwd_weight_flops"]),
             bytes=(float(fields["fwd_bytes"]), float(fields["bwd_bytes"])),
             kernels=(int(kernels[0]), int(kernels[1])), shape=shape,
             seconds=(float(fields["fwd_us"]) * 1e-6, float(fields["bwd_us"]) * 1e-6)))
@@ -494,201 +516,323 @@ class Hardware:
 
 V100_FP32 = Hardware(15.7e12, 900e9, 15.7e12, 4e-6)  # the built-in v100 target
 
+PASSES = ("forward", "backward", "backward_data", "backward_weight")
+# The passes a direction is fitted as: compute families time the two
+# gradient kernels apart, memory families the whole backward.
+COMPUTE_PASSES = (("forward",), ("backward_data", "backward_weight"))
+MEMORY_PASSES = (("forward",), ("backward",))
+
 
 @dataclasses.dataclass
 class FamilyModel:
     overhead_s: float = 0.0
-    log_efficiency: Tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 0.0)
+    log_efficiency: Tuple[float, ...] = (0.0,) * 8
     memory_efficiency: float = 1.0
     samples: int = 0
-    shape_min: Tuple[float, ...] = (1.0, 1.0, 1.0, 1.0)  # k, m, n, stride
+    shape_min: Tuple[float, ...] = (1.0, 1.0, 1.0, 1.0)  # reduction, rows, columns, stride
     shape_max: Tuple[float, ...] = (1e12, 1e12, 1e12, 1e12)
     flop_efficiency: float = 0.0  # memory families: 0 = no FLOP term
+    memory_slope: float = 0.0  # memory families: efficiency ~ (bytes / 1 MB)^slope
 
 
-def dims(shape: Sequence[float]) -> Tuple[float, float, float, float]:
-    """k, m, n, stride of a GemmShape (batch, m, n, k, stride), each >= 1."""
-    _, m, n, k, stride = shape
-    return (max(1.0, k), max(1.0, m), max(1.0, n), max(1.0, stride))
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """One kernel group of an op in one pass: its work (FLOPs for compute
+    families, bytes otherwise), kernels, dims (reduction, rows, columns,
+    stride; compute families) and FLOPs (memory families' FLOP term)."""
+    name: str  # a PASSES entry
+    work: float
+    kernels: int
+    dims: Tuple[float, ...] = (1.0, 1.0, 1.0, 1.0)
+    flops: float = 0.0
 
 
-def features(shape: Sequence[float], low: Sequence[float] = (1.0,) * 4,
+def kernel_dims(shape: Sequence[float], name: str) -> Tuple[float, float, float, float]:
+    """(reduction, rows, columns, stride) of the kernel of pass `name` of a
+    GEMM-like op with GemmShape (batch, m, n, k, stride), each >= 1 (the
+    kernelDims of CostAnalysis.cpp)."""
+    _, m, n, k, stride = (max(1.0, x) for x in shape)
+    if name == "backward_data":
+        return (n, m, k, stride)
+    if name == "backward_weight":
+        return (m, n, k, stride)
+    return (k, m, n, stride)
+
+
+def parts_of(record: "CostRecord", direction: int) -> List[Part]:
+    """The kernels of `record` in `direction`, as the calibrated model times
+    them (CostAnalysis.cpp): a compute op's backward is its data-gradient
+    and weight-gradient kernels."""
+    if record.family in COMPUTE_FAMILIES:
+        if direction == 0:
+            return [Part("forward", record.flops[0], record.kernels[0],
+                         kernel_dims(record.shape, "forward"))] if record.flops[0] > 0 else []
+        weight = record.weight_flops
+        weight_kernels = 1 if weight > 0 and record.kernels[1] > 0 else 0
+        parts = []
+        if record.flops[1] - weight > 0:
+            parts.append(Part("backward_data", record.flops[1] - weight,
+                              record.kernels[1] - weight_kernels,
+                              kernel_dims(record.shape, "backward_data")))
+        if weight > 0:
+            parts.append(Part("backward_weight", weight, weight_kernels,
+                              kernel_dims(record.shape, "backward_weight")))
+        return parts
+    if record.bytes[direction] <= 0 and record.flops[direction] <= 0:
+        return []
+    return [Part(PASSES[direction], record.bytes[direction], record.kernels[direction],
+                 flops=record.flops[direction])]
+
+
+def features(values: Sequence[float], low: Sequence[float] = (1.0,) * 4,
              high: Sequence[float] = (1e12,) * 4) -> Tuple[float, ...]:
-    """[1, ln k, ln m, ln n, ln stride], each clamped into [low, high]."""
-    return (1.0,) + tuple(math.log(min(max(x, low[i]), high[i]))
-                          for i, x in enumerate(dims(shape)))
+    """[1, ln r, ln a, ln b, ln stride, (ln r)^2/10, (ln a)^2/10, (ln b)^2/10]
+    for a kernel of dims (r, a, b, stride), each clamped into [low, high]
+    (the features of CostAnalysis.cpp)."""
+    logs = tuple(math.log(min(max(max(1.0, x), low[i]), high[i])) for i, x in enumerate(values))
+    return (1.0,) + logs + tuple(x * x / 10 for x in logs[:3])
 
 
-def predict(model: FamilyModel, family: str, hw: Hardware, work: float, kernels: int,
-            shape: Sequence[float], flops: float = 0.0) -> float:
-    """Seconds of one op in one direction (the formula of CostAnalysis.cpp).
-    `work` is FLOPs for the compute families, bytes for the others; `flops`
-    feeds the memory families' FLOP term."""
-    seconds = kernels * model.overhead_s
+NUM_FEATURES = 8
+
+
+def predict(model: FamilyModel, family: str, hw: Hardware, part: Part) -> float:
+    """Seconds of one kernel group (the formula of CostAnalysis.cpp)."""
+    seconds = part.kernels * model.overhead_s
     if family in COMPUTE_FAMILIES:
-        if work <= 0:
+        if part.work <= 0:
             return seconds
-        f = features(shape, model.shape_min, model.shape_max)
+        f = features(part.dims, model.shape_min, model.shape_max)
         exponent = sum(c * x for c, x in zip(model.log_efficiency, f))
         exponent = min(max(exponent, MIN_LOG_EFFICIENCY), MAX_LOG_EFFICIENCY)
-        return seconds + work / (hw.peak_flops * math.exp(exponent))
-    seconds += work / (hw.bandwidth * model.memory_efficiency)
-    if model.flop_efficiency > 0 and flops > 0:
-        seconds += flops / (hw.vector_flops * model.flop_efficiency)
+        return seconds + part.work / (hw.peak_flops * math.exp(exponent))
+    seconds += part.work / (hw.bandwidth * memory_efficiency(model, part.work))
+    if model.flop_efficiency > 0 and part.flops > 0:
+        seconds += part.flops / (hw.vector_flops * model.flop_efficiency)
     return seconds
 
 
 @dataclasses.dataclass
 class Sample:
-    """One op's measured time in one direction."""
+    """One layer's measured time in one direction, and the kernels it ran."""
     family: str
     direction: int
-    work: float  # FLOPs or bytes
-    kernels: int
-    shape: Tuple[float, ...]  # batch, m, n, k, stride
+    parts: List[Part]
     seconds: float
     label: str = ""  # model/layer, for reports
-    flops: float = 0.0  # memory families: the op's FLOPs
     # The profiler's own cost per layer applies (PipeDream synchronises
     # around every layer it times).
     per_layer_overhead: bool = False
 
 
-# Shape terms are fitted only with this many samples; fewer fit the intercept.
-MIN_SAMPLES_FOR_SHAPE_TERMS = 20
-RIDGE = 0.5  # on the shape terms, in units of squared log-efficiency
+RIDGE_SHARED = 0.01  # on the size terms shared by the compute families
+RIDGE_FAMILY = 1000.0  # on each family's departure from them
+RIDGE_FAMILY_INTERCEPT = 0.01  # on its intercept's (identifiability only)
 _FLOP_EFFICIENCY_GRID = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 _LAYER_OVERHEAD_GRID_US = (0, 10, 20, 30, 40, 50, 60, 80, 100, 120, 150, 175, 200, 250, 300,
                            400)
+# The loss is the absolute log error (the fit's medians are then unbiased,
+# which is what the report measures), minimised by reweighted least squares.
+_L1_FLOOR = 0.02
 
 
-def _fit_compute(family: str, hw: Hardware, samples: List[Sample],
-                 fixed: List[float]) -> FamilyModel:
-    """Least squares of the log time (ridge on the shape terms) by
-    Gauss-Newton; `fixed` is each sample's time that is not the computation
-    (launches, the profiler). It starts from the linear fit of the
-    log-efficiency on the samples whose computation dominates their time."""
+def _loss(log_errors) -> float:
     import numpy as np
-    shape_terms = len(samples) >= MIN_SAMPLES_FOR_SHAPE_TERMS
-    d = np.array([dims(s.shape) for s in samples])
-    low = tuple(float(x) for x in d.min(axis=0))
-    high = tuple(float(x) for x in d.max(axis=0))
-    phi = np.array([features(s.shape) if shape_terms else (1.0,) for s in samples])
-    base = np.array([s.work / hw.peak_flops for s in samples])  # seconds at peak
-    other = np.array(fixed)
+    return float(np.sum(np.abs(log_errors)))
+
+
+def _fit_compute(hw: Hardware, groups: Dict[str, List[Sample]], fixed: Dict[str, List[float]],
+                 passes: Sequence[str]) -> Dict[Tuple[str, str], FamilyModel]:
+    """The compute families of one direction, fitted together. For each pass
+    (the forward; or the backward's data- and weight-gradient kernels, which
+    the measurements only show summed) each family's coefficients are shared
+    size terms plus its own intercept and a departure from the shared terms
+    (ridge), so that a family with few samples borrows the others' size
+    dependence. Gauss-Newton on the log time, reweighted for the absolute
+    error; `fixed` is each sample's time that is not kernels (the profiler)."""
+    import numpy as np
+    families = sorted(groups)
+    samples = [s for f in families for s in groups[f]]
+    index = [families.index(f) for f in families for _ in groups[f]]
+    other = np.array([x for f in families for x in fixed[f]])
+    width = NUM_FEATURES
+    block = width * (1 + len(families))  # shared + one per family, per pass
+    count = block * len(passes)
+    phis = [np.zeros((len(samples), count)) for _ in passes]
+    bases = [np.zeros(len(samples)) for _ in passes]  # seconds at peak
+    launches = np.zeros(len(samples))
+    ranges = {name: [] for name in passes}
+    for row, (sample, f) in enumerate(zip(samples, index)):
+        for part in sample.parts:
+            p = passes.index(part.name)
+            x = features(part.dims)
+            phis[p][row, block * p:block * p + width] = x
+            phis[p][row, block * p + width * (1 + f):block * p + width * (2 + f)] = x
+            bases[p][row] = part.work / hw.peak_flops
+            launches[row] += part.kernels * hw.launch_s
+            ranges[part.name].append(part.dims)
+    other = other + launches
     measured = np.array([s.seconds for s in samples])
-    penalty = np.eye(phi.shape[1]) * RIDGE
-    penalty[0, 0] = 0
-    compute = measured - other
-    dominant = compute > 0.5 * measured
-    if dominant.sum() < phi.shape[1] + 1:
-        dominant = compute > 0
-    if not dominant.any():
-        raise ValueError(f"{family}: no sample leaves time for the computation")
-    a, b = phi[dominant], np.log(base[dominant] / compute[dominant])
-    coef = np.linalg.solve(a.T @ a + penalty, a.T @ b)
+    penalty = np.zeros(count)
+    for p in range(len(passes)):
+        penalty[block * p + 1:block * p + width] = RIDGE_SHARED
+        for f in range(len(families)):
+            start = block * p + width * (1 + f)
+            penalty[start] = RIDGE_FAMILY_INTERCEPT
+            penalty[start + 1:start + width] = RIDGE_FAMILY
+    penalty = np.diag(penalty)
 
-    def residuals(c):
-        exponent = np.clip(phi @ c, MIN_LOG_EFFICIENCY, MAX_LOG_EFFICIENCY)
-        comp = base / np.exp(exponent)
-        return np.log(other + comp) - np.log(measured), comp / (other + comp)
+    def residuals(t):
+        comps = []
+        for phi, base in zip(phis, bases):
+            exponent = np.clip(phi @ t, MIN_LOG_EFFICIENCY, MAX_LOG_EFFICIENCY)
+            comps.append(base / np.exp(exponent))
+        total = other + sum(comps)
+        return np.log(total) - np.log(measured), [c / total for c in comps]
 
-    r, share = residuals(coef)
-    cost = float(r @ r + coef @ penalty @ coef)
-    for _ in range(50):
-        jacobian = -share[:, None] * phi
-        step = np.linalg.solve(jacobian.T @ jacobian + penalty + 1e-9 * np.eye(len(coef)),
-                               -(jacobian.T @ r + penalty @ coef))
-        scale = 1.0
+    def objective(t, r):
+        return _loss(r) + float(t @ penalty @ t)
+
+    # Start: every pass at the median efficiency of the whole direction.
+    theta = np.zeros(count)
+    compute = np.maximum(measured - other, 0.05 * measured)
+    start = float(np.median(np.log(sum(bases) / compute)))
+    for p in range(len(passes)):
+        theta[block * p] = start
+    r, shares = residuals(theta)
+    cost = objective(theta, r)
+    for _ in range(200):
+        weights = 1.0 / np.maximum(np.abs(r), _L1_FLOOR)
+        jacobian = -sum(share[:, None] * phi for share, phi in zip(shares, phis))
+        jw = jacobian * weights[:, None]
+        step = np.linalg.solve(jacobian.T @ jw + 2 * penalty + 1e-9 * np.eye(count),
+                               -(jw.T @ r + 2 * penalty @ theta))
+        scale, improved = 1.0, False
         while scale > 1e-4:
-            trial = coef + scale * step
-            r_trial, share_trial = residuals(trial)
-            trial_cost = float(r_trial @ r_trial + trial @ penalty @ trial)
+            trial = theta + scale * step
+            r_trial, shares_trial = residuals(trial)
+            trial_cost = objective(trial, r_trial)
             if trial_cost < cost:
+                improved = True
                 break
             scale /= 2
-        if scale <= 1e-4 or cost - trial_cost < 1e-12:
+        if not improved:
             break
-        coef, r, share, cost = trial, r_trial, share_trial, trial_cost
-    coefficients = tuple(float(c) for c in coef) + (0.0,) * (5 - len(coef))
-    return FamilyModel(hw.launch_s, coefficients, 1.0, len(samples), low, high)
+        done = cost - trial_cost < 1e-9 * max(1.0, cost)
+        theta, r, shares, cost = trial, r_trial, shares_trial, trial_cost
+        if done:
+            break
+    models = {}
+    for p, name in enumerate(passes):
+        seen = np.array(ranges[name]) if ranges[name] else np.ones((1, 4))
+        low = tuple(float(x) for x in seen.min(axis=0))
+        high = tuple(float(x) for x in seen.max(axis=0))
+        for f, family in enumerate(families):
+            if not any(part.name == name for s in groups[family] for part in s.parts):
+                continue
+            coefficients = theta[block * p:block * p + width] + \
+                theta[block * p + width * (1 + f):block * p + width * (2 + f)]
+            models[(family, name)] = FamilyModel(hw.launch_s,
+                                                 tuple(float(c) for c in coefficients), 1.0,
+                                                 len(groups[family]), low, high)
+    return models
 
 
-def _fit_memory(family: str, hw: Hardware, samples: List[Sample],
-                fixed: List[float]) -> FamilyModel:
-    """The FLOP efficiency on a grid, the memory efficiency by a
-    golden-section search of the squared log error."""
+_MEMORY_SLOPE_GRID = tuple(x / 20 for x in range(-6, 7))  # -0.3 .. 0.3
+MEMORY_REFERENCE_BYTES = 1e6  # the size at which the memory efficiency is e_mem
+
+
+def memory_efficiency(model: FamilyModel, size: float) -> float:
+    """e_mem x (bytes / 1 MB)^slope, clamped into [1e-3, 10]."""
+    e = model.memory_efficiency * (max(size, 1.0) / MEMORY_REFERENCE_BYTES) ** model.memory_slope
+    return min(max(e, 1e-3), 10.0)
+
+
+def _fit_memory(hw: Hardware, samples: List[Sample], fixed: List[float]) -> FamilyModel:
+    """One memory family in one pass: the FLOP efficiency and the size slope
+    on grids, the memory efficiency by a golden-section search of the
+    absolute log error."""
     import numpy as np
-    other = np.array(fixed)
-    data = np.array([s.work for s in samples]) / hw.bandwidth
-    compute = np.array([s.flops for s in samples]) / hw.vector_flops
+    other = np.array(fixed) + np.array([sum(p.kernels for p in s.parts) * hw.launch_s
+                                        for s in samples])
+    owner = np.array([i for i, s in enumerate(samples) for _ in s.parts])
+    size = np.array([max(p.work, 1.0) for s in samples for p in s.parts])
+    part_data = size / hw.bandwidth
+    compute = np.array([sum(p.flops for p in s.parts) for s in samples]) / hw.vector_flops
     measured = np.log(np.array([s.seconds for s in samples]))
     best = None
     ratio = (math.sqrt(5) - 1) / 2
-    for flop_efficiency in _FLOP_EFFICIENCY_GRID:
-        base = other + (compute / flop_efficiency if flop_efficiency > 0 else 0.0)
+    for slope in _MEMORY_SLOPE_GRID:
+        scale = (size / MEMORY_REFERENCE_BYTES) ** slope
+        for flop_efficiency in _FLOP_EFFICIENCY_GRID:
+            base = other + (compute / flop_efficiency if flop_efficiency > 0 else 0.0)
 
-        def error(log_e: float) -> float:
-            predicted = base + data / math.exp(log_e)
-            return float(np.sum((np.log(np.maximum(predicted, 1e-12)) - measured) ** 2))
-        lo, hi = math.log(1e-3), math.log(10.0)
-        x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
-        e1, e2 = error(x1), error(x2)
-        for _ in range(50):
-            if e1 < e2:
-                hi, x2, e2 = x2, x1, e1
-                x1 = hi - ratio * (hi - lo)
-                e1 = error(x1)
-            else:
-                lo, x1, e1 = x1, x2, e2
-                x2 = lo + ratio * (hi - lo)
-                e2 = error(x2)
-        log_e = (lo + hi) / 2
-        err = error(log_e)
-        if best is None or err < best[0]:
-            best = (err, FamilyModel(hw.launch_s, memory_efficiency=math.exp(log_e),
-                                     samples=len(samples), flop_efficiency=flop_efficiency))
+            def error(log_e: float) -> float:
+                e = np.clip(math.exp(log_e) * scale, 1e-3, 10.0)
+                data = np.bincount(owner, part_data / e, minlength=len(samples))
+                return _loss(np.log(np.maximum(base + data, 1e-12)) - measured)
+            lo, hi = math.log(1e-3), math.log(10.0)
+            x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+            e1, e2 = error(x1), error(x2)
+            for _ in range(40):
+                if e1 < e2:
+                    hi, x2, e2 = x2, x1, e1
+                    x1 = hi - ratio * (hi - lo)
+                    e1 = error(x1)
+                else:
+                    lo, x1, e1 = x1, x2, e2
+                    x2 = lo + ratio * (hi - lo)
+                    e2 = error(x2)
+            log_e = (lo + hi) / 2
+            err = error(log_e)
+            if best is None or err < best[0]:
+                best = (err, FamilyModel(hw.launch_s, memory_efficiency=math.exp(log_e),
+                                         samples=len(samples), flop_efficiency=flop_efficiency,
+                                         memory_slope=slope))
     return best[1]
 
 
 @dataclasses.dataclass
 class Fit:
-    """Kernel models per (family, direction), and the profiler's cost per
-    timed layer per direction (seconds) that the measurements include."""
-    models: Dict[Tuple[str, int], FamilyModel]
+    """Kernel models per (family, pass), and the profiler's cost per timed
+    layer per direction (seconds) that the measurements include."""
+    models: Dict[Tuple[str, str], FamilyModel]
     hardware: Hardware
     layer_overhead_s: Tuple[float, float] = (0.0, 0.0)
 
+    def kernel_seconds(self, family: str, parts: Iterable[Part]) -> float:
+        return sum(predict(self.models[(family, part.name)], family, self.hardware, part)
+                   for part in parts)
+
     def measured_prediction(self, sample: Sample) -> float:
         """What the profiler would report for `sample` under this fit."""
-        t = predict(self.models[(sample.family, sample.direction)], sample.family,
-                    self.hardware, sample.work, sample.kernels, sample.shape, sample.flops)
+        t = self.kernel_seconds(sample.family, sample.parts)
         return t + (self.layer_overhead_s[sample.direction] if sample.per_layer_overhead else 0)
 
 
-def _fit_direction(groups: Dict[str, List[Sample]], hw: Hardware,
-                   overhead: float) -> Tuple[float, Dict[str, FamilyModel]]:
-    models, total = {}, 0.0
-    for family, group in sorted(groups.items()):
-        fixed = [s.kernels * hw.launch_s + (overhead if s.per_layer_overhead else 0.0)
-                 for s in group]
-        fitter = _fit_compute if family in COMPUTE_FAMILIES else _fit_memory
-        model = fitter(family, hw, group, fixed)
-        models[family] = model
-        for s, other in zip(group, fixed):
-            p = predict(model, family, hw, s.work, s.kernels, s.shape, s.flops) - \
-                s.kernels * hw.launch_s + other
-            total += (math.log(max(p, 1e-12)) - math.log(s.seconds)) ** 2
+def _fit_direction(groups: Dict[str, List[Sample]], hw: Hardware, direction: int,
+                   overhead: float) -> Tuple[float, Dict[Tuple[str, str], FamilyModel]]:
+    fixed = {f: [overhead if s.per_layer_overhead else 0.0 for s in group]
+             for f, group in groups.items()}
+    compute = {f: g for f, g in groups.items() if f in COMPUTE_FAMILIES}
+    models = _fit_compute(hw, compute, {f: fixed[f] for f in compute},
+                          COMPUTE_PASSES[direction]) if compute else {}
+    for family, group in groups.items():
+        if family not in COMPUTE_FAMILIES:
+            models[(family, MEMORY_PASSES[direction][0])] = _fit_memory(hw, group, fixed[family])
+    trial = Fit(models, hw, (overhead, overhead))
+    total = sum(abs(math.log(max(trial.measured_prediction(s), 1e-12)) - math.log(s.seconds))
+                for group in groups.values() for s in group)
     return total, models
 
 
 def fit(samples: Iterable[Sample], hw: Hardware) -> Fit:
     """Fits every (family, direction) with at least 3 samples of positive
     time, and per direction the profiler's cost per layer (one value shared
-    by all families, chosen on a grid by the total squared log error)."""
+    by all families, chosen on a grid by the total absolute log error)."""
     by_direction: Dict[int, Dict[str, List[Sample]]] = {0: {}, 1: {}}
     for s in samples:
-        if s.seconds > 0 and s.family in FAMILIES:
+        if s.seconds > 0 and s.family in FAMILIES and s.parts:
             by_direction[s.direction].setdefault(s.family, []).append(s)
     result = Fit({}, hw, (0.0, 0.0))
     overheads = [0.0, 0.0]
@@ -698,11 +842,10 @@ def fit(samples: Iterable[Sample], hw: Hardware) -> Fit:
             continue
         grid = _LAYER_OVERHEAD_GRID_US if any(s.per_layer_overhead for g in groups.values()
                                               for s in g) else (0,)
-        best = min((_fit_direction(groups, hw, us * 1e-6) + (us * 1e-6,) for us in grid),
-                   key=lambda r: r[0])
+        best = min((_fit_direction(groups, hw, direction, us * 1e-6) + (us * 1e-6,)
+                    for us in grid), key=lambda r: r[0])
         overheads[direction] = best[2]
-        for family, model in best[1].items():
-            result.models[(family, direction)] = model
+        result.models.update(best[1])
     result.layer_overhead_s = (overheads[0], overheads[1])
     return result
 
@@ -711,11 +854,12 @@ def _round(x: float) -> float:
     return float(f"{x:.6g}")
 
 
-def calibration_json(models: Dict[Tuple[str, int], FamilyModel], source: str,
+def calibration_json(models: Dict[Tuple[str, str], FamilyModel], source: str,
                      fuse_elementwise: bool = False, dtype: str = "fp32") -> dict:
     """The "calibration" object of a target file (docs/cost-model.md)."""
     families: Dict[str, dict] = {}
-    for (family, direction), m in sorted(models.items()):
+    for (family, name), m in sorted(models.items(), key=lambda kv: (kv[0][0],
+                                                                   PASSES.index(kv[0][1]))):
         entry = {"overhead_us": _round(m.overhead_s * 1e6), "samples": m.samples}
         if family in COMPUTE_FAMILIES:
             entry["log_efficiency"] = [_round(c) for c in m.log_efficiency]
@@ -724,22 +868,23 @@ def calibration_json(models: Dict[Tuple[str, int], FamilyModel], source: str,
         else:
             entry["memory_efficiency"] = _round(m.memory_efficiency)
             entry["flop_efficiency"] = _round(m.flop_efficiency)
-        families.setdefault(family, {})[DIRECTIONS[direction]] = entry
+            entry["memory_slope"] = _round(m.memory_slope)
+        families.setdefault(family, {})[name] = entry
     return {"source": source, "dtype": dtype, "fuse_elementwise": fuse_elementwise,
             "families": families}
 
 
-def models_from_json(calibration: dict) -> Dict[Tuple[str, int], FamilyModel]:
+def models_from_json(calibration: dict) -> Dict[Tuple[str, str], FamilyModel]:
     models = {}
-    for family, directions in calibration["families"].items():
-        for name, entry in directions.items():
-            models[(family, DIRECTIONS.index(name))] = FamilyModel(
+    for family, passes in calibration["families"].items():
+        for name, entry in passes.items():
+            models[(family, name)] = FamilyModel(
                 entry.get("overhead_us", 0) * 1e-6,
-                tuple(entry.get("log_efficiency", (0,) * 5)),
+                tuple(entry.get("log_efficiency", (0,) * NUM_FEATURES)),
                 entry.get("memory_efficiency", 1.0), entry.get("samples", 0),
                 tuple(entry.get("shape_min", (1.0,) * 4)),
                 tuple(entry.get("shape_max", (1e12,) * 4)),
-                entry.get("flop_efficiency", 0.0))
+                entry.get("flop_efficiency", 0.0), entry.get("memory_slope", 0.0))
     return models
 
 
@@ -755,44 +900,73 @@ class MappedLayer:
     layer: ProfileLayer
     records: List[CostRecord]
     family: str
+    # Records of untimed layers whose time the profiler put in this one.
+    absorbed: List[CostRecord] = dataclasses.field(default_factory=list)
 
     def predicted_ms(self, direction: int) -> float:
-        return sum(r.seconds[direction] for r in self.records) * 1e3
+        """pipe-opt's time of the layer's own ops (untimed layers: 0 is what
+        the profiler reports) plus the ops it absorbed."""
+        own = sum(r.seconds[direction] for r in self.records) if self.layer.timed else 0.0
+        return (own + sum(r.seconds[direction] for r in self.absorbed)) * 1e3
 
     def measured_ms(self, direction: int) -> float:
         return self.layer.backward_ms if direction else self.layer.forward_ms
 
 
+def _family_of(records: List[CostRecord]) -> str:
+    families = {r.family for r in records if r.family and (r.kernels[0] or r.flops[0] or
+                                                           r.bytes[0])}
+    return families.pop() if len(families) == 1 else ("mixed" if families else "free")
+
+
 def mapped_layers(profile: Profile, mapping: Mapping,
                   records: Dict[str, List[CostRecord]]) -> List[MappedLayer]:
-    out = []
+    """The mapped layers in file order, each with the records of its nodes.
+    A layer the profiler did not time (PipeDream's functional Add and Concat:
+    its module hooks time a module from the previous hook, so their kernels
+    land in the next module's time) hands its records to the first timed
+    layer after it that consumes it."""
+    out: Dict[str, MappedLayer] = {}
     for lid in profile.order:
         names = mapping.nodes.get(lid)
         if not names:
             continue
         recs = [r for n in names for r in records.get(n, [])]
-        families = {r.family for r in recs if r.family and (r.kernels[0] or r.flops[0] or
-                                                            r.bytes[0])}
-        family = families.pop() if len(families) == 1 else ("layer" if families else "free")
-        out.append(MappedLayer(profile.layers[lid], recs, family))
-    return out
+        out[lid] = MappedLayer(profile.layers[lid], recs, _family_of(recs))
+    successors: Dict[str, List[str]] = {n: [] for n in profile.layers}
+    for a, b in profile.edges:
+        successors[a].append(b)
+    position = {lid: i for i, lid in enumerate(profile.topological_order())}
+    for lid in sorted(out, key=position.get):
+        ml = out[lid]
+        if ml.layer.timed or not ml.records or ml.layer.kind == "Concat":
+            continue
+        consumers = sorted((c for c in successors[lid] if c in out and out[c].layer.timed),
+                           key=position.get)
+        if consumers:
+            receiver = out[consumers[0]]
+            receiver.absorbed.extend(ml.records)
+    for ml in out.values():
+        if ml.absorbed:
+            ml.family = _family_of(ml.records + ml.absorbed)
+    return [out[lid] for lid in profile.order if lid in out]
 
 
 def samples_of(layers: Iterable[MappedLayer], label: str,
                per_layer_overhead: bool = False) -> List[Sample]:
-    """Fitting samples: timed layers whose kernels are one op of one family."""
+    """Fitting samples: timed layers whose kernels are of one family, and
+    (compute families) one op."""
     out = []
     for ml in layers:
-        if ml.family not in FAMILIES:
+        if ml.family not in FAMILIES or not ml.layer.timed:
             continue
-        active = [r for r in ml.records if r.family == ml.family]
-        if len(active) != 1:
+        active = [r for r in ml.records + ml.absorbed if r.family == ml.family]
+        if not active or (ml.family in COMPUTE_FAMILIES and len(active) != 1):
             continue
-        r = active[0]
         for direction in (0, 1):
             seconds = ml.measured_ms(direction) * 1e-3
-            if seconds > 0 and r.work(direction) > 0:
-                out.append(Sample(ml.family, direction, r.work(direction), r.kernels[direction],
-                                  r.shape, seconds, f"{label}/{ml.layer.id}",
-                                  r.flops[direction], per_layer_overhead))
+            parts = [part for r in active for part in parts_of(r, direction)]
+            if seconds > 0 and parts:
+                out.append(Sample(ml.family, direction, parts, seconds,
+                                  f"{label}/{ml.layer.id}", per_layer_overhead))
     return out

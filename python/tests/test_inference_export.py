@@ -17,16 +17,14 @@ import unittest
 import warnings
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tool_paths import find_tool  # noqa: E402
+
 HAVE_TORCHVISION = all(importlib.util.find_spec(m) is not None
                        for m in ("torch", "torchvision", "onnx"))
 
 
 def pipe_opt():
-    for candidate in (os.environ.get("PIPE_OPT"),
-                      os.path.join(REPO_ROOT, "build", "bin", "pipe-opt")):
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    return find_tool("PIPE_OPT", "pipe-opt")
 
 
 @unittest.skipUnless(HAVE_TORCHVISION, "torchvision is not installed (python3-torchvision)")

@@ -49,12 +49,7 @@ if HAVE_TORCH:
     torch.set_num_threads(1)
 
 
-def find_tool(variable: str, name: str):
-    for candidate in (os.environ.get(variable), os.path.join(REPO_ROOT, "build", "bin", name)):
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
+from tool_paths import find_tool  # noqa: E402
 
 PIPE_OPT = find_tool("PIPE_OPT", "pipe-opt")
 PIPE_PLAN = find_tool("PIPE_PLAN", "pipe-plan")

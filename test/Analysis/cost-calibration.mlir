@@ -25,7 +25,7 @@
 // BUILTIN: cost @conv target=v100-pytorch
 // BUILTIN: op 'c3' nn.conv {{.*}} family=conv_3x3s1 gemm=1x1024x16x72x1
 // BUILTIN: op 'c1' nn.conv {{.*}} family=conv_1x1 gemm=1x256x16x16x4
-// BADLENGTH: error: target file '{{.*}}bad-calibration.json': calibration: 'gemm.forward.log_efficiency' must be an array of 5 numbers
+// BADLENGTH: error: target file '{{.*}}bad-calibration.json': calibration: 'gemm.forward.log_efficiency' must be an array of 8 numbers
 // BADFAMILY: error: target file '{{.*}}bad-calibration-family.json': calibration: unknown kernel family 'winograd' (known: gemm, conv_1x1, conv_3x3s1, conv_other, elementwise, normalization, reduction, pooling, data_movement)
 func.func @toy(%x: tensor<100x100xf32>, %big: tensor<1000x1000xf32>) -> (tensor<100x100xf32>, tensor<1000x1000xf32>) {
   %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<100x100xf32>

@@ -78,24 +78,36 @@ KernelFamily familyOf(KernelClass kind);
 /// True for the families timed by their FLOPs (GEMMs and convolutions).
 bool isComputeFamily(KernelFamily family);
 
-/// A fitted time model of one family in one direction (forward or backward).
-/// Compute families (GEMMs, convolutions):
-///   time = kernels x overhead
-///          + FLOPs / (peak x exp(c0 + c1 ln k + c2 ln m + c3 ln n + c4 ln stride))
-/// with k, m, n, stride from the GemmShape, clamped into [shapeMin, shapeMax]
-/// (the range the fit saw: no extrapolation beyond it), and the exponent
-/// clamped into [ln 1e-3, ln 10].
+/// The passes a kernel model times: an op's forward, its whole backward (the
+/// memory families), or, for GEMMs and convolutions, the two kernels of the
+/// backward apart: the data gradient and the weight gradient.
+enum class KernelPass { Forward, Backward, BackwardData, BackwardWeight };
+constexpr unsigned kNumKernelPasses = 4;
+/// "forward", "backward", "backward_data", "backward_weight".
+llvm::StringRef toString(KernelPass pass);
+
+/// A fitted time model of one family in one pass.
+/// Compute families (GEMMs, convolutions), per kernel of the pass:
+///   time = kernels x overhead + FLOPs / (peak x exp(c . f))
+///   f = [1, ln r, ln a, ln b, ln stride, (ln r)^2/10, (ln a)^2/10, (ln b)^2/10]
+/// where the kernel computes an a x b output reducing over r: with the op's
+/// GemmShape (m, n, k), the forward is (r, a, b) = (k, m, n), the data
+/// gradient (n, m, k) and the weight gradient (m, n, k). Each dimension is
+/// clamped into [shapeMin, shapeMax] (the range the fit saw: no extrapolation
+/// beyond it), the exponent into [ln 1e-3, ln 10].
 /// Memory families:
-///   time = kernels x overhead + bytes / (bandwidth x memoryEfficiency)
+///   time = kernels x overhead + bytes / (bandwidth x e)
 ///          + FLOPs / (fp32 peak x flopEfficiency)   (the last term when > 0)
+///   e = memoryEfficiency x (bytes / 1e6)^memorySlope, clamped into [1e-3, 10]
 struct KernelModel {
   bool fitted = false;
   double overheadSeconds = 0;
-  std::array<double, 5> logEfficiency = {0, 0, 0, 0, 0};
-  std::array<double, 4> shapeMin = {1, 1, 1, 1}; ///< k, m, n, stride
+  std::array<double, 8> logEfficiency = {0, 0, 0, 0, 0, 0, 0, 0};
+  std::array<double, 4> shapeMin = {1, 1, 1, 1}; ///< r, a, b, stride
   std::array<double, 4> shapeMax = {1e12, 1e12, 1e12, 1e12};
   double memoryEfficiency = 1;
   double flopEfficiency = 0; ///< 0: no FLOP term
+  double memorySlope = 0;
   unsigned samples = 0;      ///< measurements it was fitted on (documentation)
 };
 
@@ -109,10 +121,10 @@ struct Calibration {
   /// PyTorch, as in the PipeDream profiles): element-wise ops are then not
   /// fused into their producers.
   bool fusesElementwise = true;
-  /// [family][0 forward, 1 backward]
-  std::array<std::array<KernelModel, 2>, kNumKernelFamilies> models{};
-  const KernelModel &model(KernelFamily family, bool backward) const {
-    return models[static_cast<unsigned>(family)][backward ? 1 : 0];
+  /// [family][pass]
+  std::array<std::array<KernelModel, kNumKernelPasses>, kNumKernelFamilies> models{};
+  const KernelModel &model(KernelFamily family, KernelPass pass) const {
+    return models[static_cast<unsigned>(family)][static_cast<unsigned>(pass)];
   }
 };
 
