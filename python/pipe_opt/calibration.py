@@ -774,7 +774,7 @@ def _fit_memory(hw: Hardware, samples: List[Sample], fixed: List[float]) -> Fami
             lo, hi = math.log(1e-3), math.log(10.0)
             x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
             e1, e2 = error(x1), error(x2)
-            for _ in range(40):
+            for _ in range(30):  # brackets ln e to 1e-6 of its range
                 if e1 < e2:
                     hi, x2, e2 = x2, x1, e1
                     x1 = hi - ratio * (hi - lo)
