@@ -88,6 +88,7 @@ class Model:
         self.layers = cal.mapped_layers(self.profile, self.mapping,
                                         cal.records_by_node(self.features))
         self.samples = cal.samples_of(self.layers, spec.name, spec.per_layer_overhead)
+        self.best_period_ms: Optional[float] = None  # pipe-plan's on the measured times
 
     def predicted_layers(self, args: argparse.Namespace, target: str) -> List[cal.MappedLayer]:
         records = cal.cost_records(args.pipe_opt, self.onnx, self.spec.batch, target)
@@ -137,28 +138,28 @@ def quantile(values: List[float], q: float) -> float:
     return values[low] + (values[high] - values[low]) * (position - low)
 
 
-def plan_period(args: argparse.Namespace, profile_path: str, workdir: str, tag: str,
-                replay: Optional[str] = None) -> Tuple[float, str]:
-    """The period (ms) of pipe-plan's best plan on `profile_path`, or of the plan
-    `replay` re-simulated on it; returns it with the plan JSON's path."""
-    out = os.path.join(workdir, f"{tag}.plan.json")
+def plan_period(args: argparse.Namespace, profile_path: str, plan_json: str = "",
+                replay: str = "") -> float:
+    """The period (ms) of pipe-plan's best plan on `profile_path`, written to
+    `plan_json`, or of the plan `replay` re-simulated on it."""
     command = [args.pipe_plan, profile_path, "--stages", str(args.stages), "--memory",
                args.memory, "--microbatches", str(args.microbatches), "--reference-model",
                "--quiet"]
-    command += ["--replay", replay] if replay else ["--json", out]
-    done = subprocess.run(command, capture_output=True, text=True)
     if replay:
-        # The replay re-simulates the plan on these times; it differs from the
-        # period the plan was made for, which is the point.
+        command += ["--replay", replay]
+    if plan_json:
+        command += ["--json", plan_json]
+    done = subprocess.run(command, capture_output=True, text=True)
+    # A replay on other times differs from the period the plan was made for
+    # (the point here), which pipe-plan reports with a non-zero status.
+    if replay:
         m = re.search(r"replayed .*: period ([\d.eE+-]+) ms", done.stdout)
-        if not m:
-            raise RuntimeError(f"{' '.join(command)}: {done.stdout}{done.stderr}")
-        return float(m.group(1)), replay
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)}: {done.stdout}{done.stderr}")
-    with open(out) as f:
-        plan = json.load(f)
-    return float(plan["period_ms"]), out
+        if m:
+            return float(m.group(1))
+    elif done.returncode == 0:
+        with open(plan_json) as f:
+            return float(json.load(f)["period_ms"])
+    raise RuntimeError(f"{' '.join(command)}: {done.stdout}{done.stderr}")
 
 
 def plan_regret(args: argparse.Namespace, model: Model, times: Dict[str, Tuple[float, float]],
@@ -166,10 +167,13 @@ def plan_regret(args: argparse.Namespace, model: Model, times: Dict[str, Tuple[f
     predicted_profile = os.path.join(workdir, f"{model.spec.name}.{tag}.txt")
     with open(predicted_profile, "w") as f:
         f.write(model.profile.with_times(times))
-    _, predicted_plan = plan_period(args, predicted_profile, workdir, f"{model.spec.name}.{tag}")
-    replayed, _ = plan_period(args, model.profile_path, workdir,
-                              f"{model.spec.name}.{tag}.replay", replay=predicted_plan)
-    best, _ = plan_period(args, model.profile_path, workdir, f"{model.spec.name}.best")
+    predicted_plan = os.path.join(workdir, f"{model.spec.name}.{tag}.plan.json")
+    plan_period(args, predicted_profile, plan_json=predicted_plan)
+    replayed = plan_period(args, model.profile_path, replay=predicted_plan)
+    if model.best_period_ms is None:
+        model.best_period_ms = plan_period(
+            args, model.profile_path, plan_json=os.path.join(workdir, f"{model.spec.name}.json"))
+    best = model.best_period_ms
     return {"period_ms": replayed, "best_ms": best, "regret": replayed / best}
 
 

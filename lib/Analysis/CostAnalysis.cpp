@@ -357,7 +357,7 @@ LogicalResult CostAnalysis::compute(const CostSettings &newSettings) {
                                          c.backwardWeightFlops, c.backwardWeightBytes,
                                          c.backwardKernels > 0 ? 1 : 0))
               : 0;
-      KernelFamily family = c.family != KernelFamily::None ? c.family : familyOf(kind);
+      KernelFamily family = c.effectiveFamily();
       if (calibration && family != KernelFamily::None) {
         auto timed = [&](KernelPass pass, double flops, double bytes, unsigned kernels) {
           return calibratedSeconds(settings.target, calibration->model(family, pass), family,

@@ -157,11 +157,6 @@ const Entry kEntries[] = {
     {"v100-32gb", "v100", "NVIDIA Tesla V100 SXM2 32GB",
      "NVIDIA Tesla V100 GPU Accelerator datasheet", 15.7, 0, 125, 0, 0, 900, 32,
      "NVLink 2", 300, "EDR InfiniBand 100 Gb/s per 2 GPUs", 50},
-    // The same GPU with kernel models fitted to PipeDream's per-layer PyTorch
-    // (fp32, eager) measurements: data/calibration/v100-pytorch.json.
-    {"v100-pytorch", "", "NVIDIA Tesla V100 SXM2 32GB, eager PyTorch kernels (calibrated)",
-     "NVIDIA Tesla V100 GPU Accelerator datasheet; data/calibration/v100-pytorch.json", 15.7,
-     0, 125, 0, 0, 900, 32, "NVLink 2", 300, "EDR InfiniBand 100 Gb/s per 2 GPUs", 50},
     {"a100-40gb", "a10040", "NVIDIA A100 SXM4 40GB",
      "NVIDIA A100 Tensor Core GPU datasheet", 19.5, 156, 312, 312, 0, 1555, 40,
      "NVLink 3", 600, "HDR InfiniBand 200 Gb/s", 200},
@@ -184,6 +179,16 @@ const Entry kEntries[] = {
     {"rtx4090", "4090", "NVIDIA GeForce RTX 4090 24GB",
      "NVIDIA Ada GPU Architecture whitepaper", 82.6, 82.6, 165.2, 165.2, 330.3,
      1008, 24, "PCIe 4.0 x16", 64, "Ethernet 100 Gb/s", 100},
+};
+
+/// Built-in targets that are another one with fitted kernel models: the base's
+/// figures, the calibration data/calibration/<name>.json.
+struct CalibratedVariant {
+  const char *name, *base, *description;
+};
+const CalibratedVariant kVariants[] = {
+    {"v100-pytorch", "v100-32gb",
+     "NVIDIA Tesla V100 SXM2 32GB, eager PyTorch kernels (calibrated)"},
 };
 
 /// The compiled-in data/calibration/<target>.json files.
@@ -220,21 +225,27 @@ std::vector<Target> buildTable() {
     t.memoryBytes = e.memoryGiB * GiB;
     t.intraNode = {e.intraKind, e.intraGBsBidirectional / 2 * GBs, 5 * us};
     t.interNode = {e.interKind, e.interGbitPerSecond / 8 * GBs, 10 * us};
-    for (const BuiltinCalibration *c = kCalibrations; c->target; ++c) {
-      if (StringRef(c->target) != e.name)
-        continue;
-      auto calibration = parseCalibrationJson(c->json);
-      if (!calibration) {
-        brokenCalibrations()[e.name] = ("built-in target '" + StringRef(e.name) +
-                                        "': data/calibration/" + c->target + ".json: " +
-                                        llvm::toString(calibration.takeError()))
-                                           .str();
-        continue;
-      }
-      t.calibration = std::move(*calibration);
-    }
     table.push_back(std::move(t));
   }
+  for (const CalibratedVariant &v : kVariants) {
+    Target t = *llvm::find_if(table, [&](const Target &b) { return b.name == v.base; });
+    t.name = v.name;
+    t.description = v.description;
+    t.source += ("; data/calibration/" + StringRef(v.name) + ".json").str();
+    table.push_back(std::move(t));
+  }
+  for (Target &t : table)
+    for (const BuiltinCalibration *c = kCalibrations; c->target; ++c) {
+      if (t.name != c->target)
+        continue;
+      auto calibration = parseCalibrationJson(c->json);
+      if (calibration)
+        t.calibration = std::move(*calibration);
+      else
+        brokenCalibrations()[t.name] = ("built-in target '" + t.name + "': data/calibration/" +
+                                        c->target + ".json: " +
+                                        llvm::toString(calibration.takeError()));
+    }
   return table;
 }
 
@@ -265,6 +276,8 @@ static const Target *findBuiltin(StringRef name) {
   for (size_t i = 0; i < targets.size(); ++i) {
     if (normalizeName(targets[i].name) == key)
       return &targets[i];
+    if (i >= std::size(kEntries)) // calibrated variants have no aliases
+      continue;
     llvm::SmallVector<StringRef> aliases;
     StringRef(kEntries[i].aliases).split(aliases, ',', -1, false);
     for (StringRef alias : aliases)
@@ -356,9 +369,10 @@ static llvm::Error calibrationError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "calibration: " + message);
 }
 
-/// One direction of a family: {"overhead_us": u, "log_efficiency": [c0, c1,
-/// c2, c3]} for the compute families, {"overhead_us": u,
-/// "memory_efficiency": e} for the others, "samples": n in both.
+/// One pass of a family (Target.h, KernelModel): {"overhead_us", "log_efficiency"
+/// (8 numbers), "shape_min", "shape_max" ([r, a, b, stride])} for the compute
+/// families, {"overhead_us", "memory_efficiency", "flop_efficiency",
+/// "memory_slope"} for the others, "samples" in both.
 static llvm::Error parseKernelModel(const llvm::json::Object &obj, KernelFamily family,
                                     StringRef where, KernelModel &model) {
   static constexpr StringRef computeKeys[] = {"overhead_us", "log_efficiency", "shape_min",
@@ -397,12 +411,12 @@ static llvm::Error parseKernelModel(const llvm::json::Object &obj, KernelFamily 
         continue;
       const llvm::json::Array *range = value->getAsArray();
       if (!range || range->size() != 4)
-        return calibrationError("'" + where + "." + key + "' must be [k, m, n, stride]");
+        return calibrationError("'" + where + "." + key + "' must be [r, a, b, stride]");
       for (unsigned i = 0; i < 4; ++i) {
         std::optional<double> v = (*range)[i].getAsNumber();
         if (!v || !(*v >= 1))
           return calibrationError("'" + where + "." + key +
-                                  "' must be [k, m, n, stride], each >= 1");
+                                  "' must be [r, a, b, stride], each >= 1");
         (*out)[i] = *v;
       }
     }
@@ -458,11 +472,13 @@ static llvm::Expected<Calibration> parseCalibration(const llvm::json::Object &ro
     return calibrationError("'families' (an object keyed by kernel family) is required");
   for (const auto &kv : *families) {
     std::optional<KernelFamily> family = parseKernelFamily(kv.first);
-    const llvm::json::Object *directions = kv.second.getAsObject();
-    if (!family || !directions)
+    if (!family)
       return calibrationError("unknown kernel family '" + StringRef(kv.first) +
                               "' (known: gemm, conv_1x1, conv_3x3s1, conv_other, "
                               "elementwise, normalization, reduction, pooling, data_movement)");
+    const llvm::json::Object *directions = kv.second.getAsObject();
+    if (!directions)
+      return calibrationError("'" + StringRef(kv.first) + "' must be an object keyed by pass");
     for (const auto &direction : *directions) {
       StringRef key = direction.first;
       const llvm::json::Object *obj = direction.second.getAsObject();

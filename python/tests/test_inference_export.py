@@ -16,7 +16,6 @@ import tempfile
 import unittest
 import warnings
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from tool_paths import find_tool  # noqa: E402
 
 HAVE_TORCHVISION = all(importlib.util.find_spec(m) is not None

@@ -21,7 +21,7 @@
 // PROFILE: op 'relu' nn.relu {{.*}} fwd_us=10.000 bwd_us=15.000 family=elementwise{{$}}
 // Built-in names ignore case and dashes.
 // NAME: cost @toy target=h100-pcie
-// UNKNOWN: error: unknown target 'tpu-v4' (known targets: v100-32gb, v100-pytorch, a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, l4, l40s, rtx4090; or a JSON target file)
+// UNKNOWN: error: unknown target 'tpu-v4' (known targets: v100-32gb, a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, l4, l40s, rtx4090, v100-pytorch; or a JSON target file)
 // NOBF16: error: cost model: target 'v100-32gb' has no bf16 rate for gemm kernels
 // BADFILE: error: target file '{{.*}}bad-gpu.json': unknown field 'clock_mhz'
 func.func @toy(%x: tensor<100x100xf32>, %big: tensor<1000x1000xf32>) -> (tensor<100x100xf32>, tensor<1000x1000xf32>) {

@@ -69,6 +69,11 @@ struct OpCost {
   double backwardWeightBytes = 0;
   unsigned forwardKernels = 0;
   unsigned backwardKernels = 0;
+
+  /// The family that times this op: `family`, else the family of `kind`.
+  KernelFamily effectiveFamily() const {
+    return family != KernelFamily::None ? family : familyOf(kind);
+  }
 };
 
 /// The values an op's gradient rule keeps from its forward to its backward.

@@ -89,9 +89,8 @@ struct TestPrintCostPass : PassWrapper<TestPrintCostPass, OperationPass<ModuleOp
           os << " fused_into='" << analysis.lookup(r.fusedInto)->name << "'";
         if (r.fromProfile)
           os << " profiled";
-        KernelFamily family =
-            r.cost.family != KernelFamily::None ? r.cost.family : familyOf(r.cost.kind);
-        if (family != KernelFamily::None && r.cost.kind != KernelClass::Free)
+        KernelFamily family = r.cost.effectiveFamily();
+        if (family != KernelFamily::None)
           os << " family=" << toString(family);
         if (r.cost.shape.m > 0)
           os << " gemm=" << count(r.cost.shape.batch) << "x" << count(r.cost.shape.m) << "x"
