@@ -771,7 +771,8 @@ struct ReduceRule {
 
 /// Data movement: no FLOPs; forward reads what it copies and writes the
 /// result, backward is the adjoint copy (transpose back, split/concat, zero and
-/// scatter for slice/pad/gather, sum over the copies for expand/tile).
+/// scatter for slice/pad/gather, sum over the copies for expand/tile, a gather
+/// for the scatter-add gather_grad, which MaxUnpool imports as).
 struct MoveRule {
   static KernelClass kind(Operation *) { return KernelClass::DataMovement; }
   static bool differentiable(Operation *op) {
@@ -810,6 +811,14 @@ struct MoveRule {
             addBackward(c, N(y), q.bytes(y) + q.bytes(gather.getIndices()) + q.bytes(x),
                         isWeight(q, 0));
         })
+        .Case<nn::GatherGradOp>([&](nn::GatherGradOp scatter) {
+          // Zero y, add the rows of x into it; backward gathers dy's rows.
+          Value y = scatter.getOutput();
+          c.forwardFlops = N(x);
+          c.forwardBytes = q.bytes(y) + 2 * q.bytes(x) + q.bytes(scatter.getIndices());
+          if (q.needsGrad(0))
+            addBackward(c, 0, 2 * q.bytes(x) + q.bytes(scatter.getIndices()), isWeight(q, 0));
+        })
         .Case<nn::ExpandOp, nn::TileOp>([&](auto) {
           Value y = op->getResult(0);
           c.forwardBytes = q.bytes(x) + q.bytes(y);
@@ -830,6 +839,8 @@ struct MoveRule {
     SavedForBackward s;
     if (auto gather = dyn_cast<nn::GatherOp>(op); gather && q.needsGrad(0))
       s.values.push_back(gather.getIndices());
+    if (auto scatter = dyn_cast<nn::GatherGradOp>(op); scatter && q.needsGrad(0))
+      s.values.push_back(scatter.getIndices());
     return s;
   }
 };
@@ -892,7 +903,7 @@ struct GradientOpRule {
         .Case<nn::ConvGradWeightOp>([](auto) { return KernelClass::Conv; })
         .Case<nn::MaxPoolGradOp, nn::AveragePoolGradOp>(
             [](auto) { return KernelClass::Pooling; })
-        .Case<nn::GatherGradOp, nn::SliceGradOp>([](auto) { return KernelClass::DataMovement; })
+        .Case<nn::SliceGradOp>([](auto) { return KernelClass::DataMovement; })
         .Default([](Operation *) { return KernelClass::Normalization; });
   }
   static bool differentiable(Operation *) { return false; }
@@ -978,7 +989,7 @@ void pipe::registerCostModelInterfaces(DialectRegistry &registry) {
     attach<ConvTransposeRule, nn::ConvGradInputOp>(ctx);
     attach<GradientOpRule, nn::UnaryGradOp, nn::ConvGradWeightOp,
            nn::MaxPoolGradOp, nn::AveragePoolGradOp, nn::BatchNormGradOp, nn::LayerNormGradOp,
-           nn::SoftmaxGradOp, nn::LogSoftmaxGradOp, nn::GatherGradOp, nn::SliceGradOp,
+           nn::SoftmaxGradOp, nn::LogSoftmaxGradOp, nn::SliceGradOp,
            nn::SoftmaxCrossEntropyLossGradOp>(ctx);
     attach<LayerNormRule, nn::LayerNormOp>(ctx);
     attach<SoftmaxRule, nn::SoftmaxOp, nn::LogSoftmaxOp>(ctx);
@@ -986,7 +997,7 @@ void pipe::registerCostModelInterfaces(DialectRegistry &registry) {
     attach<ReduceRule, nn::ReduceMeanOp, nn::ReduceSumOp, nn::ReduceMaxOp,
            nn::ReduceMinOp, nn::ReduceProdOp>(ctx);
     attach<MoveRule, nn::TransposeOp, nn::ConcatOp, nn::SplitOp, nn::SliceOp,
-           nn::GatherOp, nn::ExpandOp, nn::TileOp, nn::PadOp, nn::TriluOp,
+           nn::GatherOp, nn::GatherGradOp, nn::ExpandOp, nn::TileOp, nn::PadOp, nn::TriluOp,
            nn::ConstantOfShapeOp, nn::RangeOp>(ctx);
   });
 }

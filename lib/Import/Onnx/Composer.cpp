@@ -92,6 +92,19 @@ FailureOr<SmallVector<int64_t>> constantInts(NodeImporter &n, unsigned i, llvm::
   return values;
 }
 
+FailureOr<SmallVector<double>> constantFloats(NodeImporter &n, unsigned i, llvm::StringRef what) {
+  SmallVector<double> values;
+  if (!n.input(i))
+    return values;
+  DenseElementsAttr attr;
+  if (!matchPattern(n.input(i), m_Constant(&attr)) || !isa<FloatType>(attr.getElementType()))
+    return n.error() << n.node.op_type() << " " << what
+                     << " must be a constant float tensor (bind it before planning)";
+  for (const APFloat &value : attr.getValues<APFloat>())
+    values.push_back(value.convertToDouble());
+  return values;
+}
+
 /// The index of the first (or, with `last`, the last) extreme of x along
 /// `axis`, kept as a dim of 1: where x equals its max (min), the iota along
 /// the axis, else a value past every index; then the min (max) of that.

@@ -72,6 +72,12 @@ public:
     mlir::Value target = n.constantI64(shape);
     return op("nn.reshape", {x, target});
   }
+  /// x[begin:end] along `axis`.
+  mlir::Value slice(mlir::Value x, int64_t axis, int64_t begin, int64_t end) {
+    mlir::Value starts = n.constantI64({begin}), ends = n.constantI64({end}),
+                axes = n.constantI64({axis}), steps = n.constantI64({1});
+    return op("nn.slice", {x, starts, ends, axes, steps});
+  }
   mlir::Value transpose(mlir::Value x, llvm::ArrayRef<int64_t> perm) {
     return op("nn.transpose", {x}, {n.builder.getNamedAttr("perm", n.builder.getDenseI64ArrayAttr(perm))});
   }
@@ -137,6 +143,11 @@ mlir::Value selectAlong(Composer &c, mlir::Value data, mlir::Value index, int64_
 /// error naming the node, the operand and what it is for.
 mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(NodeImporter &n, unsigned i,
                                                         llvm::StringRef what);
+
+/// The values of a constant float operand; an absent or empty one is empty.
+/// Anything else is an error naming the node, the operand and what it is for.
+mlir::FailureOr<llvm::SmallVector<double>> constantFloats(NodeImporter &n, unsigned i,
+                                                         llvm::StringRef what);
 
 } // namespace pipe::onnx_import
 

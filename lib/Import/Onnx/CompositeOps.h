@@ -36,6 +36,17 @@ void addResize(const AddOp &add);
 /// Adds LSTM, GRU and RNN (Recurrent.cpp), unrolled into their cells.
 void addRecurrent(const AddOp &add);
 
+/// Adds DFT, STFT and MelWeightMatrix (Spectral.cpp): the transforms as a
+/// matmul with a constant DFT matrix, the filters as a constant.
+void addSpectral(const AddOp &add);
+
+/// Adds GridSample, RoiAlign and MaxUnpool (Sampling.cpp): gathers at computed
+/// positions, weighted, and a scatter into zeros.
+void addSampling(const AddOp &add);
+
+/// Adds Det (Determinant.cpp): Gaussian elimination with partial pivoting.
+void addDeterminant(const AddOp &add);
+
 /// Adds If, Loop and Scan (ControlFlow.cpp): the branch a constant condition
 /// selects, and loops and scans with static trip counts, unrolled.
 void addControlFlow(const AddOp &add);

@@ -507,6 +507,9 @@ const llvm::StringMap<OpSupport> &table() {
     addResize(add);
     addControlFlow(add);
     addRecurrent(add);
+    addSpectral(add);
+    addSampling(add);
+    addDeterminant(add);
     return t;
   }();
   return ops;

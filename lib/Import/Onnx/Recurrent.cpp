@@ -97,17 +97,9 @@ Value activate(Composer &c, const Activation &f, Value x) {
   return c.mul(outer, tanh);
 }
 
-/// x[begin:end] along `axis`.
-Value sliceOf(Composer &c, Value x, int64_t axis, int64_t begin, int64_t end) {
-  NodeImporter &n = c.n;
-  Value starts = n.constantI64({begin}), ends = n.constantI64({end}), axes = n.constantI64({axis}),
-        steps = n.constantI64({1});
-  return c.op("nn.slice", {x, starts, ends, axes, steps});
-}
-
 /// Entry d of a [dirs, ...] input, without the dirs dim.
 Value direction(Composer &c, Value x, int64_t d) {
-  Value entry = sliceOf(c, x, 0, d, d + 1);
+  Value entry = c.slice(x, 0, d, d + 1);
   Value axis = c.n.constantI64({0});
   return c.op("nn.squeeze", {entry, axis});
 }
@@ -212,7 +204,7 @@ Values importRecurrent(NodeImporter &n, Cell cell) {
     Value capped = c.op("nn.min", {v, high});
     return c.op("nn.max", {capped, low});
   };
-  auto gate = [&](Value all, int64_t g) { return sliceOf(c, all, 1, g * hidden, (g + 1) * hidden); };
+  auto gate = [&](Value all, int64_t g) { return c.slice(all, 1, g * hidden, (g + 1) * hidden); };
   SmallVector<Value> outputs, lastHidden, lastCell;
   for (int64_t d = 0; d < dirs; ++d) {
     const bool reverse = directionName == "reverse" || d == 1;
@@ -224,19 +216,19 @@ Values importRecurrent(NodeImporter &n, Cell cell) {
     Value inputBias, recurrentBias;
     if (n.input(3)) {
       Value biases = direction(c, n.input(3), d);
-      inputBias = sliceOf(c, biases, 0, 0, gates * hidden);
-      recurrentBias = sliceOf(c, biases, 0, gates * hidden, 2 * gates * hidden);
+      inputBias = c.slice(biases, 0, 0, gates * hidden);
+      recurrentBias = c.slice(biases, 0, gates * hidden, 2 * gates * hidden);
       // GRU's candidate keeps its recurrent bias apart (inside the reset).
       Value folded = inputBias;
       if (cell != Cell::Gru) {
         folded = c.add(inputBias, recurrentBias);
       } else {
-        Value zr = sliceOf(c, recurrentBias, 0, 0, 2 * hidden);
+        Value zr = c.slice(recurrentBias, 0, 0, 2 * hidden);
         Value zeros = c.constantOf({hidden}, SmallVector<double>(hidden, 0.0), element);
         Value padded = c.op("nn.concat", {zr, zeros},
                             {n.builder.getNamedAttr("axis", n.builder.getI64IntegerAttr(0))});
         folded = c.add(inputBias, padded);
-        recurrentBias = sliceOf(c, recurrentBias, 0, 2 * hidden, 3 * hidden);
+        recurrentBias = c.slice(recurrentBias, 0, 2 * hidden, 3 * hidden);
       }
       projected = c.add(projected, folded);
     }
@@ -244,14 +236,14 @@ Values importRecurrent(NodeImporter &n, Cell cell) {
     // z and r gates and for the candidate, LSTM's peepholes i, o, f.
     Value rzr, rh, pi, po, pf;
     if (cell == Cell::Gru) {
-      rzr = sliceOf(c, rT, 1, 0, 2 * hidden);
-      rh = sliceOf(c, rT, 1, 2 * hidden, 3 * hidden);
+      rzr = c.slice(rT, 1, 0, 2 * hidden);
+      rh = c.slice(rT, 1, 2 * hidden, 3 * hidden);
     }
     if (cell == Cell::Lstm && n.input(7)) {
       Value peephole = direction(c, n.input(7), d);
-      pi = sliceOf(c, peephole, 0, 0, hidden);
-      po = sliceOf(c, peephole, 0, hidden, 2 * hidden);
-      pf = sliceOf(c, peephole, 0, 2 * hidden, 3 * hidden);
+      pi = c.slice(peephole, 0, 0, hidden);
+      po = c.slice(peephole, 0, hidden, 2 * hidden);
+      pf = c.slice(peephole, 0, 2 * hidden, 3 * hidden);
     }
     Value zerosState = c.constantOf({batch, hidden}, SmallVector<double>(batch * hidden, 0.0), element);
     Value h = n.input(5) ? direction(c, n.input(5), d) : zerosState;
@@ -259,7 +251,7 @@ Values importRecurrent(NodeImporter &n, Cell cell) {
     SmallVector<Value> ys(steps);
     for (int64_t k = 0; k < steps; ++k) {
       const int64_t t = reverse ? steps - 1 - k : k;
-      Value step = sliceOf(c, projected, 0, t, t + 1);
+      Value step = c.slice(projected, 0, t, t + 1);
       Value xt = c.reshape(step, {batch, gates * hidden});
       Value newH, newC;
       if (cell == Cell::Gru) {

@@ -165,20 +165,6 @@ bool isIdentity(const AxisWeights &axis) {
   return true;
 }
 
-/// The float values of a constant operand; an absent or empty one is empty.
-FailureOr<SmallVector<double>> constantFloats(NodeImporter &n, unsigned i, llvm::StringRef what) {
-  SmallVector<double> values;
-  if (!n.input(i))
-    return values;
-  DenseElementsAttr attr;
-  if (!matchPattern(n.input(i), m_Constant(&attr)) || !isa<FloatType>(attr.getElementType()))
-    return n.error() << n.node.op_type() << " " << what
-                     << " must be a constant float tensor (bind it before planning)";
-  for (const APFloat &value : attr.getValues<APFloat>())
-    values.push_back(value.convertToDouble());
-  return values;
-}
-
 /// Resizes x (float, static shape) as `spec` says, each dim d of `axes` from
 /// its size to outSizes[k] with scale scales[k].
 Values resize(NodeImporter &n, const ResizeSpec &spec, llvm::ArrayRef<int64_t> axes,

@@ -772,6 +772,16 @@ LogicalResult gatherGrad(GatherOp op, RuleBuilder &r) {
   return success();
 }
 
+/// y = gather_grad(g, indices): g's rows added into zeros at the indices
+/// (MaxUnpool's import), so g's gradient is dy gathered back.
+LogicalResult gatherGradGrad(GatherGradOp op, RuleBuilder &r) {
+  if (!r.dy() || !r.needs(0))
+    return success();
+  r.give(0, r.make<GatherOp>(typeOf(op.getGrad()), {r.dy(), r.operand(1)},
+                             {r.i64("axis", op.getAxis())}));
+  return success();
+}
+
 LogicalResult expandGrad(ExpandOp, RuleBuilder &r) {
   r.give(0, r.dy());
   return success();
@@ -914,6 +924,7 @@ void pipe::nn::registerGradientInterfaces(DialectRegistry &registry) {
     attachRule<SplitOp, splitGrad>(ctx);
     attachRule<SliceOp, sliceGrad>(ctx);
     attachRule<GatherOp, gatherGrad>(ctx);
+    attachRule<GatherGradOp, gatherGradGrad>(ctx);
     attachRule<ExpandOp, expandGrad>(ctx);
     attachRule<TileOp, tileGrad>(ctx);
     attachRule<PadOp, padGrad>(ctx);

@@ -228,12 +228,12 @@ def write_errors(folder):
             [const("m", 2, np.int64),
              helper.make_node("Loop", ["m", "", "h0"], ["h"], name="loop", body=body(
                  "step", [helper.make_node("Identity", ["c"], ["c_out"], name="keep"),
-                          helper.make_node("Det", ["h_in"], ["d"], name="det"),
+                          helper.make_node("Unique", ["h_in"], ["d"], name="unique"),
                           helper.make_node("Add", ["h_in", "d"], ["h_out"], name="add")],
                  [info("i", TensorProto.INT64, []), info("c", TensorProto.BOOL, []),
                   info("h_in", F, [2, 2])],
                  [info("c_out", TensorProto.BOOL, []), info("h_out", F, [2, 2])])),
-             helper.make_node("MaxUnpool", ["h", "idx"], ["u"], name="unpool", kernel_shape=[1])],
+             helper.make_node("NonMaxSuppression", ["h", "idx"], ["u"], name="nms")],
             [info("h0", F, [2, 2]), info("idx", TensorProto.INT64, [2, 2])], [info("u", F, None)]),
     }
     for name, m in models.items():

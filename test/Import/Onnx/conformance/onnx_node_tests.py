@@ -66,9 +66,6 @@ UNSUPPORTED_OPS = {
         "Bernoulli", "RandomUniformLike"),
     "output shape depends on the values (detections, unique elements)": (
         "NonMaxSuppression", "Unique"),
-    "not imported yet: sampling at data-dependent positions (GridSample, RoiAlign, "
-    "MaxUnpool), spectral ops (DFT, STFT, MelWeightMatrix), Det": (
-        "GridSample", "RoiAlign", "MaxUnpool", "DFT", "STFT", "MelWeightMatrix", "Det"),
 }
 
 INT_TYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT8,
@@ -123,7 +120,7 @@ def reference_type(tensor, declared_element):
 # holds them as constants (torch writes Resize's scales, Clip's bounds, Pad's
 # value and Dropout's ratio as Constant nodes).
 ATTRIBUTE_OPERANDS = {"Resize": (1, 2, 3), "Upsample": (1,), "Clip": (1, 2), "Pad": (2,),
-                      "Dropout": (1,)}
+                      "Dropout": (1,), "MelWeightMatrix": (3, 4)}
 
 
 def graph_inputs(model):
