@@ -15,6 +15,7 @@ const std::vector<std::unique_ptr<Algorithm>> &algorithmRegistry() {
     all.push_back(makeInterleavedAlgorithm());
     all.push_back(makeIlpAlgorithm());
     all.push_back(makeGeneralAlgorithm());
+    all.push_back(makeGeneralMovesAlgorithm());
     all.push_back(makeIlpGeneralAlgorithm());
     return all;
   }();

@@ -3,6 +3,7 @@
 // and the simulator, the paper's contiguity example, and the `general` heuristic.
 #include "TestUtil.h"
 
+#include "partitioner/BoundaryMoves.h"
 #include "partitioner/Linearize.h"
 #include "partitioner/Planner.h"
 #include "partitioner/PlannerImpl.h"
@@ -321,6 +322,61 @@ TEST(GeneralAllocation, HeuristicIsValidAndNeverBelowTheExactOptimum) {
     ++compared;
   }
   std::printf("general: optimal on %d of %d small chains\n", optimal, compared);
+}
+
+TEST(GeneralAllocation, BlockMovesFitNeverLoseToTheirStartAndNeverBeatEveryMap) {
+  // `general-moves` against enumeration of every map layer -> GPU, each simulated
+  // (the periods and memory of the schedules that run, not a model): its plan fits,
+  // is never worse than the contiguous plan it starts from, and never better than
+  // the best map; on some chains it finds a general allocation that beats it.
+  std::mt19937 rng(13);
+  const Algorithm *moves = findAlgorithm("general-moves");
+  ASSERT_NE(moves, nullptr);
+  int compared = 0, improved = 0, mapsBeatStart = 0, optimal = 0;
+  const int trials = scaledTrials(150);
+  for (int trial = 0; trial < trials; ++trial) {
+    const int layers = 3 + static_cast<int>(rng() % 4); // 3..6
+    const int gpus = 2 + static_cast<int>(rng() % 2);   // 2..3
+    Problem problem = randomSmallChain(rng, layers, gpus, trial);
+    const std::string name = "trial " + std::to_string(trial);
+    LowerBounds bounds = computeLowerBounds(problem);
+    PlanOptions options;
+    options.algorithms = {"general-moves"};
+    AlgorithmContext context{options, bounds};
+    AlgorithmOutput output = moves->run(problem, context);
+    if (!output.allocation)
+      continue; // no contiguous plan fits to start from
+    ASSERT_TRUE(output.schedule.has_value()) << name;
+    const ScheduleKind kind = *output.schedule;
+    PlanResult result = evaluateUnderPolicyOrThrow(problem, *output.allocation, kind, bounds);
+    ASSERT_TRUE(result.valid) << name << ": " << result.reason;
+    EXPECT_LE(result.maxMemoryFraction, 1 + 1e-9) << name;
+    // Its start: madpipe's plan, improved by boundary moves.
+    AlgorithmOutput contiguous = findAlgorithm("madpipe")->run(problem, context);
+    ASSERT_TRUE(contiguous.allocation.has_value()) << name;
+    PlanResult start = improveByBoundaryMovesOrThrow(
+        problem, evaluateUnderPolicyOrThrow(problem, *contiguous.allocation, kind, bounds), bounds,
+        Objective::Period);
+    ASSERT_TRUE(start.valid) << name << ": " << start.reason;
+    EXPECT_LE(result.periodMs, start.periodMs * (1 + 1e-9)) << name;
+    double best = kInfinity;
+    const std::vector<int> order = topologicalOrder(problem);
+    forEachMap(layers, gpus, [&](const std::vector<int> &map) {
+      PlanResult each = evaluateUnderPolicyOrThrow(problem, allocationOfMap(problem, order, map), kind, bounds);
+      if (each.valid)
+        best = std::min(best, each.periodMs);
+    });
+    EXPECT_GE(result.periodMs, best * (1 - 1e-9)) << name;
+    ++compared;
+    improved += result.periodMs < start.periodMs * (1 - 1e-9);
+    mapsBeatStart += best < start.periodMs * (1 - 1e-9);
+    optimal += result.periodMs <= best * (1 + 1e-9);
+  }
+  EXPECT_GT(compared, trials / 2);
+  EXPECT_GT(improved, 0);
+  std::printf("general-moves: %d chains; a map beats the contiguous start on %d, the moves "
+              "improve it on %d, reach the best map on %d\n",
+              compared, mapsBeatStart, improved, optimal);
 }
 
 TEST(GeneralAllocation, HeuristicOnALargeChainStaysFastAndValid) {

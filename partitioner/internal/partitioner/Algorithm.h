@@ -59,6 +59,7 @@ std::unique_ptr<Algorithm> makeMadPipeSpanAlgorithm();
 std::unique_ptr<Algorithm> makeInterleavedAlgorithm();
 std::unique_ptr<Algorithm> makeIlpAlgorithm();
 std::unique_ptr<Algorithm> makeGeneralAlgorithm();
+std::unique_ptr<Algorithm> makeGeneralMovesAlgorithm();
 std::unique_ptr<Algorithm> makeIlpGeneralAlgorithm();
 
 

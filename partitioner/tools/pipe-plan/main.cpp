@@ -192,10 +192,14 @@ int run(int argc, char **argv) {
       std::cout << kUsage;
       return 0;
     } else if (arg == "--list-algorithms") {
-      for (const auto &algorithm : algorithmRegistry())
+      std::string outside;
+      for (const auto &algorithm : algorithmRegistry()) {
         std::cout << algorithm->name() << ": " << algorithm->summary() << "\n";
-      std::cout << "best: run every algorithm above (ilp and ilp-general only on small models), "
-                   "keep the best valid plan\n";
+        if (!algorithm->partOfBest())
+          outside += (outside.empty() ? "" : ", ") + algorithm->name();
+      }
+      std::cout << "best: run every algorithm above" << (outside.empty() ? "" : " but " + outside)
+                << " (ilp and ilp-general only on small models), keep the best valid plan\n";
       return 0;
     } else if (arg == "--algo" || arg == "--algorithm") {
       options.algorithms = splitComma(value());

@@ -1,0 +1,202 @@
+// `general-moves`: memory-aware general allocations by local search. It starts from
+// the best contiguous plan that fits (madpipe's, improved by one-layer boundary
+// moves) and moves blocks of layers at the edges of its stages to other GPUs while
+// the simulated period strictly improves and every GPU fits. A GPU may then hold
+// several stages; the simulator judges each candidate with the in-flight counts the
+// generated schedule really keeps, so the memory check is that of the plan that
+// runs, not the position rule min(S - s, m) of `ilp-general`.
+//
+// Moves are over one topological order (the start plan's stages in order): a block
+// is the first or last k positions of a stage (or all of it), and it goes to any
+// other GPU. A move that cannot lower the busiest GPU's work per micro-batch cannot
+// lower the period and is not simulated; the others are tried from the lowest such
+// bound up, the first improvement kept, until none improves or the budget of
+// simulations is spent (deterministic, unlike a time budget).
+#include "General.h"
+#include "partitioner/BoundaryMoves.h"
+#include "partitioner/Error.h"
+#include "partitioner/PlannerImpl.h"
+#include "partitioner/Schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace partitioner {
+namespace {
+
+constexpr int kMaxEvaluations = 400;
+
+bool strictlyLess(double a, double b) {
+  return a < b - 1e-9 * std::max({1.0, std::fabs(a), std::fabs(b)});
+}
+
+/// The start plan's layers in one topological order that keeps each stage's layers
+/// together: by stage, then by position in a topological order.
+std::vector<int> orderByStage(const Problem &problem, const Allocation &allocation) {
+  std::vector<int> order = topologicalOrder(problem);
+  std::vector<int> rank(order.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    rank[static_cast<size_t>(order[i])] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const int sa = allocation.stageOfLayer[static_cast<size_t>(a)];
+    const int sb = allocation.stageOfLayer[static_cast<size_t>(b)];
+    return sa != sb ? sa < sb : rank[static_cast<size_t>(a)] < rank[static_cast<size_t>(b)];
+  });
+  return order;
+}
+
+class GeneralMovesAlgorithm : public Algorithm {
+public:
+  std::string name() const override { return "general-moves"; }
+  std::string summary() const override {
+    return "memory-aware general allocation: madpipe's contiguous plan, then blocks of "
+           "layers moved to other GPUs while the simulated period improves and all fit";
+  }
+  bool partOfBest() const override { return false; }
+
+  AlgorithmOutput run(const Problem &problem, const AlgorithmContext &context) const override {
+    AlgorithmOutput output;
+    const ScheduleKind kind = detail::generalScheduleKind(problem);
+    output.schedule = kind;
+    const int P = problem.platform.gpus;
+    const Algorithm *contiguous = findAlgorithm("madpipe");
+    if (P < 2 || !contiguous) {
+      output.reason = "general-moves: needs at least 2 GPUs";
+      return output;
+    }
+    AlgorithmOutput startOutput = contiguous->run(problem, context);
+    if (!startOutput.allocation) {
+      output.reason = "general-moves: no contiguous plan to start from (" + startOutput.reason + ")";
+      return output;
+    }
+    PlanResult start = evaluateUnderPolicyOrThrow(problem, *startOutput.allocation, kind, context.bounds);
+    if (!start.valid) {
+      output.reason = "general-moves: madpipe's plan is not valid under " + toString(kind) + " (" +
+                      start.reason + ")";
+      return output;
+    }
+    start = improveByBoundaryMovesOrThrow(problem, start, context.bounds, context.options.objective);
+    const double startValue = valueOf(start, context.options.objective);
+
+    const detail::GeneralChain chain(problem, orderByStage(problem, start.allocation));
+    const int L = chain.size();
+    std::vector<int> gpuOf(static_cast<size_t>(L));
+    for (int i = 0; i < L; ++i) {
+      const int layer = chain.order[static_cast<size_t>(i)];
+      gpuOf[static_cast<size_t>(i)] =
+          start.allocation.gpuOfStage[static_cast<size_t>(start.allocation.stageOfLayer[static_cast<size_t>(layer)])];
+    }
+    const bool allRecompute = problem.training.recompute == RecomputePolicy::All;
+    auto work = [&](int position, int gpu) {
+      const Layer &layer = problem.layers[static_cast<size_t>(chain.order[static_cast<size_t>(position)])];
+      return (layer.workMs() + (allRecompute ? layer.forwardMs : 0.0)) / problem.platform.speedOf(gpu);
+    };
+    const int m = problem.training.microbatches;
+    const double scale = context.options.objective == Objective::Period ? 1.0 : m;
+
+    PlanResult current = start;
+    int evaluations = 0, kept = 0;
+    while (evaluations < kMaxEvaluations) {
+      const double target = valueOf(current, context.options.objective);
+      std::vector<double> load(static_cast<size_t>(P), 0.0);
+      for (int i = 0; i < L; ++i)
+        load[static_cast<size_t>(gpuOf[static_cast<size_t>(i)])] += work(i, gpuOf[static_cast<size_t>(i)]);
+      struct Candidate {
+        int begin, end, to;
+        double bound;
+      };
+      std::vector<Candidate> candidates;
+      auto consider = [&](int begin, int end, int from) {
+        for (int to = 0; to < P; ++to) {
+          if (to == from)
+            continue;
+          std::vector<double> after = load;
+          for (int i = begin; i < end; ++i) {
+            after[static_cast<size_t>(from)] -= work(i, from);
+            after[static_cast<size_t>(to)] += work(i, to);
+          }
+          const double busiest = *std::max_element(after.begin(), after.end());
+          if (strictlyLess(busiest * scale, target))
+            candidates.push_back({begin, end, to, busiest * scale});
+        }
+      };
+      for (int first = 0; first < L;) {
+        int last = first;
+        while (last < L && gpuOf[static_cast<size_t>(last)] == gpuOf[static_cast<size_t>(first)])
+          ++last;
+        const int gpu = gpuOf[static_cast<size_t>(first)];
+        for (int k = 1; k <= last - first; ++k) {
+          consider(first, first + k, gpu);
+          if (k < last - first)
+            consider(last - k, last, gpu);
+        }
+        first = last;
+      }
+      std::stable_sort(candidates.begin(), candidates.end(),
+                       [](const Candidate &a, const Candidate &b) { return a.bound < b.bound; });
+      bool improved = false;
+      for (const Candidate &candidate : candidates) {
+        if (evaluations >= kMaxEvaluations)
+          break;
+        std::vector<int> trialMap = gpuOf;
+        std::fill(trialMap.begin() + candidate.begin, trialMap.begin() + candidate.end, candidate.to);
+        const Allocation trial = detail::allocationFromGpuMap(problem, chain, trialMap);
+        ++evaluations;
+        PlanResult moved;
+        try {
+          // Without recomputation, the evaluation's period and memory are the
+          // simulation's: a map no better there, or that overflows, stops here.
+          if (problem.training.recompute == RecomputePolicy::None) {
+            const SimulationResult simulation = simulatePlan(problem, trial, kind);
+            if (!simulation.completed)
+              continue;
+            const double value = context.options.objective == Objective::Period
+                                     ? simulation.periodMs
+                                     : simulation.iterationMs;
+            const double limit = problem.platform.memoryBytesPerGpu;
+            if (!strictlyLess(value, target) ||
+                std::any_of(simulation.memory.begin(), simulation.memory.end(),
+                            [&](const GpuMemory &gpu) { return gpu.peakBytes > limit * (1 + 1e-12); }))
+              continue;
+          }
+          moved = evaluateUnderPolicyOrThrow(problem, trial, kind, context.bounds);
+        } catch (const Error &) {
+          continue; // a map the schedule cannot run
+        }
+        if (!moved.valid || !strictlyLess(valueOf(moved, context.options.objective), target))
+          continue;
+        current = std::move(moved);
+        gpuOf = std::move(trialMap);
+        ++kept;
+        improved = true;
+        break;
+      }
+      if (!improved)
+        break;
+    }
+    output.allocation = current.allocation;
+    output.predictedPeriodMs = bottleneckPeriod(problem, current.allocation);
+    std::ostringstream notes;
+    notes << "from madpipe's " << startValue << " ms: " << kept << " block moves -> "
+          << valueOf(current, context.options.objective) << " ms, "
+          << current.allocation.numStages() << " stages on " << current.allocation.numGpusUsed()
+          << " GPUs (" << evaluations << " simulations"
+          << (evaluations >= kMaxEvaluations ? ", budget spent" : "") << ")";
+    output.notes = notes.str();
+    return output;
+  }
+
+private:
+  static double valueOf(const PlanResult &plan, Objective objective) {
+    return objective == Objective::Period ? plan.periodMs : plan.iterationMs;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Algorithm> makeGeneralMovesAlgorithm() {
+  return std::make_unique<GeneralMovesAlgorithm>();
+}
+
+} // namespace partitioner
