@@ -48,15 +48,41 @@ std::vector<BoundaryMove> movesOf(const Allocation &allocation,
   return moves;
 }
 
-/// a < b by more than the tolerance betterPlan uses to call two figures equal.
+} // namespace
+
 bool strictlyLess(double a, double b) {
   return a < b - 1e-9 * std::max({1.0, std::fabs(a), std::fabs(b)});
 }
 
-double objectiveOf(const PlanResult &plan, Objective objective) {
+double objectiveValue(const PlanResult &plan, Objective objective) {
   return objective == Objective::Period ? plan.periodMs : plan.iterationMs;
 }
-} // namespace
+
+std::optional<PlanResult> improvingEvaluation(const Problem &problem, const Allocation &trial,
+                                              ScheduleKind kind, const LowerBounds &bounds,
+                                              Objective objective, double target) {
+  try {
+    if (problem.training.recompute == RecomputePolicy::None) {
+      const SimulationResult simulation = simulatePlan(problem, trial, kind);
+      if (!simulation.completed)
+        return std::nullopt;
+      const double value =
+          objective == Objective::Period ? simulation.periodMs : simulation.iterationMs;
+      if (!strictlyLess(value, target))
+        return std::nullopt;
+      const double limit = problem.platform.memoryBytesPerGpu;
+      if (std::any_of(simulation.memory.begin(), simulation.memory.end(),
+                      [&](const GpuMemory &gpu) { return gpu.peakBytes > limit * (1 + 1e-12); }))
+        return std::nullopt;
+    }
+    PlanResult result = evaluateUnderPolicyOrThrow(problem, trial, kind, bounds);
+    if (!result.valid || !strictlyLess(objectiveValue(result, objective), target))
+      return std::nullopt;
+    return result;
+  } catch (const Error &) {
+    return std::nullopt; // a trial the schedule cannot run: not an improvement
+  }
+}
 
 std::vector<BoundaryMove> boundaryMoves(const Problem &problem, const Allocation &allocation) {
   return movesOf(allocation, successorLists(problem), predecessorLists(problem));
@@ -100,7 +126,7 @@ PlanResult improveByBoundaryMovesOrThrow(const Problem &problem, const PlanResul
     // The simulated period is never below the busiest GPU's work per micro-batch
     // (simulatePlan), nor the iteration time below m times it: a move whose
     // busiest GPU is no faster than the plan cannot improve it and is not simulated.
-    const double target = objectiveOf(current, objective);
+    const double target = objectiveValue(current, objective);
     const double scale = objective == Objective::Period ? 1.0 : m;
     struct Candidate {
       BoundaryMove move;
@@ -127,33 +153,13 @@ PlanResult improveByBoundaryMovesOrThrow(const Problem &problem, const PlanResul
                      [](const Candidate &a, const Candidate &b) { return a.bound < b.bound; });
     bool kept = false;
     for (const Candidate &candidate : candidates) {
-      const Allocation trial = applyMove(allocation, candidate.move);
-      PlanResult moved;
-      try {
-        ++counts.evaluations;
-        // Without recomputation the evaluation's period, iteration time and memory are
-        // those of simulatePlan on the same allocation (its GPUs are numbered already):
-        // a move that is no better there or does not fit is dropped before the
-        // evaluation adds its checks and metrics.
-        if (problem.training.recompute == RecomputePolicy::None) {
-          const SimulationResult simulation = simulatePlan(problem, trial, current.scheduleKind);
-          if (!simulation.completed)
-            continue;
-          const double value =
-              objective == Objective::Period ? simulation.periodMs : simulation.iterationMs;
-          if (!strictlyLess(value, target))
-            continue;
-          const double limit = problem.platform.memoryBytesPerGpu;
-          if (std::any_of(simulation.memory.begin(), simulation.memory.end(),
-                          [&](const GpuMemory &gpu) { return gpu.peakBytes > limit * (1 + 1e-12); }))
-            continue;
-        }
-        moved = evaluateUnderPolicyOrThrow(problem, trial, current.scheduleKind, bounds);
-      } catch (const Error &) {
-        continue; // a move the schedule cannot run: not an improvement
-      }
-      if (!moved.valid || !strictlyLess(objectiveOf(moved, objective), target))
+      ++counts.evaluations;
+      std::optional<PlanResult> improved =
+          improvingEvaluation(problem, applyMove(allocation, candidate.move),
+                              current.scheduleKind, bounds, objective, target);
+      if (!improved)
         continue;
+      PlanResult moved = std::move(*improved);
       moved.algorithm = current.algorithm;
       moved.notes = current.notes;
       moved.predictedPeriodMs = current.predictedPeriodMs;

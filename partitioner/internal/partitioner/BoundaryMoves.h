@@ -6,7 +6,25 @@
 
 #include "partitioner/Planner.h"
 
+#include <optional>
+
 namespace partitioner {
+
+/// The objective's first criterion of a plan: its period or its iteration time.
+double objectiveValue(const PlanResult &plan, Objective objective);
+
+/// a < b by more than the tolerance betterPlan uses to call two figures equal.
+bool strictlyLess(double a, double b);
+
+/// `trial` evaluated with evaluateUnderPolicyOrThrow when the result is valid and
+/// strictly below `target` by `objective`, else nothing (also when the schedule
+/// cannot run it). Without recomputation the simulation alone, whose period and
+/// memory are the evaluation's, rejects a trial that is no better or overflows
+/// before the evaluation adds its checks and metrics. The local searches
+/// (boundary moves, `general-moves`) judge their candidates with it.
+std::optional<PlanResult> improvingEvaluation(const Problem &problem, const Allocation &trial,
+                                              ScheduleKind kind, const LowerBounds &bounds,
+                                              Objective objective, double target);
 
 /// What improveByBoundaryMoves did: the moves it kept and the plans it simulated.
 struct BoundaryMoveStats {

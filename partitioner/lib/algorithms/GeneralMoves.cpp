@@ -19,17 +19,12 @@
 #include "partitioner/Schedule.h"
 
 #include <algorithm>
-#include <cmath>
 #include <sstream>
 
 namespace partitioner {
 namespace {
 
 constexpr int kMaxEvaluations = 400;
-
-bool strictlyLess(double a, double b) {
-  return a < b - 1e-9 * std::max({1.0, std::fabs(a), std::fabs(b)});
-}
 
 /// The start plan's layers in one topological order that keeps each stage's layers
 /// together: by stage, then by position in a topological order.
@@ -77,7 +72,7 @@ public:
       return output;
     }
     start = improveByBoundaryMovesOrThrow(problem, start, context.bounds, context.options.objective);
-    const double startValue = valueOf(start, context.options.objective);
+    const double startValue = objectiveValue(start, context.options.objective);
 
     const detail::GeneralChain chain(problem, orderByStage(problem, start.allocation));
     const int L = chain.size();
@@ -98,7 +93,7 @@ public:
     PlanResult current = start;
     int evaluations = 0, kept = 0;
     while (evaluations < kMaxEvaluations) {
-      const double target = valueOf(current, context.options.objective);
+      const double target = objectiveValue(current, context.options.objective);
       std::vector<double> load(static_cast<size_t>(P), 0.0);
       for (int i = 0; i < L; ++i)
         load[static_cast<size_t>(gpuOf[static_cast<size_t>(i)])] += work(i, gpuOf[static_cast<size_t>(i)]);
@@ -143,30 +138,11 @@ public:
         std::fill(trialMap.begin() + candidate.begin, trialMap.begin() + candidate.end, candidate.to);
         const Allocation trial = detail::allocationFromGpuMap(problem, chain, trialMap);
         ++evaluations;
-        PlanResult moved;
-        try {
-          // Without recomputation, the evaluation's period and memory are the
-          // simulation's: a map no better there, or that overflows, stops here.
-          if (problem.training.recompute == RecomputePolicy::None) {
-            const SimulationResult simulation = simulatePlan(problem, trial, kind);
-            if (!simulation.completed)
-              continue;
-            const double value = context.options.objective == Objective::Period
-                                     ? simulation.periodMs
-                                     : simulation.iterationMs;
-            const double limit = problem.platform.memoryBytesPerGpu;
-            if (!strictlyLess(value, target) ||
-                std::any_of(simulation.memory.begin(), simulation.memory.end(),
-                            [&](const GpuMemory &gpu) { return gpu.peakBytes > limit * (1 + 1e-12); }))
-              continue;
-          }
-          moved = evaluateUnderPolicyOrThrow(problem, trial, kind, context.bounds);
-        } catch (const Error &) {
-          continue; // a map the schedule cannot run
-        }
-        if (!moved.valid || !strictlyLess(valueOf(moved, context.options.objective), target))
+        std::optional<PlanResult> moved =
+            improvingEvaluation(problem, trial, kind, context.bounds, context.options.objective, target);
+        if (!moved)
           continue;
-        current = std::move(moved);
+        current = std::move(*moved);
         gpuOf = std::move(trialMap);
         ++kept;
         improved = true;
@@ -179,17 +155,12 @@ public:
     output.predictedPeriodMs = bottleneckPeriod(problem, current.allocation);
     std::ostringstream notes;
     notes << "from madpipe's " << startValue << " ms: " << kept << " block moves -> "
-          << valueOf(current, context.options.objective) << " ms, "
+          << objectiveValue(current, context.options.objective) << " ms, "
           << current.allocation.numStages() << " stages on " << current.allocation.numGpusUsed()
           << " GPUs (" << evaluations << " simulations"
           << (evaluations >= kMaxEvaluations ? ", budget spent" : "") << ")";
     output.notes = notes.str();
     return output;
-  }
-
-private:
-  static double valueOf(const PlanResult &plan, Objective objective) {
-    return objective == Objective::Period ? plan.periodMs : plan.iterationMs;
   }
 };
 

@@ -52,30 +52,28 @@ def f32(array):
     return np.asarray(array, dtype=np.float32)
 
 
+def grid_sample(root, rng, name, x_shape, grid_shape, reach, mode, padding, align, opset):
+    """GridSample against torch's grid_sample; `mode` is (torch's, ONNX's) name."""
+    x = f32(rng.standard_normal(x_shape))
+    grid = f32(rng.uniform(-reach, reach, grid_shape))
+    y = torch.nn.functional.grid_sample(torch.from_numpy(x), torch.from_numpy(grid),
+                                        mode=mode[0], padding_mode=padding,
+                                        align_corners=bool(align)).numpy()
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"], name="sample", mode=mode[1],
+                            padding_mode=padding, align_corners=align)
+    write(root, name, [node], [("x", x), ("grid", grid)], [("y", y)], opset)
+
+
 def grid_sample_3d(root, rng):
     """Opset 20's N-d GridSample: trilinear, border padding."""
-    x = f32(rng.standard_normal((1, 2, 3, 4, 5)))
-    grid = f32(rng.uniform(-1.3, 1.3, (1, 2, 3, 4, 3)))
-    y = torch.nn.functional.grid_sample(torch.from_numpy(x), torch.from_numpy(grid),
-                                        mode="bilinear", padding_mode="border",
-                                        align_corners=False).numpy()
-    node = helper.make_node("GridSample", ["x", "grid"], ["y"], name="sample", mode="linear",
-                            padding_mode="border", align_corners=0)
-    write(root, "test_extra_gridsample_3d_linear_border", [node], [("x", x), ("grid", grid)],
-          [("y", y)], 20)
+    grid_sample(root, rng, "test_extra_gridsample_3d_linear_border", (1, 2, 3, 4, 5),
+                (1, 2, 3, 4, 3), 1.3, ("bilinear", "linear"), "border", 0, 20)
 
 
 def grid_sample_bicubic(root, rng):
     """Bicubic with reflection and aligned corners: each tap reflected."""
-    x = f32(rng.standard_normal((2, 3, 5, 6)))
-    grid = f32(rng.uniform(-1.4, 1.4, (2, 4, 3, 2)))
-    y = torch.nn.functional.grid_sample(torch.from_numpy(x), torch.from_numpy(grid),
-                                        mode="bicubic", padding_mode="reflection",
-                                        align_corners=True).numpy()
-    node = helper.make_node("GridSample", ["x", "grid"], ["y"], name="sample", mode="bicubic",
-                            padding_mode="reflection", align_corners=1)
-    write(root, "test_extra_gridsample_bicubic_reflection", [node], [("x", x), ("grid", grid)],
-          [("y", y)], 16)
+    grid_sample(root, rng, "test_extra_gridsample_bicubic_reflection", (2, 3, 5, 6),
+                (2, 4, 3, 2), 1.4, ("bicubic", "bicubic"), "reflection", 1, 16)
 
 
 ROIS = f32([[0.5, 1.0, 9.0, 7.5], [2.0, 0.0, 5.0, 11.0], [-1.0, 3.0, 14.0, 9.0]])
