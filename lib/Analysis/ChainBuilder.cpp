@@ -2,10 +2,12 @@
 #include "pipe/Analysis/ChainBuilder.h"
 
 #include "pipe/Dialect/NN/IR/NNOps.h"
+#include "pipe/Dialect/NN/Transforms/Passes.h"
 #include "pipe/Dialect/Pipe/IR/PipeDialect.h"
 
 #include "partitioner/Problem.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -71,9 +73,76 @@ std::vector<LayerGroup> pipe::groupLayers(const CostAnalysis &analysis) {
   return groups;
 }
 
-FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &analysis,
-                                                       const TrainingPolicy &policy) {
-  return buildChainProblem(analysis, groupLayers(analysis), policy);
+FailureOr<AnalysedFunction> pipe::AnalysedFunction::of(func::FuncOp original) {
+  AnalysedFunction result;
+  result.func = original;
+  bool anyComposite = false;
+  original.walk([&](Operation *op) { anyComposite |= nn::isComposite(op); });
+  if (!anyComposite)
+    return result;
+  result.scratch = ModuleOp::create(original.getLoc());
+  OpBuilder builder(original.getContext());
+  builder.setInsertionPointToEnd(result.scratch->getBody());
+  auto copy = cast<func::FuncOp>(builder.clone(*original));
+  result.func = copy;
+  for (auto [op, cloned] : llvm::zip_equal(original.getBody().front(), copy.getBody().front()))
+    result.originOf[&cloned] = &op;
+  if (failed(nn::expandComposites(copy, [&](Operation *composite, Operation *made) {
+        result.originOf[made] = result.originOf.lookup(composite);
+      })))
+    return failure();
+  return result;
+}
+
+std::vector<LayerGroup> pipe::groupModelLayers(const CostAnalysis &analysis,
+                                               const AnalysedFunction &analysed) {
+  std::vector<LayerGroup> groups = groupLayers(analysis);
+  if (analysed.originOf.empty())
+    return groups;
+  // A composite is the layer of its formula's first kernel: the formula's
+  // other kernels, the ops fused into them or free on their results, and any
+  // formula op that joined another layer move there. A formula reads only the
+  // composite's operands and itself, and its results are read after it, so
+  // def-use edges stay forward.
+  llvm::DenseMap<Operation *, size_t> layerOfComposite;
+  for (auto [index, group] : llvm::enumerate(groups))
+    if (Operation *origin = analysed.origin(group.anchor); nn::isComposite(origin))
+      layerOfComposite.try_emplace(origin, index);
+  std::vector<LayerGroup> moved(groups.size());
+  for (auto [index, group] : llvm::enumerate(groups)) {
+    moved[index].anchor = group.anchor;
+    auto anchorLayer = layerOfComposite.find(analysed.origin(group.anchor));
+    for (Operation *op : group.ops) {
+      size_t layer = index;
+      if (auto own = layerOfComposite.find(analysed.origin(op)); own != layerOfComposite.end())
+        layer = own->second;
+      else if (anchorLayer != layerOfComposite.end())
+        layer = anchorLayer->second;
+      moved[layer].ops.push_back(op);
+    }
+  }
+  std::vector<LayerGroup> merged;
+  for (auto [index, group] : llvm::enumerate(moved)) {
+    if (group.ops.empty())
+      continue;
+    llvm::sort(group.ops, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    merged.push_back(std::move(group));
+  }
+  return merged;
+}
+
+std::vector<std::vector<Operation *>>
+pipe::originalOpsOfLayers(ArrayRef<LayerGroup> groups, const AnalysedFunction &analysed) {
+  std::vector<std::vector<Operation *>> opsOfLayer;
+  for (const LayerGroup &group : groups) {
+    std::vector<Operation *> ops;
+    llvm::DenseSet<Operation *> seen;
+    for (Operation *op : group.ops)
+      if (Operation *origin = analysed.origin(op); seen.insert(origin).second)
+        ops.push_back(origin);
+    opsOfLayer.push_back(std::move(ops));
+  }
+  return opsOfLayer;
 }
 
 FailureOr<partitioner::Problem> pipe::buildChainProblem(const CostAnalysis &analysis,

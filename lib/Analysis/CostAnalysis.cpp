@@ -247,6 +247,10 @@ LogicalResult CostAnalysis::compute(const CostSettings &newSettings) {
     record.op = &op;
     record.name = nodeName(&op, index++);
     auto cost = dyn_cast<CostOpInterface>(&op);
+    if (nn::isComposite(&op))
+      return op.emitError("cost model: '")
+             << op.getName() << "' is costed as its unrolled cells: expand it first "
+             << "(nn-expand-composites; pipe-partition does it on a copy)";
     if (isa<nn::NNDialect>(op.getDialect()))
       for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
         if (!nn::hasStaticShape(v))

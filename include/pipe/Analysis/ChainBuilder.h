@@ -14,6 +14,9 @@
 
 #include "partitioner/Problem.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/raw_ostream.h"
 #include <vector>
 
@@ -24,6 +27,34 @@ struct LayerGroup {
   mlir::Operation *anchor = nullptr;
   std::vector<mlir::Operation *> ops;
 };
+
+/// A model function as the cost model reads it: the function itself, or, when
+/// it holds composite ops (nn::isComposite: nn.lstm, nn.gru, nn.rnn), a copy in
+/// a scratch module where each is replaced by its formula, so that a recurrent
+/// layer is costed as its unrolled cells (their kernels, fusion, saved values
+/// and workspace) while the partitioner places it as one layer.
+struct AnalysedFunction {
+  mlir::OwningOpRef<mlir::ModuleOp> scratch;
+  mlir::func::FuncOp func;
+  /// Each op of the copy to the op of the original it stands for (a formula's
+  /// ops to their composite); empty when `func` is the original.
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> originOf;
+
+  static mlir::FailureOr<AnalysedFunction> of(mlir::func::FuncOp original);
+  mlir::Operation *origin(mlir::Operation *op) const {
+    auto it = originOf.find(op);
+    return it == originOf.end() ? op : it->second;
+  }
+};
+
+/// groupLayers on the analysis of `analysed.func`, each composite op of the
+/// original one layer (the groups of its formula merged).
+std::vector<LayerGroup> groupModelLayers(const CostAnalysis &analysis,
+                                         const AnalysedFunction &analysed);
+
+/// The original function's ops of each layer of `groups` (composites once).
+std::vector<std::vector<mlir::Operation *>>
+originalOpsOfLayers(llvm::ArrayRef<LayerGroup> groups, const AnalysedFunction &analysed);
 
 /// Groups the analysed function's ops into layers, in program order:
 ///  - each op with a kernel of its own (not fused, not free, not computed from
@@ -36,9 +67,11 @@ struct LayerGroup {
 /// layer to itself or a later one.
 std::vector<LayerGroup> groupLayers(const CostAnalysis &analysis);
 
-/// The partitioner's problem for the analysed function (times from the
-/// analysis' target or profile; platform from its target; one GPU and the
-/// partitioner's default micro-batch count, which the caller sets). Per
+/// The partitioner's problem for the analysed function, layer l being
+/// `groups[l]` (groupModelLayers), so a plan's stage of layer l is the stage
+/// of its ops. Times come from the analysis' target or profile, the platform
+/// from its target (one GPU and the partitioner's default micro-batch count,
+/// which the caller sets). Per
 /// layer: forward and backward time (and the weight-gradient part), W(l) =
 /// trainable parameters at the compute dtype (buffers folded in so that W(l)
 /// times the state multiplier is the layer's whole parameter memory), s(l) =
@@ -48,10 +81,6 @@ std::vector<LayerGroup> groupLayers(const CostAnalysis &analysis);
 /// exactly the values pipe-split-stages sends, so the stage graph the
 /// partitioner schedules is the one the split pipeline has. Fails (with an error
 /// on the function) when it has no op.
-mlir::FailureOr<partitioner::Problem> buildChainProblem(const CostAnalysis &analysis,
-                                                        const TrainingPolicy &policy);
-/// The same on layers already grouped (by groupLayers): layer l of the problem
-/// is `groups[l]`, so a plan's stage of layer l is the stage of its ops.
 mlir::FailureOr<partitioner::Problem> buildChainProblem(const CostAnalysis &analysis,
                                                         llvm::ArrayRef<LayerGroup> groups,
                                                         const TrainingPolicy &policy);

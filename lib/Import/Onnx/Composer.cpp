@@ -9,38 +9,6 @@ using llvm::SmallVector;
 
 namespace pipe::onnx_import {
 
-Composer::Moments Composer::moments(Value x, llvm::ArrayRef<int64_t> axes) {
-  Value mean = reduce("nn.reduce_mean", x, axes, true);
-  Value centered = sub(x, mean);
-  Value squares = mul(centered, centered);
-  Value variance = reduce("nn.reduce_mean", squares, axes, true);
-  return {mean, centered, variance};
-}
-
-Value Composer::constantOf(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<double> values,
-                           Type element) {
-  auto type = RankedTensorType::get(shape, element);
-  DenseElementsAttr attr;
-  if (auto floatType = dyn_cast<FloatType>(element)) {
-    SmallVector<APFloat> items;
-    for (double value : values) {
-      APFloat f(value);
-      bool lost;
-      f.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-      items.push_back(f);
-    }
-    attr = DenseElementsAttr::get(type, items);
-  } else {
-    const unsigned width = element.getIntOrFloatBitWidth();
-    SmallVector<APInt> items;
-    for (double value : values)
-      items.push_back(width == 1 ? APInt(1, value != 0)
-                                 : APInt(width, static_cast<int64_t>(value), /*isSigned=*/true));
-    attr = DenseElementsAttr::get(type, items);
-  }
-  return op("nn.constant", {}, {n.builder.getNamedAttr("value", attr)});
-}
-
 /// Checks a node of `minInputs` to `maxInputs` inputs whose first is floating
 /// point (the formulas use exp, sqrt, log) and whose attributes are among `specs`.
 LogicalResult expectFloatNode(NodeImporter &n, unsigned minInputs, unsigned maxInputs,

@@ -841,3 +841,99 @@ func.func @cross_entropy_c2_rank(%logits: tensor<10xf32>, %labels: tensor<i64>) 
   %0:2 = nn.softmax_cross_entropy_loss %logits, %labels : (tensor<10xf32>, tensor<i64>) -> (tensor<f32>, tensor<10xf32>)
   return
 }
+
+// -----
+
+func.func @rnn_c1_hidden_size(%x: tensor<5x2x3xf32>, %w: tensor<1x4x3xf32>, %r: tensor<1x4x4xf32>) {
+  // expected-error @+1 {{[rnn_c1] hidden_size must be >= 1, got 0}}
+  %0:2 = nn.rnn %x, %w, %r {hidden_size = 0 : i64} : (tensor<5x2x3xf32>, tensor<1x4x3xf32>, tensor<1x4x4xf32>) -> (tensor<5x1x2x0xf32>, tensor<1x2x0xf32>)
+  return
+}
+
+// -----
+
+func.func @rnn_c1_direction(%x: tensor<5x2x3xf32>, %w: tensor<1x4x3xf32>, %r: tensor<1x4x4xf32>) {
+  // expected-error @+1 {{[rnn_c1] direction 'backward' is not forward, reverse or bidirectional}}
+  %0:2 = nn.rnn %x, %w, %r {hidden_size = 4 : i64, direction = "backward"} : (tensor<5x2x3xf32>, tensor<1x4x3xf32>, tensor<1x4x4xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @rnn_c1_layout(%x: tensor<5x2x3xf32>, %w: tensor<1x4x3xf32>, %r: tensor<1x4x4xf32>) {
+  // expected-error @+1 {{[rnn_c1] layout must be 0 or 1, got 2}}
+  %0:2 = nn.rnn %x, %w, %r {hidden_size = 4 : i64, layout = 2 : i64} : (tensor<5x2x3xf32>, tensor<1x4x3xf32>, tensor<1x4x4xf32>) -> (tensor<5x2x1x4xf32>, tensor<5x1x4xf32>)
+  return
+}
+
+// -----
+
+func.func @rnn_c2_count(%x: tensor<5x2x3xf32>, %w: tensor<1x16x3xf32>, %r: tensor<1x16x4xf32>) {
+  // expected-error @+1 {{[rnn_c2] has 2 activations, expected 3}}
+  %0:3 = nn.lstm %x, %w, %r {hidden_size = 4 : i64, activations = ["Sigmoid", "Tanh"]} : (tensor<5x2x3xf32>, tensor<1x16x3xf32>, tensor<1x16x4xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @rnn_c2_name(%x: tensor<5x2x3xf32>, %w: tensor<1x4x3xf32>, %r: tensor<1x4x4xf32>) {
+  // expected-error @+1 {{[rnn_c2] activation 'Gelu' is not one of Sigmoid Tanh Relu Softsign Softplus LeakyRelu HardSigmoid Affine ScaledTanh}}
+  %0:2 = nn.rnn %x, %w, %r {hidden_size = 4 : i64, activations = ["Gelu"]} : (tensor<5x2x3xf32>, tensor<1x4x3xf32>, tensor<1x4x4xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @rnn_c3_float(%x: tensor<5x2x3xi32>, %w: tensor<1x4x3xi32>, %r: tensor<1x4x4xi32>) {
+  // expected-error @+1 {{[rnn_c3] X must have a floating-point element type, got 'i32'}}
+  %0:2 = nn.rnn %x, %w, %r {hidden_size = 4 : i64} : (tensor<5x2x3xi32>, tensor<1x4x3xi32>, tensor<1x4x4xi32>) -> (tensor<5x1x2x4xi32>, tensor<1x2x4xi32>)
+  return
+}
+
+// -----
+
+func.func @rnn_c3_same(%x: tensor<5x2x3xf32>, %w: tensor<1x4x3xf32>, %r: tensor<1x4x4xbf16>) {
+  // expected-error @+1 {{[rnn_c3] X, W, R, B, the initial states and the peepholes must have the same element type, got 'f32' and 'bf16'}}
+  %0:2 = nn.rnn %x, %w, %r {hidden_size = 4 : i64} : (tensor<5x2x3xf32>, tensor<1x4x3xf32>, tensor<1x4x4xbf16>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @rnn_c4_rank(%x: tensor<5x3xf32>, %w: tensor<1x4x3xf32>, %r: tensor<1x4x4xf32>) {
+  // expected-error @+1 {{[rnn_c4] X must be 3-D, got rank 2}}
+  %0:2 = nn.rnn %x, %w, %r {hidden_size = 4 : i64} : (tensor<5x3xf32>, tensor<1x4x3xf32>, tensor<1x4x4xf32>) -> (tensor<*xf32>, tensor<*xf32>)
+  return
+}
+
+// -----
+
+func.func @rnn_c4_weights(%x: tensor<5x2x3xf32>, %w: tensor<1x12x3xf32>, %r: tensor<1x16x4xf32>) {
+  // expected-error @+1 {{[rnn_c4] W must be [1, 16, 3] (1 direction(s), 4 gate(s) of hidden_size 4, 3 input features), got 'tensor<1x12x3xf32>'}}
+  %0:3 = nn.lstm %x, %w, %r {hidden_size = 4 : i64} : (tensor<5x2x3xf32>, tensor<1x12x3xf32>, tensor<1x16x4xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @rnn_c4_state(%x: tensor<2x5x3xf32>, %w: tensor<1x4x3xf32>, %r: tensor<1x4x4xf32>, %h: tensor<1x2x4xf32>) {
+  // expected-error @+1 {{[rnn_c4] initial_h must be [2, 1, 4] (1 direction(s), 1 gate(s) of hidden_size 4, 3 input features), got 'tensor<1x2x4xf32>'}}
+  %0:2 = nn.rnn %x, %w, %r initial_h(%h) {hidden_size = 4 : i64, layout = 1 : i64} : (tensor<2x5x3xf32>, tensor<1x4x3xf32>, tensor<1x4x4xf32>, tensor<1x2x4xf32>) -> (tensor<2x5x1x4xf32>, tensor<2x1x4xf32>)
+  return
+}
+
+// -----
+
+func.func @rnn_c5_count(%x: tensor<5x2x3xf32>, %w: tensor<1x4x3xf32>, %r: tensor<1x4x4xf32>) {
+  // expected-error @+1 {{[rnn_c5] sequence_lens has 3 entries for a batch of 2}}
+  %0:2 = nn.rnn %x, %w, %r {hidden_size = 4 : i64, sequence_lens = array<i64: 5, 5, 5>} : (tensor<5x2x3xf32>, tensor<1x4x3xf32>, tensor<1x4x4xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @rnn_c5_range(%x: tensor<5x2x3xf32>, %w: tensor<1x4x3xf32>, %r: tensor<1x4x4xf32>) {
+  // expected-error @+1 {{[rnn_c5] sequence length 6 is outside [0, 5]}}
+  %0:2 = nn.rnn %x, %w, %r {hidden_size = 4 : i64, sequence_lens = array<i64: 6, 5>} : (tensor<5x2x3xf32>, tensor<1x4x3xf32>, tensor<1x4x4xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>)
+  return
+}

@@ -269,3 +269,19 @@ func.func @loss(%logits: tensor<6x10xf32>, %labels: tensor<6xi64>, %image: tenso
   %1 = nn.softmax_cross_entropy_loss_grad %l2#0, %l2#1, %pixels {ignore_index = -100 : i64} : (tensor<f32>, tensor<2x10x4x4xf32>, tensor<2x4x4xi32>) -> tensor<2x10x4x4xf32>
   return
 }
+
+// Recurrent layers: X, W, R, then the optional operands by keyword.
+// CHECK-LABEL: func @recurrent
+func.func @recurrent(%x: tensor<5x2x3xf32>, %w: tensor<1x16x3xf32>, %r: tensor<1x16x4xf32>, %b: tensor<1x32xf32>, %h: tensor<1x2x4xf32>, %p: tensor<1x12xf32>, %xb: tensor<2x5x3xf32>, %wg: tensor<2x12x3xf32>, %rg: tensor<2x12x4xf32>, %hb: tensor<2x2x4xf32>, %wr: tensor<1x4x3xf32>, %rr: tensor<1x4x4xf32>) {
+  // CHECK: nn.lstm %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}}) initial_h(%{{.*}}) initial_c(%{{.*}}) peepholes(%{{.*}}) {clip = 3.000000e+00 : f32, hidden_size = 4 : i64, input_forget = 1 : i64} : (tensor<5x2x3xf32>, tensor<1x16x3xf32>, tensor<1x16x4xf32>, tensor<1x32xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x12xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>)
+  %0:3 = nn.lstm %x, %w, %r bias(%b) initial_h(%h) initial_c(%h) peepholes(%p) {hidden_size = 4 : i64, clip = 3.0 : f32, input_forget = 1 : i64} : (tensor<5x2x3xf32>, tensor<1x16x3xf32>, tensor<1x16x4xf32>, tensor<1x32xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x12xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>)
+  // The initial cell state alone (the segment sizes keep the operands apart).
+  // CHECK: nn.lstm %{{.*}}, %{{.*}}, %{{.*}} initial_c(%{{.*}}) {hidden_size = 4 : i64} : (tensor<5x2x3xf32>, tensor<1x16x3xf32>, tensor<1x16x4xf32>, tensor<1x2x4xf32>)
+  %1:3 = nn.lstm %x, %w, %r initial_c(%h) {hidden_size = 4 : i64} : (tensor<5x2x3xf32>, tensor<1x16x3xf32>, tensor<1x16x4xf32>, tensor<1x2x4xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>)
+  // Layout 1: [batch, seq, ...] in, [batch, seq, dirs, hidden] and [batch, dirs, hidden] out.
+  // CHECK: nn.gru %{{.*}}, %{{.*}}, %{{.*}} initial_h(%{{.*}}) {direction = "bidirectional", hidden_size = 4 : i64, layout = 1 : i64, linear_before_reset = 1 : i64, sequence_lens = array<i64: 5, 3>} : (tensor<2x5x3xf32>, tensor<2x12x3xf32>, tensor<2x12x4xf32>, tensor<2x2x4xf32>) -> (tensor<2x5x2x4xf32>, tensor<2x2x4xf32>)
+  %2:2 = nn.gru %xb, %wg, %rg initial_h(%hb) {hidden_size = 4 : i64, direction = "bidirectional", layout = 1 : i64, linear_before_reset = 1 : i64, sequence_lens = array<i64: 5, 3>} : (tensor<2x5x3xf32>, tensor<2x12x3xf32>, tensor<2x12x4xf32>, tensor<2x2x4xf32>) -> (tensor<2x5x2x4xf32>, tensor<2x2x4xf32>)
+  // CHECK: nn.rnn %{{.*}}, %{{.*}}, %{{.*}} {activation_alpha = array<f32: 2.000000e-01>, activations = ["LeakyRelu"], direction = "reverse", hidden_size = 4 : i64}
+  %3:2 = nn.rnn %x, %wr, %rr {hidden_size = 4 : i64, direction = "reverse", activations = ["LeakyRelu"], activation_alpha = array<f32: 0.2>} : (tensor<5x2x3xf32>, tensor<1x4x3xf32>, tensor<1x4x4xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>)
+  return
+}

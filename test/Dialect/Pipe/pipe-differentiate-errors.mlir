@@ -179,3 +179,20 @@ module {
     return %x : tensor<4xf32>
   }
 }
+
+// -----
+
+// A recurrent layer is differentiated as its cells, which nn-expand-composites
+// writes (the planning pipeline runs it before pipe-differentiate).
+pipe.pipeline @recurrent attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"} {
+  pipe.stage @stage0 attributes {index = 0, device = 0, model_inputs = array<i64: 0>, model_outputs = array<i64: 0>} {
+  ^bb0(%x: tensor<3x2x4xf32>):
+    %w = pipe.param "w" {source = #nn.param_source<inline>, owner = 0, users = array<i64: 0>} : tensor<1x5x4xf32>
+    %r = pipe.param "r" {source = #nn.param_source<inline>, owner = 0, users = array<i64: 0>} : tensor<1x5x5xf32>
+    // expected-error @+1 {{'nn.rnn' op is differentiated as its unrolled cells: run nn-expand-composites before pipe-differentiate (the planning pipeline does)}}
+    %y, %h = nn.rnn %x, %w, %r {hidden_size = 5 : i64} : (tensor<3x2x4xf32>, tensor<1x5x4xf32>, tensor<1x5x5xf32>) -> (tensor<3x1x2x5xf32>, tensor<1x2x5xf32>)
+    %s = nn.reduce_sum %h {keepdims = 0 : i64} : (tensor<1x2x5xf32>) -> tensor<f32>
+    pipe.loss %s : tensor<f32>
+    pipe.return %y : tensor<3x1x2x5xf32>
+  }
+}

@@ -54,10 +54,15 @@ struct TestPrintChainPass : PassWrapper<TestPrintChainPass, OperationPass<Module
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal())
         continue;
-      CostAnalysis analysis(fn);
+      // As pipe-partition reads it: a composite op is one layer of its cells.
+      auto analysed = AnalysedFunction::of(fn);
+      if (failed(analysed))
+        return signalPassFailure();
+      CostAnalysis analysis(analysed->func);
       if (failed(analysis.compute(settings)))
         return signalPassFailure();
-      auto built = buildChainProblem(analysis, policy);
+      const std::vector<LayerGroup> groups = groupModelLayers(analysis, *analysed);
+      auto built = buildChainProblem(analysis, groups, policy);
       if (failed(built))
         return signalPassFailure();
       partitioner::Problem &problem = *built;
@@ -92,7 +97,7 @@ struct TestPrintChainPass : PassWrapper<TestPrintChainPass, OperationPass<Module
       }
       // What each layer holds for the others (part of its workspace).
       std::vector<std::vector<Operation *>> layerOps;
-      for (const LayerGroup &group : groupLayers(analysis))
+      for (const LayerGroup &group : groups)
         layerOps.push_back(group.ops);
       const LayerCarriedBytes carried = computeLayerCarriedBytes(analysis, layerOps);
       for (size_t i = 0; i < layerOps.size(); ++i)

@@ -414,6 +414,10 @@ LogicalResult StageDifferentiator::run() {
         llvm::any_of(op.getOperands(), [&](Value v) { return needsGrad.contains(v); });
     if (anyResultGradient && anyOperandNeeds) {
       auto rule = dyn_cast<nn::GradientOpInterface>(op);
+      if (!rule && nn::isComposite(&op))
+        return op.emitOpError("is differentiated as its unrolled cells: run "
+                              "nn-expand-composites before pipe-differentiate (the planning "
+                              "pipeline does)");
       if (!rule)
         return op.emitOpError("has no gradient rule, and it is on a path from a trainable "
                               "parameter to the loss");

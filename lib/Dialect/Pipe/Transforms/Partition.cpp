@@ -39,6 +39,7 @@ func::FuncOp pipe::pipeline::mainFunction(ModuleOp module) {
 }
 
 namespace {
+
 /// Writes `pipe.stage` on every op placed by the plan: the stage of the layer
 /// that holds it (parameters and constants are copied into each user stage by
 /// pipe-split-stages and get none). Nothing here reads names or locations, so
@@ -252,7 +253,10 @@ pipe::pipeline::buildPartitionProblem(ModuleOp module, const PipePartitionOption
   outcome.dtype = pipe::toString(settings->dtype).str();
   outcome.optimizer = pipe::toString(policy->optimizer).str();
   outcome.timeLimitSeconds = options.timeLimit;
-  pipe::CostAnalysis analysis(func);
+  auto analysed = pipe::AnalysedFunction::of(func);
+  if (failed(analysed))
+    return failure();
+  pipe::CostAnalysis analysis(analysed->func);
   if (failed(analysis.compute(*settings)))
     return failure();
   outcome.parameters = analysis.getTotals().trainableParameters;
@@ -279,13 +283,12 @@ pipe::pipeline::buildPartitionProblem(ModuleOp module, const PipePartitionOption
       partitioner::parseScheduleKind(options.schedule.empty() ? "1f1b" : options.schedule);
   if (!schedule)
     return module.emitError(schedule.error());
-  std::vector<pipe::LayerGroup> groups = pipe::groupLayers(analysis);
+  std::vector<pipe::LayerGroup> groups = pipe::groupModelLayers(analysis, *analysed);
+  outcome.opsOfLayer = pipe::originalOpsOfLayers(groups, *analysed);
   auto problem = pipe::buildChainProblem(analysis, groups, *policy);
   if (failed(problem))
     return failure();
   outcome.problem = std::move(*problem);
-  for (const pipe::LayerGroup &group : groups)
-    outcome.opsOfLayer.push_back(group.ops);
   outcome.problem.platform.gpus = options.stages;
   outcome.problem.platform.memoryBytesPerGpu = memory;
   outcome.problem.platform.byteUnits = units;

@@ -11,6 +11,7 @@
 #include "pipe/Dialect/Pipe/Transforms/Passes.h"
 
 #include "pipe/Dialect/NN/IR/NNOps.h"
+#include "pipe/Dialect/NN/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -62,6 +63,9 @@ void pipe::pipeline::buildPlanPipeline(OpPassManager &pm, const PipePlanPipeline
     pm.addPass(createPipeAttachLoss(PipeAttachLossOptions{options.loss}));
   pm.addPass(createPipePartition(partitionOptions(options), std::move(hooks)));
   pm.addPass(createPipeSplitStages());
+  // Recurrent layers were placed as one op each; their cells are what the
+  // backward and the kernels need.
+  pm.addPass(pipe::nn::createNNExpandComposites());
   pm.addPass(createPipeSchedule());
   if (options.train)
     pm.addPass(createPipeDifferentiate(differentiateOptions(options)));

@@ -40,6 +40,11 @@ namespace pipe::nn {
 /// and stores them on the results. Ops without the interface are left alone.
 mlir::LogicalResult refineResultTypes(mlir::Operation *op);
 
+/// Ops that are one op in the IR and a formula of nn ops for the cost model,
+/// the gradient and the kernels (nn.lstm, nn.gru, nn.rnn):
+/// nn-expand-composites (nn::expandComposite) writes the formula.
+bool isComposite(mlir::Operation *op);
+
 } // namespace pipe::nn
 
 #endif // PIPE_DIALECT_NN_IR_NNOPS_H

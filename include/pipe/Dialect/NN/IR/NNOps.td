@@ -465,6 +465,55 @@ def NN_TriluOp : NN_Op<"trilu"> {
   let results = (outs AnyTensor:$output);
 }
 
+//===----------------------------------------------------------------------===//
+// Recurrent layers: one op each in the IR, their unrolled cells everywhere else
+//===----------------------------------------------------------------------===//
+
+// ONNX's LSTM, GRU and RNN. `sequence_lens` is an attribute here (ONNX's
+// optional input, which must be a constant): a batch entry's state stops at
+// its length and its outputs past it are zero. The cost model, the gradient
+// and the kernels are those of the unrolled cells: nn-expand-composites
+// writes them (lib/Dialect/NN/Transforms/ExpandComposites.cpp), and the
+// partitioner costs the op as that formula, one layer per op.
+class NN_RecurrentOp<string mnemonic, string summaryText, dag extraOperands,
+                     dag extraAttrs, dag outs, string extraFormat>
+    : NN_Op<mnemonic, [AttrSizedOperandSegments]> {
+  let summary = summaryText;
+  let arguments = !con(
+      (ins AnyTensor:$x, AnyTensor:$w, AnyTensor:$r, Optional<AnyTensor>:$b,
+           Optional<AnyTensor>:$initial_h),
+      extraOperands,
+      (ins NN_I64Attr:$hidden_size,
+           DefaultValuedStrAttr<StrAttr, "forward">:$direction,
+           DefaultValuedAttr<NN_I64Attr, "0">:$layout,
+           OptionalAttr<StrArrayAttr>:$activations,
+           OptionalAttr<DenseF32ArrayAttr>:$activation_alpha,
+           OptionalAttr<DenseF32ArrayAttr>:$activation_beta,
+           OptionalAttr<F32Attr>:$clip,
+           OptionalAttr<DenseI64ArrayAttr>:$sequence_lens),
+      extraAttrs);
+  let results = outs;
+  let assemblyFormat = "$x `,` $w `,` $r (`bias` `(` $b^ `)`)? "
+                       "(`initial_h` `(` $initial_h^ `)`)? " # extraFormat #
+                       "attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def NN_LstmOp : NN_RecurrentOp<"lstm",
+    "ONNX LSTM: gates i, o, f, c; optional peepholes and coupled input-forget gate",
+    (ins Optional<AnyTensor>:$initial_c, Optional<AnyTensor>:$p),
+    (ins DefaultValuedAttr<NN_I64Attr, "0">:$input_forget),
+    (outs AnyTensor:$y, AnyTensor:$y_h, AnyTensor:$y_c),
+    "(`initial_c` `(` $initial_c^ `)`)? (`peepholes` `(` $p^ `)`)? ">;
+
+def NN_GruOp : NN_RecurrentOp<"gru",
+    "ONNX GRU: gates z, r, h; linear_before_reset applies the reset after H R^T",
+    (ins), (ins DefaultValuedAttr<NN_I64Attr, "0">:$linear_before_reset),
+    (outs AnyTensor:$y, AnyTensor:$y_h), "">;
+
+def NN_RnnOp : NN_RecurrentOp<"rnn", "ONNX RNN: H = f(X W^T + H R^T + Wb + Rb)",
+    (ins), (ins), (outs AnyTensor:$y, AnyTensor:$y_h), "">;
+
 include "pipe/Dialect/NN/IR/NNGradOps.td"
 
 #endif // PIPE_NN_OPS

@@ -21,6 +21,18 @@ mlir::LogicalResult inferShapesInFunction(mlir::func::FuncOp func, bool requireS
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 inferAndFold(mlir::Operation *op, mlir::OpBuilder &builder);
 
+/// The formula of nn ops a composite op (nn::isComposite) stands for, built
+/// at `builder`'s insertion point: the values that replace its results.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>> expandComposite(mlir::Operation *op,
+                                                                mlir::OpBuilder &builder);
+
+/// Replaces every composite op under `root` by its formula. `onMade` sees each
+/// op made, with the composite it comes from, before the composite is erased.
+mlir::LogicalResult
+expandComposites(mlir::Operation *root,
+                 llvm::function_ref<void(mlir::Operation *composite, mlir::Operation *made)>
+                     onMade = nullptr);
+
 #define GEN_PASS_REGISTRATION
 #include "pipe/Dialect/NN/Transforms/Passes.h.inc"
 

@@ -21,4 +21,17 @@ def NNShapeInference : Pass<"nn-shape-inference", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::pipe::nn::NNDialect"];
 }
 
+def NNExpandComposites : Pass<"nn-expand-composites"> {
+  let summary = "Replace nn.lstm, nn.gru and nn.rnn by their unrolled cells";
+  let description = [{
+    A recurrent layer is one op in the IR the importer writes and in the
+    partitioner's chain (one layer, costed as its cells); its gradient and
+    its kernels are those of its cells, one per step and direction. This
+    pass writes the cells (matmuls, slices, activations; masks for
+    sequence_lens) in place of each op. The planning pipeline runs it after
+    pipe-split-stages.
+  }];
+  let dependentDialects = ["::pipe::nn::NNDialect"];
+}
+
 #endif // PIPE_NN_PASSES
