@@ -236,6 +236,44 @@ PlanResult evaluateUnderPolicyOrThrow(const Problem &problem, const Allocation &
   return result;
 }
 
+/// `best`'s last step: the chosen plan, when its schedule runs several stages per
+/// GPU, with blocks of layers moved to other GPUs (improveByBlockMovesOrThrow, within
+/// kBestBlockMoveBudget), then one-layer boundary moves.
+/// A strictly better plan joins the results as `block-moves` and may be chosen.
+static void addBlockMovesOfChosen(const Problem &problem, PlanningReport &report,
+                                  const PlanOptions &options) {
+  const PlanResult &chosen = report.results[static_cast<size_t>(report.chosen)];
+  switch (chosen.scheduleKind) {
+  case ScheduleKind::OneFOneB:
+  case ScheduleKind::OneFOneBStash:
+  case ScheduleKind::ZeroBubble:
+  case ScheduleKind::GPipe:
+    break;
+  default:
+    return;
+  }
+  if (problem.platform.gpus < 2)
+    return;
+  const auto start = std::chrono::steady_clock::now();
+  BlockMoveStats stats;
+  PlanResult moved = improveByBlockMovesOrThrow(problem, chosen, report.bounds, options.objective,
+                                                kBestBlockMoveBudget, &stats);
+  if (stats.movesKept == 0)
+    return;
+  if (options.improveByBoundaryMoves)
+    moved = improveByBoundaryMovesOrThrow(problem, moved, report.bounds, options.objective);
+  moved.algorithm = "block-moves";
+  moved.notes = "from " + chosen.algorithm + "'s " +
+                describeBlockMoves(chosen, moved, stats, options.objective);
+  moved.predictedPeriodMs = bottleneckPeriod(problem, moved.allocation);
+  moved.plannerSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.results.push_back(std::move(moved));
+  if (options.onResult)
+    options.onResult(report.results.back());
+  chooseBest(problem, report, options);
+}
+
 std::string noPlanReason(const PlanningReport &report) {
   std::string reason = "no valid plan";
   for (const PlanResult &r : report.results)
@@ -343,6 +381,11 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
     if (moved)
       chooseBest(problem, report, options);
   }
+  const bool askedForBest =
+      std::any_of(options.algorithms.begin(), options.algorithms.end(),
+                  [](const std::string &name) { return name == "best" || name == "all"; });
+  if (options.improveByBlockMoves && askedForBest && report.chosen >= 0)
+    addBlockMovesOfChosen(problem, report, options);
   return report;
 }
 

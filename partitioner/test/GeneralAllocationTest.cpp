@@ -379,6 +379,55 @@ TEST(GeneralAllocation, BlockMovesFitNeverLoseToTheirStartAndNeverBeatEveryMap) 
               compared, mapsBeatStart, improved, optimal);
 }
 
+TEST(GeneralAllocation, BestMovesBlocksOfItsChosenPlanAndNeverBeatsEveryMap) {
+  // `best`'s last step against enumeration of every map layer -> GPU: with the
+  // block moves, best's plan is never worse than without them (the chosen plan is
+  // where they start), never better than the best map, passes the checker, and a
+  // `block-moves` result names the plan it started from; on some chains it is the
+  // one chosen.
+  std::mt19937 rng(29);
+  int compared = 0, moved = 0;
+  const int trials = scaledTrials(120);
+  for (int trial = 0; trial < trials; ++trial) {
+    const int layers = 3 + static_cast<int>(rng() % 4); // 3..6
+    const int gpus = 2 + static_cast<int>(rng() % 2);   // 2..3
+    Problem problem = randomSmallChain(rng, layers, gpus, trial);
+    const std::string name = "trial " + std::to_string(trial);
+    PlanOptions options;
+    PlanOptions without = options;
+    without.improveByBlockMoves = false;
+    const PlanningReport report = planOrThrow(problem, options);
+    const PlanningReport before = planOrThrow(problem, without);
+    if (!before.best())
+      continue;
+    ASSERT_NE(report.best(), nullptr) << name;
+    const PlanResult &chosen = *report.best();
+    EXPECT_LE(chosen.periodMs, before.best()->periodMs * (1 + 1e-9)) << name;
+    EXPECT_TRUE(checkSchedule(problem, chosen.allocation, chosen.schedule).ok()) << name;
+    const LowerBounds bounds = computeLowerBounds(problem);
+    const std::vector<int> order = topologicalOrder(problem);
+    double best = kInfinity;
+    forEachMap(layers, gpus, [&](const std::vector<int> &map) {
+      PlanResult each = evaluateUnderPolicyOrThrow(problem, allocationOfMap(problem, order, map),
+                                                   chosen.scheduleKind, bounds);
+      if (each.valid)
+        best = std::min(best, each.periodMs);
+    });
+    EXPECT_GE(chosen.periodMs, best * (1 - 1e-9)) << name;
+    for (const PlanResult &result : report.results)
+      if (result.algorithm == "block-moves") {
+        EXPECT_TRUE(result.valid) << name;
+        EXPECT_EQ(result.notes.rfind("from " + before.best()->algorithm + "'s ", 0), 0u)
+            << name << ": " << result.notes;
+      }
+    ++compared;
+    moved += chosen.algorithm == "block-moves";
+  }
+  EXPECT_GT(compared, trials / 2);
+  EXPECT_GT(moved, 0);
+  std::printf("best's block moves: %d chains, chosen on %d\n", compared, moved);
+}
+
 TEST(GeneralAllocation, HeuristicOnALargeChainStaysFastAndValid) {
   std::mt19937 rng(8);
   Problem problem = randomChain(rng, 400, 8);

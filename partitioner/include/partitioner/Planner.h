@@ -158,6 +158,11 @@ struct PlanOptions {
   /// schedule, keeping each move that makes it strictly better by the objective,
   /// until none does: no plan plan() returns can then be improved by one such move.
   bool improveByBoundaryMoves = true;
+  /// With `best` (or `all`): then move blocks of layers of the chosen plan to other
+  /// GPUs while the simulated plan improves and every GPU fits (the `general-moves`
+  /// search, from the chosen plan, within a budget of simulations); a better plan
+  /// joins the results as `block-moves`.
+  bool improveByBlockMoves = true;
   /// Called with each algorithm's result as soon as it is evaluated (progress).
   std::function<void(const PlanResult &)> onResult;
 };

@@ -7,6 +7,7 @@
 #include "partitioner/Planner.h"
 
 #include <optional>
+#include <string>
 
 namespace partitioner {
 
@@ -46,6 +47,50 @@ constexpr int kMaxBoundaryMoves = 256;
 PlanResult improveByBoundaryMovesOrThrow(const Problem &problem, const PlanResult &plan,
                                          const LowerBounds &bounds, Objective objective,
                                          BoundaryMoveStats *stats = nullptr);
+
+/// What improveByBlockMoves did.
+struct BlockMoveStats {
+  int movesKept = 0;
+  int evaluations = 0;
+  /// Moves not simulated: the destination GPU cannot hold the block's parameters
+  /// with their state and one micro-batch of its saved activations.
+  long skippedForMemory = 0;
+  double stageMicrobatches = 0;
+  bool budgetSpent = false; ///< stopped at the budget, more may improve
+};
+
+/// What the block moves may spend: simulations, and simulated work (each
+/// simulation counts its stages times the micro-batches, about what it costs).
+/// Deterministic, unlike a time budget.
+struct BlockMoveBudget {
+  int simulations = 400;
+  double stageMicrobatches = kInfinity;
+};
+/// `general-moves`: 400 simulations.
+constexpr BlockMoveBudget kGeneralMovesBudget{400, kInfinity};
+/// `best`'s last step: 400 simulations, and as much simulated work as 400 plans
+/// of 6 stages (at S = 16, about 130 simulations: `best` stays under a second).
+constexpr BlockMoveBudget kBestBlockMoveBudget{400, 400.0 * 6 * 32};
+
+/// `plan` (valid) after improving block moves (algorithms/GeneralMoves.cpp): over
+/// one topological order that keeps each stage's layers together, a block is the
+/// first or last k positions of a stage (or all of it), and it goes to any other
+/// GPU, so that a GPU may hold several stages. The moves whose busiest GPU's work
+/// per micro-batch could still beat the plan, and whose destination can hold the
+/// block's parameters with their state and one micro-batch of its saved
+/// activations, are simulated from the lowest such bound up under
+/// plan.scheduleKind, and the first strictly better valid one is kept, until none
+/// improves or the budget is spent. The result keeps the plan's algorithm, notes
+/// and proven lower bound.
+PlanResult improveByBlockMovesOrThrow(const Problem &problem, const PlanResult &plan,
+                                      const LowerBounds &bounds, Objective objective,
+                                      const BlockMoveBudget &budget,
+                                      BlockMoveStats *stats = nullptr);
+
+/// "X ms: N block moves -> Y ms, S stages on G GPUs (E simulations; K moves that
+/// cannot fit not simulated)".
+std::string describeBlockMoves(const PlanResult &start, const PlanResult &moved,
+                               const BlockMoveStats &stats, Objective objective);
 
 } // namespace partitioner
 

@@ -24,8 +24,6 @@
 namespace partitioner {
 namespace {
 
-constexpr int kMaxEvaluations = 400;
-
 /// The start plan's layers in one topological order that keeps each stage's layers
 /// together: by stage, then by position in a topological order.
 std::vector<int> orderByStage(const Problem &problem, const Allocation &allocation) {
@@ -41,12 +39,127 @@ std::vector<int> orderByStage(const Problem &problem, const Allocation &allocati
   return order;
 }
 
+PlanResult improveByBlockMovesImpl(const Problem &problem, const PlanResult &start,
+                                   const LowerBounds &bounds, Objective objective,
+                                   const BlockMoveBudget &budget, BlockMoveStats &stats) {
+  const ScheduleKind kind = start.scheduleKind;
+  const int P = problem.platform.gpus;
+  const detail::GeneralChain chain(problem, orderByStage(problem, start.allocation));
+  const int L = chain.size();
+  std::vector<int> gpuOf(static_cast<size_t>(L));
+  for (int i = 0; i < L; ++i) {
+    const int layer = chain.order[static_cast<size_t>(i)];
+    gpuOf[static_cast<size_t>(i)] = start.allocation.gpuOfStage[static_cast<size_t>(
+        start.allocation.stageOfLayer[static_cast<size_t>(layer)])];
+  }
+  const bool allRecompute = problem.training.recompute == RecomputePolicy::All;
+  auto work = [&](int position, int gpu) {
+    const Layer &layer =
+        problem.layers[static_cast<size_t>(chain.order[static_cast<size_t>(position)])];
+    return (layer.workMs() + (allRecompute ? layer.forwardMs : 0.0)) / problem.platform.speedOf(gpu);
+  };
+  const int m = problem.training.microbatches;
+  const double scale = objective == Objective::Period ? 1.0 : m;
+  // What a GPU holds at least for a layer whatever the schedule: its parameters
+  // with their state, and one micro-batch of its saved activations (a stage keeps
+  // at least the one it runs; recomputing keeps one copy too). A move whose
+  // destination cannot hold that much cannot fit and is not simulated.
+  const double limit = problem.platform.memoryBytesPerGpu * (1 + 1e-12);
+  std::vector<double> held(static_cast<size_t>(L));
+  for (int i = 0; i < L; ++i) {
+    const Layer &layer =
+        problem.layers[static_cast<size_t>(chain.order[static_cast<size_t>(i)])];
+    held[static_cast<size_t>(i)] =
+        layer.parameterBytes * problem.training.stateMultiplier + layer.savedBytes;
+  }
+
+  auto spent = [&] {
+    return stats.evaluations >= budget.simulations ||
+           stats.stageMicrobatches >= budget.stageMicrobatches;
+  };
+  PlanResult current = start;
+  while (!spent()) {
+    const double target = objectiveValue(current, objective);
+    std::vector<double> load(static_cast<size_t>(P), 0.0), holds(static_cast<size_t>(P), 0.0);
+    for (int i = 0; i < L; ++i) {
+      const int gpu = gpuOf[static_cast<size_t>(i)];
+      load[static_cast<size_t>(gpu)] += work(i, gpu);
+      holds[static_cast<size_t>(gpu)] += held[static_cast<size_t>(i)];
+    }
+    struct Candidate {
+      int begin, end, to;
+      double bound;
+    };
+    std::vector<Candidate> candidates;
+    auto consider = [&](int begin, int end, int from) {
+      double moved = 0;
+      for (int i = begin; i < end; ++i)
+        moved += held[static_cast<size_t>(i)];
+      for (int to = 0; to < P; ++to) {
+        if (to == from || holds[static_cast<size_t>(to)] + moved > limit) {
+          stats.skippedForMemory += to != from;
+          continue;
+        }
+        std::vector<double> after = load;
+        for (int i = begin; i < end; ++i) {
+          after[static_cast<size_t>(from)] -= work(i, from);
+          after[static_cast<size_t>(to)] += work(i, to);
+        }
+        const double busiest = *std::max_element(after.begin(), after.end());
+        if (strictlyLess(busiest * scale, target))
+          candidates.push_back({begin, end, to, busiest * scale});
+      }
+    };
+    for (int first = 0; first < L;) {
+      int last = first;
+      while (last < L && gpuOf[static_cast<size_t>(last)] == gpuOf[static_cast<size_t>(first)])
+        ++last;
+      const int gpu = gpuOf[static_cast<size_t>(first)];
+      for (int k = 1; k <= last - first; ++k) {
+        consider(first, first + k, gpu);
+        if (k < last - first)
+          consider(last - k, last, gpu);
+      }
+      first = last;
+    }
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Candidate &a, const Candidate &b) { return a.bound < b.bound; });
+    bool improved = false;
+    for (const Candidate &candidate : candidates) {
+      if (spent())
+        break;
+      std::vector<int> trialMap = gpuOf;
+      std::fill(trialMap.begin() + candidate.begin, trialMap.begin() + candidate.end, candidate.to);
+      const Allocation trial = detail::allocationFromGpuMap(problem, chain, trialMap);
+      ++stats.evaluations;
+      stats.stageMicrobatches += static_cast<double>(trial.numStages()) * m;
+      std::optional<PlanResult> moved =
+          improvingEvaluation(problem, trial, kind, bounds, objective, target);
+      if (!moved)
+        continue;
+      current = std::move(*moved);
+      gpuOf = std::move(trialMap);
+      ++stats.movesKept;
+      improved = true;
+      break;
+    }
+    if (!improved)
+      break;
+  }
+  stats.budgetSpent = spent();
+  current.algorithm = start.algorithm;
+  current.notes = start.notes;
+  current.lowerBoundMs = start.lowerBoundMs;
+  return current;
+}
+
 class GeneralMovesAlgorithm : public Algorithm {
 public:
   std::string name() const override { return "general-moves"; }
   std::string summary() const override {
     return "memory-aware general allocation: madpipe's contiguous plan, then blocks of "
-           "layers moved to other GPUs while the simulated period improves and all fit";
+           "layers moved to other GPUs while the simulated period improves and all fit "
+           "(best does the same from its chosen plan)";
   }
   bool partOfBest() const override { return false; }
 
@@ -54,9 +167,8 @@ public:
     AlgorithmOutput output;
     const ScheduleKind kind = detail::generalScheduleKind(problem);
     output.schedule = kind;
-    const int P = problem.platform.gpus;
     const Algorithm *contiguous = findAlgorithm("madpipe");
-    if (P < 2 || !contiguous) {
+    if (problem.platform.gpus < 2 || !contiguous) {
       output.reason = "general-moves: needs at least 2 GPUs";
       return output;
     }
@@ -72,99 +184,38 @@ public:
       return output;
     }
     start = improveByBoundaryMovesOrThrow(problem, start, context.bounds, context.options.objective);
-    const double startValue = objectiveValue(start, context.options.objective);
-
-    const detail::GeneralChain chain(problem, orderByStage(problem, start.allocation));
-    const int L = chain.size();
-    std::vector<int> gpuOf(static_cast<size_t>(L));
-    for (int i = 0; i < L; ++i) {
-      const int layer = chain.order[static_cast<size_t>(i)];
-      gpuOf[static_cast<size_t>(i)] =
-          start.allocation.gpuOfStage[static_cast<size_t>(start.allocation.stageOfLayer[static_cast<size_t>(layer)])];
-    }
-    const bool allRecompute = problem.training.recompute == RecomputePolicy::All;
-    auto work = [&](int position, int gpu) {
-      const Layer &layer = problem.layers[static_cast<size_t>(chain.order[static_cast<size_t>(position)])];
-      return (layer.workMs() + (allRecompute ? layer.forwardMs : 0.0)) / problem.platform.speedOf(gpu);
-    };
-    const int m = problem.training.microbatches;
-    const double scale = context.options.objective == Objective::Period ? 1.0 : m;
-
-    PlanResult current = start;
-    int evaluations = 0, kept = 0;
-    while (evaluations < kMaxEvaluations) {
-      const double target = objectiveValue(current, context.options.objective);
-      std::vector<double> load(static_cast<size_t>(P), 0.0);
-      for (int i = 0; i < L; ++i)
-        load[static_cast<size_t>(gpuOf[static_cast<size_t>(i)])] += work(i, gpuOf[static_cast<size_t>(i)]);
-      struct Candidate {
-        int begin, end, to;
-        double bound;
-      };
-      std::vector<Candidate> candidates;
-      auto consider = [&](int begin, int end, int from) {
-        for (int to = 0; to < P; ++to) {
-          if (to == from)
-            continue;
-          std::vector<double> after = load;
-          for (int i = begin; i < end; ++i) {
-            after[static_cast<size_t>(from)] -= work(i, from);
-            after[static_cast<size_t>(to)] += work(i, to);
-          }
-          const double busiest = *std::max_element(after.begin(), after.end());
-          if (strictlyLess(busiest * scale, target))
-            candidates.push_back({begin, end, to, busiest * scale});
-        }
-      };
-      for (int first = 0; first < L;) {
-        int last = first;
-        while (last < L && gpuOf[static_cast<size_t>(last)] == gpuOf[static_cast<size_t>(first)])
-          ++last;
-        const int gpu = gpuOf[static_cast<size_t>(first)];
-        for (int k = 1; k <= last - first; ++k) {
-          consider(first, first + k, gpu);
-          if (k < last - first)
-            consider(last - k, last, gpu);
-        }
-        first = last;
-      }
-      std::stable_sort(candidates.begin(), candidates.end(),
-                       [](const Candidate &a, const Candidate &b) { return a.bound < b.bound; });
-      bool improved = false;
-      for (const Candidate &candidate : candidates) {
-        if (evaluations >= kMaxEvaluations)
-          break;
-        std::vector<int> trialMap = gpuOf;
-        std::fill(trialMap.begin() + candidate.begin, trialMap.begin() + candidate.end, candidate.to);
-        const Allocation trial = detail::allocationFromGpuMap(problem, chain, trialMap);
-        ++evaluations;
-        std::optional<PlanResult> moved =
-            improvingEvaluation(problem, trial, kind, context.bounds, context.options.objective, target);
-        if (!moved)
-          continue;
-        current = std::move(*moved);
-        gpuOf = std::move(trialMap);
-        ++kept;
-        improved = true;
-        break;
-      }
-      if (!improved)
-        break;
-    }
-    output.allocation = current.allocation;
-    output.predictedPeriodMs = bottleneckPeriod(problem, current.allocation);
-    std::ostringstream notes;
-    notes << "from madpipe's " << startValue << " ms: " << kept << " block moves -> "
-          << objectiveValue(current, context.options.objective) << " ms, "
-          << current.allocation.numStages() << " stages on " << current.allocation.numGpusUsed()
-          << " GPUs (" << evaluations << " simulations"
-          << (evaluations >= kMaxEvaluations ? ", budget spent" : "") << ")";
-    output.notes = notes.str();
+    BlockMoveStats stats;
+    const PlanResult moved = improveByBlockMovesOrThrow(problem, start, context.bounds,
+                                                        context.options.objective,
+                                                        kGeneralMovesBudget, &stats);
+    output.allocation = moved.allocation;
+    output.predictedPeriodMs = bottleneckPeriod(problem, moved.allocation);
+    output.notes = "from madpipe's " + describeBlockMoves(start, moved, stats, context.options.objective);
     return output;
   }
 };
 
 } // namespace
+
+PlanResult improveByBlockMovesOrThrow(const Problem &problem, const PlanResult &plan,
+                                      const LowerBounds &bounds, Objective objective,
+                                      const BlockMoveBudget &budget, BlockMoveStats *stats) {
+  BlockMoveStats local;
+  return improveByBlockMovesImpl(problem, plan, bounds, objective, budget,
+                                 stats ? *stats : local);
+}
+
+std::string describeBlockMoves(const PlanResult &start, const PlanResult &moved,
+                               const BlockMoveStats &stats, Objective objective) {
+  std::ostringstream notes;
+  notes << objectiveValue(start, objective) << " ms: " << stats.movesKept << " block move"
+        << (stats.movesKept == 1 ? "" : "s") << " -> " << objectiveValue(moved, objective)
+        << " ms, " << moved.allocation.numStages() << " stages on "
+        << moved.allocation.numGpusUsed() << " GPUs (" << stats.evaluations << " simulations"
+        << (stats.budgetSpent ? ", budget spent" : "") << "; " << stats.skippedForMemory
+        << " moves that cannot fit not simulated)";
+  return notes.str();
+}
 
 std::unique_ptr<Algorithm> makeGeneralMovesAlgorithm() {
   return std::make_unique<GeneralMovesAlgorithm>();

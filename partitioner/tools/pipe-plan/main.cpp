@@ -57,6 +57,8 @@ const char *kUsage =
     "  --no-dag                plan on one topological order only\n"
     "  --no-boundary-moves     keep the chosen plan as its algorithm made it (by\n"
     "                          default one-layer boundary moves improve it)\n"
+    "  --no-block-moves        best does not move blocks of layers of its chosen plan\n"
+    "                          to other GPUs (by default it tries, as block-moves)\n"
     "  --time-limit S          time limit of the ilp and ilp-general MIP solvers and of\n"
     "                          madpipe-span's search over the period (10)\n"
     "  --objective KIND        period (default) | iteration: what best minimises first\n"
@@ -226,6 +228,8 @@ int run(int argc, char **argv) {
       options.dagAware = false;
     } else if (arg == "--no-boundary-moves") {
       options.improveByBoundaryMoves = false;
+    } else if (arg == "--no-block-moves") {
+      options.improveByBlockMoves = false;
     } else if (arg == "--objective") {
       const std::string objective = value();
       try {
