@@ -53,10 +53,17 @@ PlanResult improveByBlockMovesImpl(const Problem &problem, const PlanResult &sta
         start.allocation.stageOfLayer[static_cast<size_t>(layer)])];
   }
   const bool allRecompute = problem.training.recompute == RecomputePolicy::All;
-  auto work = [&](int position, int gpu) {
-    const Layer &layer =
-        problem.layers[static_cast<size_t>(chain.order[static_cast<size_t>(position)])];
-    return (layer.workMs() + (allRecompute ? layer.forwardMs : 0.0)) / problem.platform.speedOf(gpu);
+  // Work at speed 1 of the positions before i (prefix sums: a block's work is a
+  // difference, whatever its length).
+  std::vector<double> workBefore(static_cast<size_t>(L) + 1, 0.0);
+  for (int i = 0; i < L; ++i) {
+    const Layer &layer = problem.layers[static_cast<size_t>(chain.order[static_cast<size_t>(i)])];
+    workBefore[static_cast<size_t>(i) + 1] =
+        workBefore[static_cast<size_t>(i)] + layer.workMs() + (allRecompute ? layer.forwardMs : 0.0);
+  }
+  auto work = [&](int begin, int end, int gpu) {
+    return (workBefore[static_cast<size_t>(end)] - workBefore[static_cast<size_t>(begin)]) /
+           problem.platform.speedOf(gpu);
   };
   const int m = problem.training.microbatches;
   const double scale = objective == Objective::Period ? 1.0 : m;
@@ -65,12 +72,13 @@ PlanResult improveByBlockMovesImpl(const Problem &problem, const PlanResult &sta
   // at least the one it runs; recomputing keeps one copy too). A move whose
   // destination cannot hold that much cannot fit and is not simulated.
   const double limit = problem.platform.memoryBytesPerGpu * (1 + 1e-12);
-  std::vector<double> held(static_cast<size_t>(L));
+  std::vector<double> held(static_cast<size_t>(L)), heldBefore(static_cast<size_t>(L) + 1, 0.0);
   for (int i = 0; i < L; ++i) {
     const Layer &layer =
         problem.layers[static_cast<size_t>(chain.order[static_cast<size_t>(i)])];
     held[static_cast<size_t>(i)] =
         layer.parameterBytes * problem.training.stateMultiplier + layer.savedBytes;
+    heldBefore[static_cast<size_t>(i) + 1] = heldBefore[static_cast<size_t>(i)] + held[static_cast<size_t>(i)];
   }
 
   auto spent = [&] {
@@ -83,7 +91,7 @@ PlanResult improveByBlockMovesImpl(const Problem &problem, const PlanResult &sta
     std::vector<double> load(static_cast<size_t>(P), 0.0), holds(static_cast<size_t>(P), 0.0);
     for (int i = 0; i < L; ++i) {
       const int gpu = gpuOf[static_cast<size_t>(i)];
-      load[static_cast<size_t>(gpu)] += work(i, gpu);
+      load[static_cast<size_t>(gpu)] += work(i, i + 1, gpu);
       holds[static_cast<size_t>(gpu)] += held[static_cast<size_t>(i)];
     }
     struct Candidate {
@@ -92,20 +100,33 @@ PlanResult improveByBlockMovesImpl(const Problem &problem, const PlanResult &sta
     };
     std::vector<Candidate> candidates;
     auto consider = [&](int begin, int end, int from) {
-      double moved = 0;
-      for (int i = begin; i < end; ++i)
-        moved += held[static_cast<size_t>(i)];
+      const double moved =
+          heldBefore[static_cast<size_t>(end)] - heldBefore[static_cast<size_t>(begin)];
+      // The busiest GPU other than `from` and `to` is the same for every `to`
+      // but one: the two largest loads besides `from` cover them all.
+      double first = 0, second = 0;
+      int firstGpu = -1;
+      for (int g = 0; g < P; ++g) {
+        const double value = load[static_cast<size_t>(g)];
+        if (g == from)
+          continue;
+        if (value > first) {
+          second = first;
+          first = value;
+          firstGpu = g;
+        } else if (value > second) {
+          second = value;
+        }
+      }
+      const double fromAfter = load[static_cast<size_t>(from)] - work(begin, end, from);
       for (int to = 0; to < P; ++to) {
         if (to == from || holds[static_cast<size_t>(to)] + moved > limit) {
           stats.skippedForMemory += to != from;
           continue;
         }
-        std::vector<double> after = load;
-        for (int i = begin; i < end; ++i) {
-          after[static_cast<size_t>(from)] -= work(i, from);
-          after[static_cast<size_t>(to)] += work(i, to);
-        }
-        const double busiest = *std::max_element(after.begin(), after.end());
+        const double others = to == firstGpu ? second : first;
+        const double busiest = std::max(
+            {fromAfter, load[static_cast<size_t>(to)] + work(begin, end, to), others});
         if (strictlyLess(busiest * scale, target))
           candidates.push_back({begin, end, to, busiest * scale});
       }
