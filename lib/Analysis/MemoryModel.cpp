@@ -193,8 +193,10 @@ public:
         givenRoots.insert(r);
     std::vector<double> live(static_cast<size_t>(position) + 1, 0.0);
     for (auto &[r, span] : range) {
+      // Block arguments are the result gradients and forward values: the
+      // recomputed ones are the stage's to charge.
       if (givenRoots.contains(r) || r.getDefiningOp<nn::ConstantOp>() || span.first < 0 ||
-          (isa<BlockArgument>(r) && !recomputedArguments.contains(r)))
+          isa<BlockArgument>(r))
         continue;
       live[span.first] += analysis.bytes(r);
       live[span.second + 1] -= analysis.bytes(r);
@@ -221,6 +223,9 @@ public:
       }
       memory.given.push_back(out);
     }
+    for (auto &[value, argument] : forward)
+      if (recomputedArguments.contains(argument))
+        memory.recomputed.push_back(value);
     return memory;
   }
 
@@ -260,6 +265,50 @@ private:
 
 RuleMemory pipe::measureGradientRule(const CostAnalysis &analysis, Operation *op) {
   return RuleRecorder(analysis, op).measure();
+}
+
+/// The most that computing `value` again holds at once: pipe-differentiate
+/// clones the ops computing it from parameters and constants in program order;
+/// each op's result (views share their operand's storage) lives until its last
+/// reader among them, `value` itself to the end.
+static double recomputePeakBytes(const CostAnalysis &analysis, Value value) {
+  SmallVector<Operation *> needed;
+  llvm::DenseSet<Operation *> seen;
+  SmallVector<Value> pending{value};
+  while (!pending.empty()) {
+    Value v = pending.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    if (!def || !analysis.isStatic(v) || isParameterOrConstant(def) || !seen.insert(def).second)
+      continue;
+    needed.push_back(def);
+    llvm::append_range(pending, def->getOperands());
+  }
+  llvm::sort(needed, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  llvm::DenseMap<Value, Value> rootOf;
+  llvm::DenseMap<Value, size_t> lastRead;
+  for (auto [k, op] : llvm::enumerate(needed)) {
+    for (Value operand : op->getOperands())
+      if (Value root = rootOf.lookup(operand))
+        lastRead[root] = k;
+    for (Value result : op->getResults())
+      if (!isView(analysis, op) || op->getNumOperands() == 0)
+        rootOf[result] = result;
+      else if (Value root = rootOf.lookup(op->getOperand(0)))
+        rootOf[result] = root; // a view of a parameter owns no storage
+  }
+  const Value kept = rootOf.lookup(value);
+  double live = 0, peak = 0;
+  for (auto [k, op] : llvm::enumerate(needed)) {
+    for (Value result : op->getResults())
+      if (rootOf.lookup(result) == result)
+        live += analysis.bytes(result);
+    peak = std::max(peak, live);
+    for (Value result : op->getResults())
+      if (rootOf.lookup(result) == result && result != kept &&
+          lastRead.lookup(result) <= k)
+        live -= analysis.bytes(result);
+  }
+  return peak;
 }
 
 StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Operation *> ops,
@@ -426,6 +475,23 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
     delta[revStart] += analysis.bytes(root);
     delta[revEnd + 1] -= analysis.bytes(root);
   }
+  // Forward values the backward computes again (a transposed weight): computed
+  // once, before the first rule that reads one (in backward order), with what
+  // computing it holds at once, and kept until the last.
+  llvm::MapVector<Value, std::pair<int, int>> recomputedReaders; // forward positions
+  for (int i = 0; i < n; ++i)
+    for (Value v : rules[i].recomputed) {
+      auto [it, inserted] = recomputedReaders.try_emplace(v, i, i);
+      it->second.first = std::min(it->second.first, i);
+      it->second.second = std::max(it->second.second, i);
+    }
+  std::vector<double> recomputing(n, 0.0);
+  for (auto &[v, readers] : recomputedReaders) {
+    delta[n - 1 - readers.second] += analysis.bytes(v);
+    delta[n - readers.first] -= analysis.bytes(v);
+    recomputing[readers.second] =
+        std::max(recomputing[readers.second], recomputePeakBytes(analysis, v) - analysis.bytes(v));
+  }
   // What each rule holds beyond `delta` (which has the op's result gradients
   // throughout), at the largest of two kinds of moment: while its k-th op runs
   // (its temporaries, the gradients made and not yet added to a sum, less the
@@ -462,8 +528,9 @@ StageMemory pipe::computeStageMemory(const CostAnalysis &analysis, ArrayRef<Oper
   for (int j = 0; j < n; ++j) {
     const int i = n - 1 - j;
     m.backwardPeakBytes =
-        std::max(m.backwardPeakBytes, (live += delta[j]) + scratch[i] + parameterGradients[i] +
-                                          ruleExtra[i]);
+        std::max(m.backwardPeakBytes,
+                 (live += delta[j]) +
+                     std::max(scratch[i] + parameterGradients[i] + ruleExtra[i], recomputing[i]));
   }
   return m;
 }

@@ -99,6 +99,12 @@ struct RuleMemory {
   };
   double temporaryBytes = 0;
   std::vector<Given> given;
+  /// Forward values the rule reads that the backward computes again (from
+  /// parameters and constants: a transposed weight). They are not among its
+  /// temporaries: the backward computes each once, at its first reader, and keeps
+  /// it to its last (several steps of a recurrent layer read one R^T), so the
+  /// stage charges them (computeStageMemory).
+  std::vector<mlir::Value> recomputed;
   std::vector<double> temporariesAt, resultGradientsFreedAt; ///< ops + 1 entries
 };
 RuleMemory measureGradientRule(const CostAnalysis &analysis, mlir::Operation *op);
