@@ -122,7 +122,7 @@ std::vector<LayerGroup> pipe::groupModelLayers(const CostAnalysis &analysis,
     }
   }
   std::vector<LayerGroup> merged;
-  for (auto [index, group] : llvm::enumerate(moved)) {
+  for (LayerGroup &group : moved) {
     if (group.ops.empty())
       continue;
     llvm::sort(group.ops, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });

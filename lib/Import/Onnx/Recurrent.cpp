@@ -3,9 +3,8 @@
 // One op per node, with ONNX's attributes; constant sequence_lens become an
 // attribute (all equal to the sequence: none). The cells are written by
 // nn-expand-composites, after the partitioner has placed the layer and
-// costed it as those cells. Here the node is checked so that an error names
-// it: a static rank-3 input, weights that fit the hidden size and the
-// directions, known activations, lengths within the sequence.
+// costed it as those cells. The op's verifier (rnn_c1-c5) checks the rest
+// as soon as it is made, its errors at the node.
 //
 //===----------------------------------------------------------------------===//
 #include "CompositeOps.h"
@@ -39,52 +38,26 @@ Values importRecurrent(NodeImporter &n, RecurrentCell cell) {
   if (failed(expectFloatNode(n, 3, maxInputs, specs)))
     return failure();
   OpBuilder &b = n.builder;
-  pipe::nn::RecurrentLayer layer;
-  layer.cell = cell;
   const std::string directionName = n.getString("direction", "forward");
-  if (directionName != "forward" && directionName != "reverse" &&
-      directionName != "bidirectional")
-    return n.error() << n.node.op_type() << " direction '" << directionName
-                     << "' is not forward, reverse or bidirectional";
-  layer.direction = directionName;
-  const int64_t dirs = layer.directions(), gates = layer.gates();
-  const int64_t hidden = n.getInt("hidden_size", 0), layout = n.getInt("layout", 0);
-  auto x = rankedInput(n, 0), w = rankedInput(n, 1), r = rankedInput(n, 2);
-  if (!x || !x.hasStaticShape() || x.getRank() != 3 || !w || !r)
+  auto x = rankedInput(n, 0);
+  if (!x || !x.hasStaticShape() || x.getRank() != 3)
     return n.error() << n.node.op_type() << " needs a static rank-3 input, got "
                      << n.input(0).getType();
-  if (layout != 0 && layout != 1)
-    return n.error() << n.node.op_type() << " layout must be 0 or 1, got " << layout;
-  const int64_t steps = x.getDimSize(layout ? 1 : 0), batch = x.getDimSize(layout ? 0 : 1),
-                features = x.getDimSize(2);
-  if (hidden < 1 || w.getShape() != llvm::ArrayRef<int64_t>{dirs, gates * hidden, features} ||
-      r.getShape() != llvm::ArrayRef<int64_t>{dirs, gates * hidden, hidden})
-    return n.error() << n.node.op_type() << " weights " << n.input(1).getType() << " and "
-                     << n.input(2).getType() << " do not fit " << dirs << " direction(s), "
-                     << gates << " gate(s) of hidden_size " << hidden << " and "
-                     << features << " input features";
-
   SmallVector<NamedAttribute> attrs{
-      b.getNamedAttr("hidden_size", b.getI64IntegerAttr(hidden)),
+      b.getNamedAttr("hidden_size", b.getI64IntegerAttr(n.getInt("hidden_size", 0))),
       b.getNamedAttr("direction", b.getStringAttr(directionName)),
-      b.getNamedAttr("layout", b.getI64IntegerAttr(layout))};
+      b.getNamedAttr("layout", b.getI64IntegerAttr(n.getInt("layout", 0)))};
   if (const onnx::AttributeProto *names = n.attribute("activations")) {
     SmallVector<StringRef> list;
     for (const std::string &name : names->strings())
       list.push_back(name);
-    layer.activations = b.getStrArrayAttr(list);
-    attrs.push_back(b.getNamedAttr("activations", layer.activations));
+    attrs.push_back(b.getNamedAttr("activations", b.getStrArrayAttr(list)));
   }
   SmallVector<float> alphas, betas;
   if (const onnx::AttributeProto *given = n.attribute("activation_alpha"))
     alphas.assign(given->floats().begin(), given->floats().end());
   if (const onnx::AttributeProto *given = n.attribute("activation_beta"))
     betas.assign(given->floats().begin(), given->floats().end());
-  layer.alphas = alphas;
-  layer.betas = betas;
-  std::string message;
-  if (failed(layer.resolveActivations(message)))
-    return n.error() << n.node.op_type() << " " << message;
   if (!alphas.empty())
     attrs.push_back(b.getNamedAttr("activation_alpha", b.getDenseF32ArrayAttr(alphas)));
   if (!betas.empty())
@@ -100,13 +73,7 @@ Values importRecurrent(NodeImporter &n, RecurrentCell cell) {
     auto given = constantInts(n, 4, "sequence_lens");
     if (failed(given))
       return failure();
-    if (static_cast<int64_t>(given->size()) != batch)
-      return n.error() << n.node.op_type() << " has " << given->size()
-                       << " sequence_lens for a batch of " << batch;
-    for (int64_t length : *given)
-      if (length < 0 || length > steps)
-        return n.error() << n.node.op_type() << " sequence length " << length
-                         << " is outside [0, " << steps << "]";
+    const int64_t steps = x.getDimSize(n.getInt("layout", 0) ? 1 : 0);
     if (llvm::any_of(*given, [&](int64_t length) { return length != steps; }))
       attrs.push_back(b.getNamedAttr("sequence_lens", b.getDenseI64ArrayAttr(*given)));
   }

@@ -39,9 +39,13 @@ std::vector<int> orderByStage(const Problem &problem, const Allocation &allocati
   return order;
 }
 
-PlanResult improveByBlockMovesImpl(const Problem &problem, const PlanResult &start,
-                                   const LowerBounds &bounds, Objective objective,
-                                   const BlockMoveBudget &budget, BlockMoveStats &stats) {
+} // namespace
+
+PlanResult improveByBlockMovesOrThrow(const Problem &problem, const PlanResult &start,
+                                      const LowerBounds &bounds, Objective objective,
+                                      const BlockMoveBudget &budget, BlockMoveStats *out) {
+  BlockMoveStats local;
+  BlockMoveStats &stats = out ? *out : local;
   const ScheduleKind kind = start.scheduleKind;
   const int P = problem.platform.gpus;
   const detail::GeneralChain chain(problem, orderByStage(problem, start.allocation));
@@ -72,14 +76,17 @@ PlanResult improveByBlockMovesImpl(const Problem &problem, const PlanResult &sta
   // at least the one it runs; recomputing keeps one copy too). A move whose
   // destination cannot hold that much cannot fit and is not simulated.
   const double limit = problem.platform.memoryBytesPerGpu * (1 + 1e-12);
-  std::vector<double> held(static_cast<size_t>(L)), heldBefore(static_cast<size_t>(L) + 1, 0.0);
+  std::vector<double> heldBefore(static_cast<size_t>(L) + 1, 0.0);
   for (int i = 0; i < L; ++i) {
     const Layer &layer =
         problem.layers[static_cast<size_t>(chain.order[static_cast<size_t>(i)])];
-    held[static_cast<size_t>(i)] =
-        layer.parameterBytes * problem.training.stateMultiplier + layer.savedBytes;
-    heldBefore[static_cast<size_t>(i) + 1] = heldBefore[static_cast<size_t>(i)] + held[static_cast<size_t>(i)];
+    heldBefore[static_cast<size_t>(i) + 1] = heldBefore[static_cast<size_t>(i)] +
+                                             layer.parameterBytes * problem.training.stateMultiplier +
+                                             layer.savedBytes;
   }
+  auto held = [&](int begin, int end) {
+    return heldBefore[static_cast<size_t>(end)] - heldBefore[static_cast<size_t>(begin)];
+  };
 
   auto spent = [&] {
     return stats.evaluations >= budget.simulations ||
@@ -92,7 +99,7 @@ PlanResult improveByBlockMovesImpl(const Problem &problem, const PlanResult &sta
     for (int i = 0; i < L; ++i) {
       const int gpu = gpuOf[static_cast<size_t>(i)];
       load[static_cast<size_t>(gpu)] += work(i, i + 1, gpu);
-      holds[static_cast<size_t>(gpu)] += held[static_cast<size_t>(i)];
+      holds[static_cast<size_t>(gpu)] += held(i, i + 1);
     }
     struct Candidate {
       int begin, end, to;
@@ -100,8 +107,7 @@ PlanResult improveByBlockMovesImpl(const Problem &problem, const PlanResult &sta
     };
     std::vector<Candidate> candidates;
     auto consider = [&](int begin, int end, int from) {
-      const double moved =
-          heldBefore[static_cast<size_t>(end)] - heldBefore[static_cast<size_t>(begin)];
+      const double moved = held(begin, end);
       // The busiest GPU other than `from` and `to` is the same for every `to`
       // but one: the two largest loads besides `from` cover them all.
       double first = 0, second = 0;
@@ -174,6 +180,8 @@ PlanResult improveByBlockMovesImpl(const Problem &problem, const PlanResult &sta
   return current;
 }
 
+namespace {
+
 class GeneralMovesAlgorithm : public Algorithm {
 public:
   std::string name() const override { return "general-moves"; }
@@ -217,14 +225,6 @@ public:
 };
 
 } // namespace
-
-PlanResult improveByBlockMovesOrThrow(const Problem &problem, const PlanResult &plan,
-                                      const LowerBounds &bounds, Objective objective,
-                                      const BlockMoveBudget &budget, BlockMoveStats *stats) {
-  BlockMoveStats local;
-  return improveByBlockMovesImpl(problem, plan, bounds, objective, budget,
-                                 stats ? *stats : local);
-}
 
 std::string describeBlockMoves(const PlanResult &start, const PlanResult &moved,
                                const BlockMoveStats &stats, Objective objective) {
