@@ -274,7 +274,7 @@ std::optional<CutPartition> minMemoryPartition(const StageModel &model, int maxS
 }
 
 std::optional<CutPartition> periodicPartition(const StageModel &model, int maxStages,
-                                              double periodMs) {
+                                              double periodMs, CopyRule rule) {
   const CutLattice &lattice = model.lattice();
   const Problem &problem = model.problem();
   const int stages = stageBudget(model, maxStages);
@@ -296,7 +296,15 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
     double *row = &span[static_cast<size_t>(from) * width];
     larger.forEach(from, maxWork, [&](int to) {
       const double *next = &span[static_cast<size_t>(to) * width];
-      const StageTerms stage = model.terms(from, to);
+      // Times first; the memory terms only once a position passes the time checks,
+      // and then the largest count that fits once per variant.
+      const StageTerms stage = model.timeTerms(from, to);
+      std::optional<PricedStage> priced;
+      auto fits = [&](int copies, bool recompute) {
+        if (!priced)
+          priced.emplace(model, from, to);
+        return priced->fits(recompute, copies);
+      };
       for (int k = 1; k <= stages; ++k) {
         if (next[k - 1] == kInfinity)
           continue;
@@ -315,7 +323,12 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
           const double delta = start + b;
           int n = static_cast<int>(std::ceil(delta / T - 1e-9));
           n = std::max(1, std::min(n, m));
-          if (!model.fits(stage, n, recompute))
+          if (rule == CopyRule::OneFOneB) {
+            if (n > k)
+              break; // recomputing only lengthens the span
+            n = std::min(k, m);
+          }
+          if (!fits(n, recompute))
             continue;
           const size_t at = static_cast<size_t>(from) * width + static_cast<size_t>(k);
           if (delta < row[k]) {
@@ -355,7 +368,8 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
 
 std::optional<CutPartition> periodicMinPeriod(const StageModel &model, int maxStages,
                                               double lowMs,
-                                              const std::function<bool()> &outOfTime) {
+                                              const std::function<bool()> &outOfTime,
+                                              CopyRule rule) {
   const CutLattice &lattice = model.lattice();
   const Problem &problem = model.problem();
   double minSpeed = 1;
@@ -380,7 +394,7 @@ std::optional<CutPartition> periodicMinPeriod(const StageModel &model, int maxSt
   std::optional<CutPartition> best;
   while (!best) {
     t = std::min(t, high);
-    best = periodicPartition(model, maxStages, t);
+    best = periodicPartition(model, maxStages, t, rule);
     if (best) {
       high = t;
       break;
@@ -395,10 +409,58 @@ std::optional<CutPartition> periodicMinPeriod(const StageModel &model, int maxSt
   for (int iteration = 0; iteration < 60 && high - low > 1e-7 * high && !outOfTime();
        ++iteration) {
     double mid = 0.5 * (low + high);
-    auto attempt = periodicPartition(model, maxStages, mid);
+    auto attempt = periodicPartition(model, maxStages, mid, rule);
     if (attempt) {
       high = mid;
       best = attempt;
+    } else {
+      low = mid;
+    }
+  }
+  return best;
+}
+
+bool linksAreFree(const Platform &platform) {
+  for (const LinkSpec *link : {&platform.intraNode, &platform.interNode})
+    if (link->bandwidthBytesPerSecond != kInfinity || link->latencyMs != 0)
+      return false;
+  return true;
+}
+
+std::optional<CutPartition> oneFOneBMinPeriod(const StageModel &model, int maxStages,
+                                              const CutPartition &minMax, double upperBoundMs) {
+  auto at = [&](double T) { return periodicPartition(model, maxStages, T, CopyRule::OneFOneB); };
+  // The min-max bottleneck is a lower bound; often it is the answer. A partition
+  // whose stages take no time has no period to search for.
+  double low = minMax.periodMs;
+  if (!(low > 0) || low == kInfinity)
+    return minMax;
+  std::optional<CutPartition> best = at(low);
+  if (best)
+    return best;
+  double high = kInfinity;
+  if (upperBoundMs < kInfinity) {
+    // Below an incumbent: one DP says whether anything beats it by more than the
+    // bisection's precision (a lattice that only ties it is not an improvement).
+    high = upperBoundMs * (1 - 2e-5);
+    best = at(high);
+    if (!best)
+      return std::nullopt;
+  } else {
+    for (double t = 2 * low; t <= 64 * low; t *= 2)
+      if ((best = at(t))) {
+        high = t;
+        break;
+      }
+    if (!best)
+      return minMax; // the simulator judges it
+  }
+  // Bisection to 1e-5 relative (the spans move T by far more than that).
+  while (high - low > 1e-5 * high) {
+    const double mid = 0.5 * (low + high);
+    if (auto attempt = at(mid)) {
+      high = mid;
+      best = std::move(attempt);
     } else {
       low = mid;
     }

@@ -238,6 +238,8 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
     if (!r.stages.empty()) {
       item["stages"] = r.stages.size();
       item["period_ms"] = jsonNumber(r.periodMs);
+      if (r.predictedPeriodMs < kInfinity)
+        item["planned_period_ms"] = r.predictedPeriodMs;
       item["iteration_ms"] = jsonNumber(r.iterationMs);
       item["bubble_fraction"] = r.bubbleFraction;
       item["gap"] = jsonNumber(r.gap);

@@ -375,7 +375,7 @@ TEST(AlgorithmOracle, ManyBlocksInSeriesPlanOnOrdersInsteadOfDownsets) {
 
 /// Independent span recursion of the periodic schedule (LatticeDp.h).
 double bruteSpan(const Problem &problem, const std::vector<std::vector<int>> &stages, double T,
-                 bool *feasible) {
+                 bool *feasible, CopyRule rule = CopyRule::Span) {
   const int k = static_cast<int>(stages.size());
   const int gpus = problem.platform.gpus;
   const int m = problem.training.microbatches;
@@ -434,7 +434,14 @@ double bruteSpan(const Problem &problem, const std::vector<std::vector<int>> &st
         x = r < f ? x + (f - r) : x + (T - r) + f;
       }
       const double span = x + b;
-      const int copies = std::max(1, std::min(m, static_cast<int>(std::ceil(span / T - 1e-9))));
+      int copies = std::max(1, std::min(m, static_cast<int>(std::ceil(span / T - 1e-9))));
+      if (rule == CopyRule::OneFOneB) {
+        // 1F1B keeps at most one copy per stage from here to the end alive, and its
+        // memory is budgeted with the position rule's min(k - s, m).
+        if (copies > k - s)
+          break;
+        copies = std::min(k - s, m);
+      }
       const double activations = recompute ? copies * received + saved : copies * saved;
       if (problem.training.stateMultiplier * params.owned +
               readerStateMultiplier(problem.training) * params.read + buffers + activations +
@@ -484,23 +491,27 @@ TEST(AlgorithmOracle, PeriodicDynamicProgramEqualsBruteForceAtFixedPeriod) {
     const double T = std::uniform_real_distribution<double>(largest, total * 1.2 + 1)(rng);
     const CutLattice lattice = chainLattice(problem, topologicalOrder(problem));
     const StageModel model(problem, lattice);
+    // Half the trials count copies as 1F1B does (at most the stages to the end).
+    const CopyRule rule = trial % 2 ? CopyRule::OneFOneB : CopyRule::Span;
     double bestSpan = kInfinity;
     for (const auto &sizes : allCompositions(layers, gpus)) {
       bool feasible = false;
-      double span = bruteSpan(problem, stagesFromSizes(sizes), T, &feasible);
+      double span = bruteSpan(problem, stagesFromSizes(sizes), T, &feasible, rule);
       if (feasible)
         bestSpan = std::min(bestSpan, span);
     }
-    auto partition = periodicPartition(model, gpus, T);
+    auto partition = periodicPartition(model, gpus, T, rule);
     const std::string label = "trial " + std::to_string(trial) + " T=" + std::to_string(T) +
-                              " recompute " + toString(problem.training.recompute);
+                              " recompute " + toString(problem.training.recompute) +
+                              (rule == CopyRule::OneFOneB ? " 1f1b" : " periodic");
     if (bestSpan == kInfinity) {
       EXPECT_FALSE(partition.has_value()) << label;
       continue;
     }
     ASSERT_TRUE(partition.has_value()) << label;
     bool feasible = false;
-    double span = bruteSpan(problem, stagesFromPartition(lattice, *partition), T, &feasible);
+    double span =
+        bruteSpan(problem, stagesFromPartition(lattice, *partition), T, &feasible, rule);
     EXPECT_TRUE(feasible) << label;
     expectNear(bestSpan, span, label + " first-stage span");
     if (problem.training.recompute == RecomputePolicy::Auto &&

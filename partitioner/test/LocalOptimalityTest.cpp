@@ -95,9 +95,11 @@ TEST(LocalOptimality, NoOneLayerMoveImprovesBestOnRandomInstances) {
       ADD_FAILURE() << "trial " << trial << ": " << move;
   }
   // The improvement had something to do on these instances: without it, the plans
-  // of the algorithms are often not locally optimal under finite links.
+  // of the algorithms are often not locally optimal under finite links. (Since
+  // madpipe plans 1F1B with the transfers on each stage's span, fewer of its plans
+  // need a move: 3 of these 120, against 4 or more before.)
   if (scaledTrials(120) == 120)
-    EXPECT_GE(moved, 4);
+    EXPECT_GE(moved, 2);
   EXPECT_GT(evaluated, 0);
 }
 

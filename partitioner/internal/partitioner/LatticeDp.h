@@ -50,13 +50,25 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model, const MinMa
 std::optional<CutPartition> minMemoryPartition(const StageModel &model, int maxStages,
                                                ScheduleKind inFlightRule);
 
-/// Exact at a fixed period T for the periodic schedule: every stage's period <= T and
-/// memory with n = ceil(span / T) copies fits, where the span of a stage is its
+/// How the periodic DP counts the micro-batches a stage keeps alive.
+enum class CopyRule {
+  /// The periodic schedule: n = ceil(span / T) copies, memory checked with n.
+  Span,
+  /// 1F1B with flush as the library generates it (the periodic pattern at the
+  /// smallest T at which no stage keeps more than min(k, m) alive, k the stages from
+  /// the end counting itself): ceil(span / T) <= k, memory checked with the position
+  /// rule's min(k, m) copies. Its T is the simulated 1F1B period with the transfers
+  /// on the path of each stage's span, as the simulator times them.
+  OneFOneB,
+};
+
+/// Exact at a fixed period T: every stage's compute and port time <= T, and
+/// memory fits with the copies `rule` gives, where the span of a stage is its
 /// forward, the transfers, the downstream span and its backward, the backward being
 /// delayed until its slot does not overlap the forward modulo T. Minimises the span of
 /// the first stage; nothing when no partition is feasible at T.
 std::optional<CutPartition> periodicPartition(const StageModel &model, int maxStages,
-                                              double periodMs);
+                                              double periodMs, CopyRule rule = CopyRule::Span);
 
 /// The smallest T (relative precision 1e-7) at which periodicPartition finds a
 /// partition: doubling from `lowMs`, then bisection. When `outOfTime` says so, the
@@ -64,7 +76,21 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
 /// proven minimal), or none if none was found yet.
 std::optional<CutPartition> periodicMinPeriod(
     const StageModel &model, int maxStages, double lowMs,
-    const std::function<bool()> &outOfTime = [] { return false; });
+    const std::function<bool()> &outOfTime = [] { return false; },
+    CopyRule rule = CopyRule::Span);
+
+/// 1F1B with flush on links that cost time: the smallest T at which
+/// periodicPartition under CopyRule::OneFOneB finds a partition, searched from the
+/// min-max DP's bottleneck (a lower bound: the same stages without the spans) and
+/// below `upperBoundMs` (an incumbent; nothing when no partition beats it).
+/// `minMax` is that DP's partition; it is returned when the span search finds
+/// nothing below the doubling limit (the simulator then judges it).
+std::optional<CutPartition> oneFOneBMinPeriod(const StageModel &model, int maxStages,
+                                              const CutPartition &minMax, double upperBoundMs);
+
+/// True when no transfer takes time (infinite bandwidth, no latency on both link
+/// classes): the min-max DPs are then exact for 1F1B.
+bool linksAreFree(const Platform &platform);
 
 /// The stages a DP over `lattice` prices when no stage may be slower than
 /// `upperBoundMs`: the nested cuts A ⊂ B whose difference does at most that much work.

@@ -158,10 +158,12 @@ public:
   StageChoice choose(int inFlight, int gpu, bool checkMemory);
   /// Every term, memory included.
   const StageTerms &terms();
+  /// Whether `inFlight` copies fit (StageModel::fits), from the largest count that
+  /// fits, found once per variant.
+  bool fits(bool recompute, int inFlight);
 
 private:
   double periodMs(bool recompute, int gpu);
-  bool fits(bool recompute, int inFlight);
 
   const StageModel &model_;
   int from_, to_;

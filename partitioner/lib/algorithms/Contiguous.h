@@ -80,12 +80,16 @@ constexpr size_t kMaxDownsetStages = 1000000;
 /// round is a full DP on a new order.
 constexpr unsigned kOrderRounds = 48;
 constexpr unsigned kRoundsWithoutImprovement = 12;
+constexpr unsigned kSpanRoundsWithoutImprovement = 4;
 
 /// solve(model, upperBound) returns a partition (or nothing); smaller periodMs wins.
+/// The local search over orders stops after `patience` rounds in a row without
+/// improvement (kRoundsWithoutImprovement unless a costlier solve asks for fewer).
 inline AlgorithmOutput solveOnLattices(
     const Problem &problem, const AlgorithmContext &context,
     const std::function<std::optional<CutPartition>(const StageModel &, double)> &solve,
-    const std::function<std::string(const StageModel &)> &explainFailure) {
+    const std::function<std::string(const StageModel &)> &explainFailure,
+    unsigned patience = kRoundsWithoutImprovement) {
   AlgorithmOutput output;
   const CutLattice chain = chainLattice(problem, topologicalOrder(problem));
   const StageModel chainModel(problem, chain);
@@ -125,7 +129,7 @@ inline AlgorithmOutput solveOnLattices(
       unsigned lastImprovement = 0;
       lattices.reserve(64);
       for (unsigned round = 0; round < kOrderRounds && best && problem.layers.size() <= 3000 &&
-                               round < lastImprovement + kRoundsWithoutImprovement;
+                               round < lastImprovement + patience;
            ++round) {
         const Allocation current = allocationFromCuts(problem, *bestLattice, *best);
         std::vector<int> candidateOrder = flexibleOrder(problem, current, order, round);
@@ -160,6 +164,13 @@ inline AlgorithmOutput solveOnLattices(
   output.predictedPeriodMs = best->periodMs;
   return output;
 }
+
+/// `madpipe` under GPipe and 1F1B-like schedules: the memory-aware min-max DP
+/// (in-flight counts by position) over the lattices of solveOnLattices; with
+/// `spans`, each lattice's partition is the smallest T at which the 1F1B spans fit
+/// (oneFOneBMinPeriod), the min-max bottleneck its lower bound. The `ilp` warm
+/// start asks for it without spans: its own model is the min-max one.
+AlgorithmOutput madPipe(const Problem &problem, const AlgorithmContext &context, bool spans);
 
 } // namespace detail
 } // namespace partitioner

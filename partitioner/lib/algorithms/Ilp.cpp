@@ -255,14 +255,14 @@ public:
     }
     Cbc_setObjSense(model, 1.0);
 
-    // Warm start from the memory-aware DP (DAG-aware when the downsets are few).
+    // Warm start from the memory-aware min-max DP (DAG-aware when the downsets are
+    // few), whose bottleneck is this MIP's objective.
     AlgorithmOutput warm;
     {
       Problem startProblem = problem;
       if (startProblem.training.schedule != ScheduleKind::GPipe)
         startProblem.training.schedule = ScheduleKind::OneFOneB;
-      if (const Algorithm *madpipe = findAlgorithm("madpipe"))
-        warm = madpipe->run(startProblem, context);
+      warm = detail::madPipe(startProblem, context, /*spans=*/false);
     }
     if (warm.allocation && warm.allocation->numStages() <= K) {
       const Allocation &start = *warm.allocation;

@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""Planning with real links: prints a table, asserts nothing.
+
+  links.py [--pipe-plan PATH] [--before PATH] [--profiles DIR] [--stages 4,8,16]
+
+For every profile at 16 GB (GNMT-16: 8 GB), m = 32, 1F1B with flush and the default
+links (25 GB/s inside a node of 8 GPUs, the slower network between nodes), the
+period `madpipe` planned beside the period its plan simulates at, and the simulated
+period of `best` (and of `--before`, another pipe-plan build, on the same instance).
+"""
+import argparse
+import os
+
+from recompute import run_plan  # (plan JSON, wall seconds) of one pipe-plan run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+def tried(plan, name):
+    for item in plan.get("tried", []):
+        if item["algorithm"] == name and item.get("valid"):
+            return item
+    return None
+
+
+def fmt(value):
+    return f"{value:.2f}" if value is not None else "-"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pipe-plan", default=os.path.join(REPO, "build", "bin", "pipe-plan"))
+    parser.add_argument("--before", help="another pipe-plan to compare `best` with")
+    parser.add_argument("--profiles",
+                        default=os.path.join(os.path.dirname(REPO), "shared", "data", "profiles"))
+    parser.add_argument("--stages", default="4,8,16")
+    args = parser.parse_args()
+    stages = [int(s) for s in args.stages.split(",")]
+    header = (f"{'profile':<26}{'S':>3}{'madpipe planned':>17}{'simulated':>11}{'ratio':>7}"
+              f"{'best':>9}{'best s':>8}")
+    if args.before:
+        header += f"{'before':>9}{'gain':>8}"
+    print(header)
+    ratios, gains = [], []
+    for family in ("dapple", "pipedream"):
+        folder = os.path.join(args.profiles, family)
+        for name in sorted(os.listdir(folder)):
+            if not name.endswith(".txt") or name.startswith("LICENSE"):
+                continue
+            path = os.path.join(folder, name)
+            memory = "8GB" if "gnmt-16" in name else "16GB"
+            for s in stages:
+                common = [path, "--stages", str(s), "--microbatches", "32", "--memory", memory]
+                plan, wall = run_plan(args.pipe_plan, common)
+                mad = tried(plan, "madpipe")
+                planned = mad.get("planned_period_ms") if mad else None
+                simulated = mad["period_ms"] if mad else None
+                ratio = simulated / planned if planned and simulated else None
+                if ratio:
+                    ratios.append(ratio)
+                best = plan.get("period_ms")
+                line = (f"{family + '/' + name[:-4]:<26}{s:>3}{fmt(planned):>17}{fmt(simulated):>11}"
+                        f"{fmt(ratio):>7}{fmt(best):>9}{wall:>8.2f}")
+                if args.before:
+                    old, _ = run_plan(args.before, common)
+                    before = old.get("period_ms")
+                    gain = None
+                    if before and best:
+                        gain = 100 * (1 - best / before)
+                        gains.append(gain)
+                    line += f"{fmt(before):>9}{(f'{gain:.1f}%' if gain is not None else '-'):>8}"
+                print(line, flush=True)
+    if ratios:
+        ratios.sort()
+        within = sum(1 for r in ratios if abs(r - 1) <= 0.02)
+        print(f"madpipe simulated/planned: median {ratios[len(ratios) // 2]:.3f}, "
+              f"range {ratios[0]:.3f}-{ratios[-1]:.3f}, within 2 %: {within} of {len(ratios)}")
+    if gains:
+        print(f"best against --before: better on {sum(1 for g in gains if g > 0.05)}, "
+              f"worse on {sum(1 for g in gains if g < -0.05)} of {len(gains)}")
+
+
+if __name__ == "__main__":
+    main()

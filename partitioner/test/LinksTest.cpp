@@ -1,0 +1,140 @@
+// Planning with links that take time: for 1F1B with flush, `madpipe` plans the
+// period the generated schedule runs at (the periodic pattern with each stage's
+// span, its transfers included, within the stages to the end), and no contiguous
+// plan on the same GPUs simulates faster.
+#include "TestUtil.h"
+
+#include "partitioner/Planner.h"
+#include "partitioner/Error.h"
+#include "partitioner/PlannerImpl.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <random>
+
+namespace partitioner::testing {
+namespace {
+
+/// The contiguous allocation of `sizes` (layers per stage) on the last GPUs, as the
+/// DPs built from the end place them: stage s of k on GPU gpus - k + s.
+Allocation fromSizes(const std::vector<int> &sizes, int gpus) {
+  Allocation allocation;
+  const int k = static_cast<int>(sizes.size());
+  for (int s = 0; s < k; ++s) {
+    allocation.gpuOfStage.push_back(gpus - k + s);
+    for (int i = 0; i < sizes[static_cast<size_t>(s)]; ++i)
+      allocation.stageOfLayer.push_back(s);
+  }
+  return allocation;
+}
+
+/// Per trial: madpipe's simulated period over its planned one, and over the best
+/// simulated period of every contiguous plan placed as the DP places them.
+struct LinkTrial {
+  double planRatio = 1, bestRatio = 1;
+};
+
+std::vector<LinkTrial> runTrials(unsigned seed, bool latencyOnly) {
+  std::mt19937 rng(seed);
+  std::vector<LinkTrial> out;
+  for (int trial = 0, trials = scaledTrials(200); trial < trials; ++trial) {
+    const int layers = 2 + static_cast<int>(rng() % 6);
+    const int gpus = 2 + static_cast<int>(rng() % 3);
+    Problem problem = randomChain(rng, layers, gpus);
+    problem.training.schedule = ScheduleKind::OneFOneB;
+    problem.training.microbatches = 4 * gpus;
+    problem.platform.memoryBytesPerGpu = kInfinity; // the DP's memory has its own oracle
+    if (latencyOnly) {
+      // Ports never contend: the pattern's transfers are exact.
+      for (LinkSpec *link : {&problem.platform.intraNode, &problem.platform.interNode}) {
+        link->bandwidthBytesPerSecond = kInfinity;
+        link->latencyMs = std::uniform_real_distribution<double>(0.5, 8)(rng);
+      }
+    } else {
+      for (Layer &layer : problem.layers) // transfers about as long as the layers
+        layer.outputBytes *= 4;
+    }
+    orThrow(problem.finalize());
+    PlanOptions options;
+    options.algorithms = {"madpipe"};
+    options.improveByBoundaryMoves = false;
+    options.improveByBlockMoves = false;
+    PlanningReport report = planOrThrow(problem, options);
+    const PlanResult &madpipe = report.results.at(0);
+    EXPECT_TRUE(madpipe.valid) << "trial " << trial << ": " << madpipe.reason;
+    if (!madpipe.valid)
+      continue;
+    double best = kInfinity;
+    for (const auto &sizes : allCompositions(layers, gpus)) {
+      auto result =
+          evaluateAllocation(problem, fromSizes(sizes, gpus), ScheduleKind::OneFOneB, report.bounds);
+      EXPECT_TRUE(result.ok());
+      if (result.ok() && (*result).valid)
+        best = std::min(best, (*result).periodMs);
+    }
+    out.push_back({madpipe.periodMs / madpipe.predictedPeriodMs, madpipe.periodMs / best});
+  }
+  return out;
+}
+
+/// Prints and returns (median |ratio - 1|, share of trials within `tolerance`).
+std::pair<double, double> summarize(const char *what, std::vector<double> ratios,
+                                    double tolerance) {
+  std::vector<double> errors;
+  int within = 0;
+  for (double r : ratios) {
+    errors.push_back(std::abs(r - 1));
+    within += std::abs(r - 1) <= tolerance;
+  }
+  std::sort(errors.begin(), errors.end());
+  const double median = errors[errors.size() / 2];
+  const double share = static_cast<double>(within) / static_cast<double>(ratios.size());
+  std::cout << what << ": median |ratio - 1| " << median << ", within " << tolerance << ": "
+            << within << " of " << ratios.size() << ", worst "
+            << *std::max_element(ratios.begin(), ratios.end()) << "\n";
+  return {median, share};
+}
+
+TEST(Links, MadPipePlansAboutTheSimulatedPeriodAndRarelyLosesToAnotherContiguousPlan) {
+  for (bool latencyOnly : {true, false}) {
+    const std::vector<LinkTrial> trials = runTrials(latencyOnly ? 77 : 78, latencyOnly);
+    ASSERT_GT(trials.size(), 10u);
+    std::vector<double> plan, best;
+    for (const LinkTrial &t : trials) {
+      plan.push_back(t.planRatio);
+      best.push_back(t.bestRatio);
+    }
+    const char *links = latencyOnly ? "latency-only links" : "slow links";
+    std::cout << links << ":\n";
+    auto [planMedian, planShare] = summarize("  simulated / planned", plan, 0.02);
+    auto [bestMedian, bestShare] = summarize("  madpipe / best contiguous", best, 1e-4);
+    EXPECT_LT(planMedian, 0.02) << links;
+    EXPECT_GT(planShare, 0.6) << links;
+    EXPECT_LT(bestMedian, 1e-4) << links;
+    EXPECT_GT(bestShare, 0.8) << links;
+  }
+}
+
+TEST(Links, LayersThatTakeNoTimePlanAtOnce) {
+  // The span search starts from the min-max bottleneck; at 0 there is nothing to
+  // search (a doubling from 0 never ended: the main job hung on one-node models).
+  std::mt19937 rng(5);
+  for (int gpus : {1, 3}) {
+    Problem problem = randomChain(rng, 4, gpus);
+    for (Layer &layer : problem.layers)
+      layer.forwardMs = layer.backwardMs = 0;
+    problem.platform.memoryBytesPerGpu = kInfinity;
+    problem.training.schedule = ScheduleKind::OneFOneB;
+    orThrow(problem.finalize());
+    PlanOptions options;
+    options.algorithms = {"madpipe"};
+    PlanningReport report = planOrThrow(problem, options);
+    ASSERT_TRUE(report.best()) << gpus << " GPUs";
+  }
+}
+
+} // namespace
+} // namespace partitioner::testing
