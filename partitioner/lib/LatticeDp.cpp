@@ -427,6 +427,30 @@ bool linksAreFree(const Platform &platform) {
   return true;
 }
 
+namespace {
+/// Whether the spans of `partition` (its stages in order, on its GPUs) fit under
+/// CopyRule::OneFOneB at period T: periodicPartition's test along one path.
+bool oneFOneBSpansFit(const StageModel &model, const CutPartition &partition, double T) {
+  const size_t stages = partition.gpus.size();
+  double downstream = 0;
+  for (size_t i = stages; i-- > 0;) {
+    const int from = partition.cuts[i], to = partition.cuts[i + 1], gpu = partition.gpus[i];
+    const bool recompute = i < partition.recompute.size() && partition.recompute[i];
+    const StageTerms stage = model.timeTerms(from, to);
+    const double f = model.forwardMs(stage, gpu), b = model.backwardMs(stage, gpu, recompute);
+    if (f + b > T * (1 + 1e-9) || model.commMs(stage, gpu) > T * (1 + 1e-9))
+      return false;
+    if (i + 1 < stages)
+      downstream += 2 * model.boundaryTransferMs(to, gpu);
+    const double delta = alignBackward(f + downstream, 0, f, b, T) + b;
+    if (static_cast<size_t>(std::ceil(delta / T - 1e-9)) > stages - i)
+      return false;
+    downstream = delta;
+  }
+  return true;
+}
+} // namespace
+
 std::optional<CutPartition> oneFOneBMinPeriod(const StageModel &model, int maxStages,
                                               const CutPartition &minMax, double upperBoundMs) {
   auto at = [&](double T) { return periodicPartition(model, maxStages, T, CopyRule::OneFOneB); };
@@ -435,28 +459,47 @@ std::optional<CutPartition> oneFOneBMinPeriod(const StageModel &model, int maxSt
   double low = minMax.periodMs;
   if (!(low > 0) || low == kInfinity)
     return minMax;
-  std::optional<CutPartition> best = at(low);
-  if (best)
-    return best;
-  double high = kInfinity;
-  if (upperBoundMs < kInfinity) {
-    // Below an incumbent: one DP says whether anything beats it by more than the
-    // bisection's precision (a lattice that only ties it is not an improvement).
-    high = upperBoundMs * (1 - 2e-5);
-    best = at(high);
-    if (!best)
-      return std::nullopt;
-  } else {
-    for (double t = 2 * low; t <= 64 * low; t *= 2)
-      if ((best = at(t))) {
-        high = t;
-        break;
+  // The min-max partition's own span period (bisection along its one path, no DP)
+  // is an upper bound: the search is between the two.
+  double own = low;
+  if (!oneFOneBSpansFit(model, minMax, own)) {
+    double below = low;
+    own = 2 * low;
+    while (!oneFOneBSpansFit(model, minMax, own) && own < 64 * low)
+      own *= 2;
+    if (!oneFOneBSpansFit(model, minMax, own))
+      own = kInfinity;
+    else
+      for (int iteration = 0; iteration < 60 && own - below > 1e-7 * own; ++iteration) {
+        const double mid = 0.5 * (below + own);
+        (oneFOneBSpansFit(model, minMax, mid) ? own : below) = mid;
       }
+  }
+  // Below an incumbent, a lattice must beat it by more than the bisection's
+  // precision (one that only ties it is not an improvement).
+  constexpr double kPrecision = 1e-4; // relative; the spans move T by more
+  const double bound = upperBoundMs < kInfinity ? upperBoundMs * (1 - 2 * kPrecision) : kInfinity;
+  CutPartition itself = minMax;
+  itself.periodMs = own;
+  std::optional<CutPartition> best;
+  double high = kInfinity;
+  if (own < bound) {
+    best = itself; // feasible at its own period, without a DP
+    high = own;
+  } else if (bound < kInfinity) {
+    best = at(bound);
+    if (!best)
+      return std::nullopt; // nothing beats the incumbent
+    high = bound;
+  } else {
+    for (double t = 2 * low; t <= 64 * low && !best; t *= 2)
+      if ((best = at(t)))
+        high = t;
     if (!best)
       return minMax; // the simulator judges it
   }
-  // Bisection to 1e-5 relative (the spans move T by far more than that).
-  while (high - low > 1e-5 * high) {
+  // Bisection between the min-max bottleneck and a feasible T.
+  while (high - low > kPrecision * high) {
     const double mid = 0.5 * (low + high);
     if (auto attempt = at(mid)) {
       high = mid;

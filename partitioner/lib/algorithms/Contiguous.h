@@ -81,6 +81,10 @@ constexpr size_t kMaxDownsetStages = 1000000;
 constexpr unsigned kOrderRounds = 48;
 constexpr unsigned kRoundsWithoutImprovement = 12;
 constexpr unsigned kSpanRoundsWithoutImprovement = 4;
+/// The local search over orders runs up to this many layers (one topological
+/// order beyond), and `madpipe`'s 1F1B span search too (its min-max DP beyond:
+/// the span search costs about 15 DPs, 4 s more on a 5,000-layer chain).
+constexpr size_t kMaxLayersForSearch = 3000;
 
 /// solve(model, upperBound) returns a partition (or nothing); smaller periodMs wins.
 /// The local search over orders stops after `patience` rounds in a row without
@@ -128,7 +132,8 @@ inline AlgorithmOutput solveOnLattices(
       int improvements = 0;
       unsigned lastImprovement = 0;
       lattices.reserve(64);
-      for (unsigned round = 0; round < kOrderRounds && best && problem.layers.size() <= 3000 &&
+      for (unsigned round = 0;
+           round < kOrderRounds && best && problem.layers.size() <= kMaxLayersForSearch &&
                                round < lastImprovement + patience;
            ++round) {
         const Allocation current = allocationFromCuts(problem, *bestLattice, *best);
@@ -147,7 +152,7 @@ inline AlgorithmOutput solveOnLattices(
           lattices.pop_back();
         }
       }
-      if (problem.layers.size() <= 3000)
+      if (problem.layers.size() <= kMaxLayersForSearch)
         notes << "; local search over orders: " << improvements << " improvements)";
       else
         notes << ": one topological order)";

@@ -35,7 +35,7 @@ public:
     // time they lie on each stage's span, which the min-max DP does not see.
     const bool spans =
         (kind == ScheduleKind::OneFOneB || kind == ScheduleKind::OneFOneBStash) &&
-        !linksAreFree(problem.platform);
+        !linksAreFree(problem.platform) && problem.layers.size() <= detail::kMaxLayersForSearch;
     if (!spans)
       return detail::madPipe(problem, context, false);
     // The lattice counts a tensor once per cut, as if relayed; the simulator and the
