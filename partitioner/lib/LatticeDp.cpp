@@ -292,10 +292,18 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
   span[static_cast<size_t>(full) * width] = 0;
   LargerCuts larger(lattice, problem.training.stateMultiplier, model.memoryLimit());
   const double maxWork = T * (1 + 1e-9) * maxSpeed(problem);
+  // Per cut, the range of stage counts to the end with a finite span (the rest of a
+  // row is skipped).
+  std::vector<int> finiteFrom(cuts, stages + 1), finiteTo(cuts, -1);
+  finiteFrom[static_cast<size_t>(full)] = finiteTo[static_cast<size_t>(full)] = 0;
   for (int from = full - 1; from >= 0; --from) {
     double *row = &span[static_cast<size_t>(from) * width];
     larger.forEach(from, maxWork, [&](int to) {
       const double *next = &span[static_cast<size_t>(to) * width];
+      const int firstK = finiteFrom[static_cast<size_t>(to)] + 1;
+      const int lastK = std::min(stages, finiteTo[static_cast<size_t>(to)] + 1);
+      if (firstK > lastK)
+        return;
       // Times first; the memory terms only once a position passes the time checks,
       // and then the largest count that fits once per variant.
       const StageTerms stage = model.timeTerms(from, to);
@@ -305,29 +313,32 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
           priced.emplace(model, from, to);
         return priced->fits(recompute, copies);
       };
-      for (int k = 1; k <= stages; ++k) {
+      for (int k = firstK; k <= lastK; ++k) {
         if (next[k - 1] == kInfinity)
           continue;
         const int gpu = gpus - k;
         const double f = model.forwardMs(stage, gpu);
+        double downstream = 0;
+        if (to != full)
+          downstream = next[k - 1] + 2 * model.boundaryTransferMs(to, gpu);
+        // The span is at least f + downstream + b (recomputing lengthens b): no better
+        // than this position's best so far, or more copies than 1F1B keeps, at once.
+        const double shortest = f + downstream + model.backwardMs(stage, gpu);
+        if (shortest >= row[k] ||
+            (rule == CopyRule::OneFOneB && k < m && shortest > T * (k + 1e-9)))
+          continue;
         // Auto tries the recomputing variant only when the stage does not fit as it is.
         for (bool recompute : variants) {
           const double b = model.backwardMs(stage, gpu, recompute);
           if (f + b > T * (1 + 1e-9) || model.commMs(stage, gpu) > T * (1 + 1e-9))
             break; // recomputing only lengthens the stage
-          double downstream = 0;
-          if (to != full)
-            downstream = next[k - 1] + 2 * model.boundaryTransferMs(to, gpu);
           // The forward occupies [0, f) of the stage's period.
           const double start = alignBackward(f + downstream, 0, f, b, T);
           const double delta = start + b;
           int n = static_cast<int>(std::ceil(delta / T - 1e-9));
           n = std::max(1, std::min(n, m));
-          if (rule == CopyRule::OneFOneB) {
-            if (n > k)
-              break; // recomputing only lengthens the span
-            n = std::min(k, m);
-          }
+          if (rule == CopyRule::OneFOneB && n > k)
+            break; // recomputing only lengthens the span
           if (!fits(n, recompute))
             continue;
           const size_t at = static_cast<size_t>(from) * width + static_cast<size_t>(k);
@@ -341,6 +352,11 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
         }
       }
     });
+    for (int k = 1; k <= stages; ++k)
+      if (row[k] < kInfinity) {
+        finiteFrom[static_cast<size_t>(from)] = std::min(finiteFrom[static_cast<size_t>(from)], k);
+        finiteTo[static_cast<size_t>(from)] = k;
+      }
   }
   int bestStages = -1;
   double best = kInfinity;
@@ -429,9 +445,11 @@ bool linksAreFree(const Platform &platform) {
 
 namespace {
 /// Whether the spans of `partition` (its stages in order, on its GPUs) fit under
-/// CopyRule::OneFOneB at period T: periodicPartition's test along one path.
+/// CopyRule::OneFOneB at period T, no stage keeping more copies than its memory was
+/// checked with (partition.inFlight): periodicPartition's test along one path.
 bool oneFOneBSpansFit(const StageModel &model, const CutPartition &partition, double T) {
   const size_t stages = partition.gpus.size();
+  const int m = model.problem().training.microbatches;
   double downstream = 0;
   for (size_t i = stages; i-- > 0;) {
     const int from = partition.cuts[i], to = partition.cuts[i + 1], gpu = partition.gpus[i];
@@ -443,37 +461,49 @@ bool oneFOneBSpansFit(const StageModel &model, const CutPartition &partition, do
     if (i + 1 < stages)
       downstream += 2 * model.boundaryTransferMs(to, gpu);
     const double delta = alignBackward(f + downstream, 0, f, b, T) + b;
-    if (static_cast<size_t>(std::ceil(delta / T - 1e-9)) > stages - i)
+    const int n = std::max(1, std::min(static_cast<int>(std::ceil(delta / T - 1e-9)), m));
+    int cap = static_cast<int>(stages - i);
+    if (i < partition.inFlight.size())
+      cap = std::min(cap, partition.inFlight[i]);
+    if (n > cap)
       return false;
     downstream = delta;
   }
   return true;
 }
+
+/// The smallest T in (below, above] (relative precision 1e-7) at which the spans of
+/// `partition` fit (oneFOneBSpansFit), `above` being one at which they do: a
+/// partition the DP found at some T often runs at a smaller one, and its own period
+/// bounds the search from above at no DP's cost.
+double ownOneFOneBPeriod(const StageModel &model, const CutPartition &partition, double below,
+                         double above) {
+  for (int iteration = 0; iteration < 60 && above - below > 1e-7 * above; ++iteration) {
+    const double mid = 0.5 * (below + above);
+    (oneFOneBSpansFit(model, partition, mid) ? above : below) = mid;
+  }
+  return above;
+}
 } // namespace
 
 std::optional<CutPartition> oneFOneBMinPeriod(const StageModel &model, int maxStages,
-                                              const CutPartition &minMax, double upperBoundMs) {
+                                              const CutPartition &minMax, double upperBoundMs,
+                                              bool minMaxFits) {
   auto at = [&](double T) { return periodicPartition(model, maxStages, T, CopyRule::OneFOneB); };
   // The min-max bottleneck is a lower bound; often it is the answer. A partition
   // whose stages take no time has no period to search for.
   double low = minMax.periodMs;
   if (!(low > 0) || low == kInfinity)
-    return minMax;
-  // The min-max partition's own span period (bisection along its one path, no DP)
-  // is an upper bound: the search is between the two.
-  double own = low;
-  if (!oneFOneBSpansFit(model, minMax, own)) {
-    double below = low;
+    return minMaxFits ? std::optional<CutPartition>(minMax) : std::nullopt;
+  // The min-max partition's own span period (along its one path, no DP) is an
+  // upper bound: the search is between the two.
+  double own = minMaxFits ? low : kInfinity;
+  if (minMaxFits && !oneFOneBSpansFit(model, minMax, own)) {
     own = 2 * low;
     while (!oneFOneBSpansFit(model, minMax, own) && own < 64 * low)
       own *= 2;
-    if (!oneFOneBSpansFit(model, minMax, own))
-      own = kInfinity;
-    else
-      for (int iteration = 0; iteration < 60 && own - below > 1e-7 * own; ++iteration) {
-        const double mid = 0.5 * (below + own);
-        (oneFOneBSpansFit(model, minMax, mid) ? own : below) = mid;
-      }
+    own = oneFOneBSpansFit(model, minMax, own) ? ownOneFOneBPeriod(model, minMax, low, own)
+                                               : kInfinity;
   }
   // Below an incumbent, a lattice must beat it by more than the bisection's
   // precision (one that only ties it is not an improvement).
@@ -496,7 +526,7 @@ std::optional<CutPartition> oneFOneBMinPeriod(const StageModel &model, int maxSt
       if ((best = at(t)))
         high = t;
     if (!best)
-      return minMax; // the simulator judges it
+      return minMaxFits ? std::optional<CutPartition>(minMax) : std::nullopt;
   }
   // Bisection between the min-max bottleneck and a feasible T.
   while (high - low > kPrecision * high) {

@@ -386,10 +386,17 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
                               ? std::max(bottleneck, allocation.targetPeriodMs)
                               : bottleneck;
     if (period > 0) {
+      // At most S - s alive on stage s, and no more than the plan's own cap where it
+      // has one (a DP that priced each stage's memory with fewer copies).
+      const bool capped = static_cast<int>(allocation.inFlightLimit.size()) == stages;
       auto withinOneFOneB = [&](const PeriodicPattern &pattern) {
-        for (int s = 0; s < stages; ++s)
-          if (pattern.inFlight[static_cast<size_t>(s)] > stages - s)
+        for (int s = 0; s < stages; ++s) {
+          int cap = stages - s;
+          if (capped)
+            cap = std::min(cap, std::max(1, allocation.inFlightLimit[static_cast<size_t>(s)]));
+          if (pattern.inFlight[static_cast<size_t>(s)] > cap)
             return false;
+        }
         return true;
       };
       PeriodicPattern pattern = periodicPattern(problem, graph, period);
@@ -397,8 +404,9 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
         schedule.actions = patternOrder(pattern, allocation, gpus, microbatches);
         return schedule;
       }
-      // Transfers lengthen the spans: keep 1F1B's memory bound by slowing the pattern
-      // to the smallest period (bisection) at which min(S - s, m) copies suffice.
+      // Transfers lengthen the spans: keep 1F1B's memory bound (and the plan's caps)
+      // by slowing the pattern to the smallest period (bisection) at which the
+      // copies suffice.
       double low = period, high = 2 * period;
       while (!withinOneFOneB(periodicPattern(problem, graph, high)) && high < 64 * period)
         high *= 2;

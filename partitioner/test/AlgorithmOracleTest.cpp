@@ -435,13 +435,9 @@ double bruteSpan(const Problem &problem, const std::vector<std::vector<int>> &st
       }
       const double span = x + b;
       int copies = std::max(1, std::min(m, static_cast<int>(std::ceil(span / T - 1e-9))));
-      if (rule == CopyRule::OneFOneB) {
-        // 1F1B keeps at most one copy per stage from here to the end alive, and its
-        // memory is budgeted with the position rule's min(k - s, m).
-        if (copies > k - s)
-          break;
-        copies = std::min(k - s, m);
-      }
+      // 1F1B keeps at most one copy per stage from here to the end alive.
+      if (rule == CopyRule::OneFOneB && copies > k - s)
+        break;
       const double activations = recompute ? copies * received + saved : copies * saved;
       if (problem.training.stateMultiplier * params.owned +
               readerStateMultiplier(problem.training) * params.read + buffers + activations +

@@ -226,10 +226,14 @@ TEST(InputValidation, MalformedPlanJsonIsAnErrorNotAMatch) {
             "the plan JSON: stage_metrics must be an array, got 3");
   EXPECT_EQ(replayError([](nlohmann::json &p) { p["schedule"] = 1; }),
             "the plan JSON: schedule must be a string, got 1");
-  // PipeDream's plans keep no stash on the last stage: a limit of 0 replays.
-  nlohmann::json pipeDream = good;
-  pipeDream["allocation"]["in_flight_limit"] = nlohmann::json::array({1, 0});
-  EXPECT_TRUE(orThrow(replayPlan(problem, pipeDream.dump())).ok());
+  // Caps as 1F1B's own rule (2 then 1 alive) replay to the same plan; a limit of 0
+  // (PipeDream's stash count on the last stage, which older plans wrote) is read
+  // as 1.
+  nlohmann::json capped = good;
+  capped["allocation"]["in_flight_limit"] = nlohmann::json::array({2, 1});
+  EXPECT_TRUE(orThrow(replayPlan(problem, capped.dump())).ok());
+  capped["allocation"]["in_flight_limit"] = nlohmann::json::array({2, 0});
+  EXPECT_TRUE(orThrow(replayPlan(problem, capped.dump())).ok());
   EXPECT_EQ(errorOf([&] { orThrow(replayPlan(problem, "[1, 2]")); }),
             "the plan JSON must be a JSON object, got [1,2]");
 }

@@ -118,6 +118,71 @@ TEST(Links, MadPipePlansAboutTheSimulatedPeriodAndRarelyLosesToAnotherContiguous
   }
 }
 
+TEST(Links, MadPipeCapsHoldInTheGeneratedScheduleUnderTightMemory) {
+  // The span DP prices each stage's memory with the copies its span needs,
+  // ceil(span / T) <= stages to the end, and hands them to the generator as caps:
+  // the generated 1F1B order must keep no more, and the plan must fit. Against
+  // every contiguous plan under 1F1B's own counts min(S - s, m) (no caps), it may
+  // fit where they cannot, or be faster.
+  std::mt19937 rng(91);
+  int trials = 0, capped = 0, madpipeValid = 0, othersValid = 0, fasterThanAll = 0;
+  for (int trial = 0, count = scaledTrials(160); trial < count; ++trial) {
+    const int layers = 2 + static_cast<int>(rng() % 6);
+    const int gpus = 2 + static_cast<int>(rng() % 3);
+    Problem problem = randomChain(rng, layers, gpus);
+    problem.training.schedule = ScheduleKind::OneFOneB;
+    problem.training.microbatches = 4 * gpus;
+    for (Layer &layer : problem.layers) // transfers about as long as the layers
+      layer.outputBytes *= 4;
+    problem.platform.memoryBytesPerGpu = kInfinity;
+    orThrow(problem.finalize());
+    PlanOptions options;
+    options.algorithms = {"madpipe"};
+    options.improveByBoundaryMoves = false;
+    options.improveByBlockMoves = false;
+    // Memory between 60 % and 100 % of what the unbounded plan peaks at.
+    const PlanningReport unbounded = planOrThrow(problem, options);
+    double peak = 0;
+    for (const GpuMemory &gpu : unbounded.results.at(0).simulation.memory)
+      peak = std::max(peak, gpu.peakBytes);
+    problem.platform.memoryBytesPerGpu = peak * std::uniform_real_distribution<double>(0.6, 1)(rng);
+    orThrow(problem.finalize());
+    const PlanningReport report = planOrThrow(problem, options);
+    const PlanResult &madpipe = report.results.at(0);
+    double best = kInfinity;
+    for (const auto &sizes : allCompositions(layers, gpus)) {
+      auto result =
+          evaluateAllocation(problem, fromSizes(sizes, gpus), ScheduleKind::OneFOneB, report.bounds);
+      ASSERT_TRUE(result.ok());
+      if ((*result).valid)
+        best = std::min(best, (*result).periodMs);
+    }
+    ++trials;
+    othersValid += best < kInfinity;
+    if (!madpipe.valid) {
+      EXPECT_EQ(best, kInfinity) << "trial " << trial << ": madpipe found nothing: "
+                                 << madpipe.reason;
+      continue;
+    }
+    ++madpipeValid;
+    const std::vector<int> &caps = madpipe.allocation.inFlightLimit;
+    if (!caps.empty()) {
+      ++capped;
+      ASSERT_EQ(caps.size(), madpipe.simulation.stageInFlight.size()) << "trial " << trial;
+      for (size_t s = 0; s < caps.size(); ++s)
+        EXPECT_LE(madpipe.simulation.stageInFlight[s], caps[s])
+            << "trial " << trial << " stage " << s;
+    }
+    fasterThanAll += madpipe.periodMs < best * (1 - 1e-9);
+  }
+  std::cout << trials << " chains under tight memory: madpipe fits on " << madpipeValid
+            << " (a plan without caps on " << othersValid << "), with caps on " << capped
+            << ", faster than every plan without caps on " << fasterThanAll << "\n";
+  EXPECT_GT(capped, trials / 2);
+  EXPECT_GE(madpipeValid, othersValid);
+  EXPECT_GT(fasterThanAll, 0); // the caps matter: they fail without them
+}
+
 TEST(Links, LayersThatTakeNoTimePlanAtOnce) {
   // The span search starts from the min-max bottleneck; at 0 there is nothing to
   // search (a doubling from 0 never ended: the main job hung on one-node models).

@@ -24,8 +24,10 @@ namespace partitioner {
 struct Allocation {
   std::vector<int> stageOfLayer;
   std::vector<int> gpuOfStage;
-  /// Optional per-stage in-flight limits (warm-up + 1) for periodic schedules; empty
-  /// means the schedule's own rule.
+  /// Optional per-stage caps on the micro-batches a stage keeps alive: 1F1B with one
+  /// stage per GPU slows its periodic pattern until no stage keeps more (the memory
+  /// a DP priced each stage with); periodic plans record their pattern's counts.
+  /// Empty means the schedule's own rule.
   std::vector<int> inFlightLimit;
   /// Period the allocation was planned for (periodic schedules); 0 = its bottleneck.
   double targetPeriodMs = 0;

@@ -56,9 +56,11 @@ enum class CopyRule {
   Span,
   /// 1F1B with flush as the library generates it (the periodic pattern at the
   /// smallest T at which no stage keeps more than min(k, m) alive, k the stages from
-  /// the end counting itself): ceil(span / T) <= k, memory checked with the position
-  /// rule's min(k, m) copies. Its T is the simulated 1F1B period with the transfers
-  /// on the path of each stage's span, as the simulator times them.
+  /// the end counting itself, nor more than the plan's cap): n = ceil(span / T) <= k,
+  /// memory checked with n copies, and n becomes the stage's cap
+  /// (Allocation::inFlightLimit), so that the generated order keeps no more. Its T is
+  /// the simulated 1F1B period with the transfers on the path of each stage's span,
+  /// as the simulator times them.
   OneFOneB,
 };
 
@@ -84,9 +86,13 @@ std::optional<CutPartition> periodicMinPeriod(
 /// min-max DP's bottleneck (a lower bound: the same stages without the spans) and
 /// below `upperBoundMs` (an incumbent; nothing when no partition beats it).
 /// `minMax` is that DP's partition; it is returned when the span search finds
-/// nothing below the doubling limit (the simulator then judges it).
+/// nothing below the doubling limit (the simulator then judges it). Without
+/// `minMaxFits`, it is the memory-blind DP's (memory allows no partition under
+/// 1F1B's position rule, but one may fit with the fewer copies its spans need): a
+/// lower bound only, never returned.
 std::optional<CutPartition> oneFOneBMinPeriod(const StageModel &model, int maxStages,
-                                              const CutPartition &minMax, double upperBoundMs);
+                                              const CutPartition &minMax, double upperBoundMs,
+                                              bool minMaxFits = true);
 
 /// True when no transfer takes time (infinite bandwidth, no latency on both link
 /// classes): the min-max DPs are then exact for 1F1B.

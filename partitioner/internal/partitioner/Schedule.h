@@ -61,8 +61,10 @@ double bottleneckPeriod(const Problem &problem, const StageGraph &graph);
 /// the list-scheduling order of greedySchedule with caps min(S - s, m). 1F1B (with
 /// flush or stashing) orders each GPU's operations by the periodic pattern at the
 /// bottleneck period (at most min(S - s, m) alive, fewer when stages are
-/// unbalanced), or uses the textbook order (warm-up S - s - 1) when that pattern
-/// would need more. Periodic uses the pattern at allocation.targetPeriodMs. ZB-H1
+/// unbalanced), slowed to the smallest period at which no stage keeps more than
+/// that, nor more than allocation.inFlightLimit[s] when the allocation has one per
+/// stage; it uses the textbook order (warm-up S - s - 1) when no period up to 64
+/// times the bottleneck keeps within those. Periodic uses the pattern at allocation.targetPeriodMs. ZB-H1
 /// uses the list-scheduling order of greedySchedule (Simulator.h).
 Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
                           int microbatches);

@@ -139,8 +139,18 @@ AlgorithmOutput detail::madPipe(const Problem &problem, const AlgorithmContext &
         if (upperBound == kInfinity && model.lattice().numCuts() > 1500)
           local.upperBoundMs = greedyUpperBound(model, local);
         auto partition = minMaxPartition(model, local);
-        if (!partition || !spans)
+        if (!spans)
           return partition;
+        if (!partition) {
+          // Nothing fits with 1F1B's position rule; the spans may need fewer copies.
+          // The memory-blind bottleneck is the search's lower bound.
+          local.memoryAware = false;
+          local.tieBreak = false;
+          auto blind = minMaxPartition(model, local);
+          if (!blind)
+            return blind;
+          return oneFOneBMinPeriod(model, options.maxStages, *blind, upperBound, false);
+        }
         return oneFOneBMinPeriod(model, options.maxStages, *partition, upperBound);
       },
       [&](const StageModel &model) {
@@ -149,7 +159,9 @@ AlgorithmOutput detail::madPipe(const Problem &problem, const AlgorithmContext &
       // A span solve bisects T (about 15 DPs): its search over orders gives up
       // sooner (4 rounds reach the periods of 12 on every profile of bench/links.py).
       spans ? kSpanRoundsWithoutImprovement : kRoundsWithoutImprovement);
-  if (output.allocation)
+  // The span DP priced each stage with the copies its span needs: the generated
+  // 1F1B order keeps no more (its caps). The min-max DP's position rule is 1F1B's own.
+  if (output.allocation && !spans)
     output.allocation->inFlightLimit.clear();
   return output;
 }

@@ -18,7 +18,7 @@ public:
     options.exactStageCount = true;
     options.pipeDreamFilter = true;
     options.tieBreak = false;
-    return detail::solveOnLattices(
+    AlgorithmOutput output = detail::solveOnLattices(
         problem, context,
         [&](const StageModel &model, double upperBound) {
           MinMaxOptions local = options;
@@ -37,6 +37,10 @@ public:
         [](const StageModel &) {
           return std::string("infeasible: PipeDream's stash filter rejects every split");
         });
+    // Its counts (stages after each one) are a memory filter, not the schedule's caps.
+    if (output.allocation)
+      output.allocation->inFlightLimit.clear();
+    return output;
   }
 };
 } // namespace
