@@ -310,6 +310,51 @@ PeriodicPattern periodicPattern(const Problem &problem, const Allocation &alloca
   return periodicPattern(problem, buildStageGraph(problem, allocation), periodMs);
 }
 
+namespace {
+/// One port's busy intervals modulo T, as [start, start + length) with start in [0, T).
+class PortCircle {
+public:
+  explicit PortCircle(double period) : period_(period) {}
+  bool freeAt(double t, double length) const {
+    const double x = wrap(t), eps = 1e-9 * period_;
+    for (const auto &[start, busy] : busy_)
+      if (wrap(start - x) + eps < length || wrap(x - start) + eps < busy)
+        return false;
+    return true;
+  }
+  void reserve(double t, double length) { busy_.push_back({wrap(t), length}); }
+  /// Candidate starts >= t: t, and the end of each busy interval after it.
+  void candidates(double t, std::vector<double> &out) const {
+    for (const auto &[start, busy] : busy_)
+      out.push_back(t + wrap(start + busy - t));
+  }
+
+private:
+  double wrap(double x) const {
+    double r = std::fmod(x, period_);
+    return r < 0 ? r + period_ : r;
+  }
+  double period_;
+  std::vector<std::pair<double, double>> busy_;
+};
+
+/// The earliest start >= t at which a transfer of `length` is free on both ports
+/// modulo T, or infinity when there is none.
+double earliestOnBoth(const PortCircle &out, const PortCircle &in, double t, double length,
+                      double period, std::vector<double> &scratch) {
+  if (length > period * (1 + 1e-9))
+    return kInfinity;
+  scratch.assign(1, t);
+  out.candidates(t, scratch);
+  in.candidates(t, scratch);
+  std::sort(scratch.begin(), scratch.end());
+  for (double start : scratch)
+    if (out.freeAt(start, length) && in.freeAt(start, length))
+      return start;
+  return kInfinity;
+}
+} // namespace
+
 PeriodicPattern periodicPattern(const Problem &problem, const StageGraph &graph,
                                 double periodMs) {
   const int stages = graph.numStages;
@@ -318,29 +363,60 @@ PeriodicPattern periodicPattern(const Problem &problem, const StageGraph &graph,
   pattern.forwardOffset.assign(static_cast<size_t>(stages), 0);
   pattern.backwardOffset.assign(static_cast<size_t>(stages), 0);
   pattern.inFlight.assign(static_cast<size_t>(stages), 1);
-  auto transfer = [&](int from, int to, double bytes) {
+  // Each transfer holds its sender's send port and its receiver's receive port for
+  // its occupancy, modulo T; its latency follows. Activations are placed first (in
+  // stage order), then gradients (from the last stage).
+  const size_t gpus = static_cast<size_t>(problem.platform.gpus);
+  std::vector<PortCircle> send(gpus, PortCircle(periodMs)), receive(gpus, PortCircle(periodMs));
+  std::vector<double> scratch;
+  bool portsFit = true;
+  auto transfer = [&](int from, int to, double bytes, double ready) {
     const int a = graph.gpu[static_cast<size_t>(from)], b = graph.gpu[static_cast<size_t>(to)];
-    return a == b ? 0.0 : problem.platform.linkBetween(a, b).transferMs(bytes);
+    if (a == b || bytes <= 0)
+      return ready;
+    const LinkSpec &link = problem.platform.linkBetween(a, b);
+    const double occupancy = link.occupancyMs(bytes);
+    if (occupancy <= 0)
+      return ready + link.latencyMs;
+    PortCircle &out = send[static_cast<size_t>(a)], &in = receive[static_cast<size_t>(b)];
+    double start = earliestOnBoth(out, in, ready, occupancy, periodMs, scratch);
+    if (start == kInfinity) {
+      portsFit = false;
+      start = ready;
+    } else {
+      out.reserve(start, occupancy);
+      in.reserve(start, occupancy);
+    }
+    return start + occupancy + link.latencyMs;
   };
   // Stages are numbered topologically (tensors never flow backwards).
-  for (int s = 0; s < stages; ++s)
+  for (int s = 0; s < stages; ++s) {
+    // Inputs in the order they are ready.
+    std::vector<std::pair<double, const StageGraph::Edge *>> inputs;
     for (const auto &edge : graph.predecessors[static_cast<size_t>(s)])
+      inputs.push_back({pattern.forwardOffset[static_cast<size_t>(edge.stage)] +
+                            graph.forwardMs[static_cast<size_t>(edge.stage)],
+                        &edge});
+    std::sort(inputs.begin(), inputs.end(),
+              [](const auto &x, const auto &y) { return x.first < y.first; });
+    for (const auto &[ready, edge] : inputs)
       pattern.forwardOffset[static_cast<size_t>(s)] =
           std::max(pattern.forwardOffset[static_cast<size_t>(s)],
-                   pattern.forwardOffset[static_cast<size_t>(edge.stage)] +
-                       graph.forwardMs[static_cast<size_t>(edge.stage)] + transfer(edge.stage, s, edge.bytes));
+                   transfer(edge->stage, s, edge->bytes, ready));
+  }
   for (int s = stages - 1; s >= 0; --s) {
     const size_t i = static_cast<size_t>(s);
     double earliest = pattern.forwardOffset[i] + graph.forwardMs[i];
     for (const auto &edge : graph.successors[i])
-      earliest = std::max(earliest, pattern.backwardOffset[static_cast<size_t>(edge.stage)] +
-                                        graph.backwardMs[static_cast<size_t>(edge.stage)] +
-                                        transfer(edge.stage, s, edge.bytes));
+      earliest = std::max(earliest, transfer(edge.stage, s, edge.bytes,
+                                             pattern.backwardOffset[static_cast<size_t>(edge.stage)] +
+                                                 graph.backwardMs[static_cast<size_t>(edge.stage)]));
     pattern.backwardOffset[i] = alignBackward(earliest, pattern.forwardOffset[i], graph.forwardMs[i],
                                               graph.backwardMs[i], periodMs);
     const double span = pattern.backwardOffset[i] + graph.backwardMs[i] - pattern.forwardOffset[i];
     pattern.inFlight[i] = std::max(1, static_cast<int>(std::ceil(span / periodMs - 1e-9)));
   }
+  pattern.portsFit = portsFit;
   return pattern;
 }
 
@@ -390,6 +466,8 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
       // has one (a DP that priced each stage's memory with fewer copies).
       const bool capped = static_cast<int>(allocation.inFlightLimit.size()) == stages;
       auto withinOneFOneB = [&](const PeriodicPattern &pattern) {
+        if (!pattern.portsFit)
+          return false;
         for (int s = 0; s < stages; ++s) {
           int cap = stages - s;
           if (capped)
