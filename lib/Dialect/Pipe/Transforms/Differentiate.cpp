@@ -372,33 +372,34 @@ LogicalResult StageDifferentiator::run() {
     }
   }
 
-  // A parameter's gradient is accumulated as soon as it is complete, after
-  // the rule of its first user, so that the backward holds one at a time (as
-  // the memory model counts it). The users are the ops the loop below visits:
-  // not the return (a parameter returned as a model output gets its gradient
-  // from the ops that read it, or from its output gradient before them).
-  llvm::DenseMap<Value, unsigned> usersLeft;
+  // A parameter's gradient is accumulated into its buffer after the rule of
+  // each op that reads it, one part at a time, so that the backward never holds
+  // a part while other rules run (as the memory model counts it): a weight read
+  // by two ops (a bidirectional layer's directions, a tied embedding) is not
+  // summed across the backward between them. The users are the ops the loop
+  // below visits: not the return (a parameter returned as a model output gets
+  // its gradient from the ops that read it, or from its output gradient before
+  // them).
+  llvm::DenseSet<Value> trainable;
   for (Operation &op : *forward)
     if (auto param = dyn_cast<ParamOp>(op); param && param.getTrainable()) {
-      llvm::SmallPtrSet<Operation *, 4> users;
-      for (Operation *user : param.getValue().getUsers())
-        if (user->getBlock() == forward && user != ret.getOperation())
-          users.insert(user);
-      usersLeft[param.getValue()] = users.size();
+      trainable.insert(param.getValue());
+      bool read = llvm::any_of(param.getValue().getUsers(), [&](Operation *user) {
+        return user->getBlock() == forward && user != ret.getOperation();
+      });
       // Read by no op: its gradient, if any, is complete already.
-      if (users.empty())
+      if (!read)
         if (Value gradient = gradients.lookup(param.getValue()))
           AccumulateGradOp::create(builder, param.getLoc(), gradient, getForwardValue(param));
     }
-  auto accumulateCompleted = [&](Operation &op) {
-    llvm::SmallDenseSet<Value, 4> seen;
+  auto accumulateParts = [&](Operation &op) {
     for (Value operand : op.getOperands()) {
-      auto left = usersLeft.find(operand);
-      if (left == usersLeft.end() || !seen.insert(operand).second || --left->second > 0)
+      if (!trainable.contains(operand))
         continue;
       if (Value gradient = gradients.lookup(operand)) {
         auto param = operand.getDefiningOp<ParamOp>();
         AccumulateGradOp::create(builder, param.getLoc(), gradient, getForwardValue(param));
+        gradients.erase(operand);
       }
     }
   };
@@ -435,7 +436,7 @@ LogicalResult StageDifferentiator::run() {
                  << " is on a path to the loss, and the op's gradient rule only "
                     "differentiates through its other results";
     }
-    accumulateCompleted(op);
+    accumulateParts(op);
   }
 
   // The gradients of received activations.
