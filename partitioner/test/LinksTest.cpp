@@ -180,7 +180,7 @@ TEST(Links, MadPipeCapsHoldInTheGeneratedScheduleUnderTightMemory) {
   std::cout << trials << " chains under tight memory: madpipe fits on " << madpipeValid
             << " (a plan without caps on " << othersValid << "), with caps on " << capped
             << ", faster than every plan without caps on " << fasterThanAll << "\n";
-  EXPECT_GT(capped, trials / 2);
+  EXPECT_GT(capped, madpipeValid / 2); // the min-max plan, without caps, may win
   EXPECT_GE(madpipeValid, othersValid);
   EXPECT_GT(fasterThanAll, 0); // the caps matter: they fail without them
 }
