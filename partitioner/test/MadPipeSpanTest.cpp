@@ -56,6 +56,46 @@ TEST(MadPipeSpan, FindsFasterValidPlansUnderTightMemory) {
   EXPECT_GT(better, 0) << "the span rule never beat the position rule in " << cases << " cases";
 }
 
+TEST(MadPipeSpan, BeyondTheSearchLimitRunsOnlyWhereMemoryBinds) {
+  // A 3,100-layer chain: where the memory-blind min-max split fits, the periodic
+  // search has nothing to trade and is skipped with the reason (on the main
+  // job's 20,000-node chain it took 8 s of 11); where it does not fit, it runs.
+  std::mt19937 rng(17);
+  Problem problem = randomChain(rng, 3100, 4);
+  problem.training.schedule = ScheduleKind::OneFOneB;
+  problem.platform.memoryBytesPerGpu = kInfinity;
+  orThrow(problem.finalize());
+  PlanOptions options;
+  options.algorithms = {"madpipe-span"};
+  options.ilpTimeLimitSeconds = 0.5;
+  PlanningReport free = planOrThrow(problem, options);
+  ASSERT_EQ(free.results.size(), 1u);
+  EXPECT_FALSE(free.results[0].valid);
+  EXPECT_NE(free.results[0].reason.find("memory does not bind"), std::string::npos)
+      << free.results[0].reason;
+
+  // The memory-blind split's busiest GPU, less a tenth: it no longer fits.
+  PlanOptions blind;
+  blind.algorithms = {"balanced"};
+  const PlanningReport balanced = planOrThrow(problem, blind);
+  ASSERT_NE(balanced.best(), nullptr);
+  double peak = 0;
+  for (const GpuMetrics &gpu : balanced.best()->gpus)
+    peak = std::max(peak, gpu.memoryBytes);
+  problem.platform.memoryBytesPerGpu = 0.9 * peak;
+  orThrow(problem.finalize());
+  PlanningReport tight = planOrThrow(problem, options);
+  ASSERT_EQ(tight.results.size(), 1u);
+  const PlanResult &searched = tight.results[0];
+  EXPECT_EQ(searched.reason.find("memory does not bind"), std::string::npos) << searched.reason;
+  std::cout << "tight: " << (searched.valid ? "valid" : searched.reason) << "; " << searched.notes
+            << "\n";
+  // It searched, to its time limit here (its plan is then judged, and may not fit).
+  EXPECT_TRUE(searched.notes.find("time limit") != std::string::npos ||
+              searched.reason.find("time limit") != std::string::npos)
+      << searched.reason << "; " << searched.notes;
+}
+
 TEST(MadPipeSpan, OnlyAppliesToOneFOneBWithFlush) {
   std::mt19937 rng(2);
   Problem problem = randomChain(rng, 6, 2);

@@ -57,6 +57,26 @@ public:
   }
 };
 
+/// Whether the min-max split of one topological order that ignores memory fits as
+/// 1F1B runs it: memory then does not bind, and the periodic copy counts have
+/// nothing to trade for time.
+bool memoryBlindSplitFits(const Problem &problem, const AlgorithmContext &context) {
+  const CutLattice chain = chainLattice(problem, topologicalOrder(problem));
+  const StageModel model(problem, chain);
+  MinMaxOptions options;
+  options.maxStages = problem.platform.gpus;
+  options.memoryAware = false;
+  options.tieBreak = false;
+  if (chain.numCuts() > 1500)
+    options.upperBoundMs = greedyUpperBound(model, options);
+  auto partition = minMaxPartition(model, options);
+  if (!partition)
+    return false;
+  auto result = evaluateAllocation(problem, allocationFromCuts(problem, chain, *partition),
+                                   ScheduleKind::OneFOneB, context.bounds);
+  return result.ok() && (*result).valid;
+}
+
 /// `madpipe-span`: for 1F1B with flush, the position rule min(S - s, m) is an
 /// upper bound on what the simulated schedule keeps alive (the 1F1B order follows
 /// the periodic pattern, which often keeps fewer on unbalanced stages). This
@@ -77,6 +97,12 @@ public:
     AlgorithmOutput output;
     if (problem.training.schedule != ScheduleKind::OneFOneB) {
       output.reason = "applies to 1f1b (with flush) only";
+      return output;
+    }
+    if (problem.layers.size() > detail::kMaxLayersForSearch && memoryBlindSplitFits(problem, context)) {
+      output.reason = "memory does not bind (the memory-blind min-max split fits): beyond " +
+                      std::to_string(detail::kMaxLayersForSearch) +
+                      " layers the periodic search runs only when it does";
       return output;
     }
     Problem periodic = problem;
