@@ -255,6 +255,13 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model,
   return result;
 }
 
+std::optional<CutPartition> boundedMinMaxPartition(const StageModel &model,
+                                                   MinMaxOptions options) {
+  if (options.upperBoundMs == kInfinity && model.lattice().numCuts() > 1500)
+    options.upperBoundMs = greedyUpperBound(model, options);
+  return minMaxPartition(model, options);
+}
+
 std::optional<CutPartition> minMemoryPartition(const StageModel &model, int maxStages,
                                                ScheduleKind inFlightRule) {
   const int stages = stageBudget(model, maxStages);

@@ -7,6 +7,7 @@
 #include "PeriodicSlot.h"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 
 namespace partitioner {
@@ -369,7 +370,6 @@ PeriodicPattern periodicPattern(const Problem &problem, const StageGraph &graph,
   const size_t gpus = static_cast<size_t>(problem.platform.gpus);
   std::vector<PortCircle> send(gpus, PortCircle(periodMs)), receive(gpus, PortCircle(periodMs));
   std::vector<double> scratch;
-  bool portsFit = true;
   auto transfer = [&](int from, int to, double bytes, double ready) {
     const int a = graph.gpu[static_cast<size_t>(from)], b = graph.gpu[static_cast<size_t>(to)];
     if (a == b || bytes <= 0)
@@ -381,7 +381,7 @@ PeriodicPattern periodicPattern(const Problem &problem, const StageGraph &graph,
     PortCircle &out = send[static_cast<size_t>(a)], &in = receive[static_cast<size_t>(b)];
     double start = earliestOnBoth(out, in, ready, occupancy, periodMs, scratch);
     if (start == kInfinity) {
-      portsFit = false;
+      pattern.portsFit = false;
       start = ready;
     } else {
       out.reserve(start, occupancy);
@@ -416,7 +416,52 @@ PeriodicPattern periodicPattern(const Problem &problem, const StageGraph &graph,
     const double span = pattern.backwardOffset[i] + graph.backwardMs[i] - pattern.forwardOffset[i];
     pattern.inFlight[i] = std::max(1, static_cast<int>(std::ceil(span / periodMs - 1e-9)));
   }
-  pattern.portsFit = portsFit;
+  return pattern;
+}
+
+std::optional<PeriodicPattern> oneFOneBPattern(const Problem &problem,
+                                               const Allocation &allocation,
+                                               const StageGraph &graph) {
+  const int stages = allocation.numStages();
+  const double bottleneck = bottleneckPeriod(problem, graph);
+  if (!(bottleneck > 0))
+    return std::nullopt;
+  // At most S - s alive on stage s, and no more than the plan's own cap where it has
+  // one (a DP that priced each stage's memory with fewer copies; 0 reads as 1).
+  const bool capped = static_cast<int>(allocation.inFlightLimit.size()) == stages;
+  auto keepsWithin = [&](const PeriodicPattern &pattern) {
+    if (!pattern.portsFit)
+      return false;
+    for (int s = 0; s < stages; ++s) {
+      int cap = stages - s;
+      if (capped)
+        cap = std::min(cap, std::max(1, allocation.inFlightLimit[static_cast<size_t>(s)]));
+      if (pattern.inFlight[static_cast<size_t>(s)] > cap)
+        return false;
+    }
+    return true;
+  };
+  PeriodicPattern pattern = periodicPattern(problem, graph, bottleneck);
+  if (keepsWithin(pattern))
+    return pattern;
+  // Transfers lengthen the spans: keep the copies within bounds by slowing the
+  // pattern to the smallest period (bisection) at which they are.
+  double low = bottleneck, high = 2 * bottleneck;
+  while (!keepsWithin(periodicPattern(problem, graph, high)) && high < 64 * bottleneck)
+    high *= 2;
+  pattern = periodicPattern(problem, graph, high);
+  if (!keepsWithin(pattern))
+    return std::nullopt;
+  for (int iteration = 0; iteration < 40; ++iteration) {
+    const double mid = 0.5 * (low + high);
+    PeriodicPattern attempt = periodicPattern(problem, graph, mid);
+    if (keepsWithin(attempt)) {
+      high = mid;
+      pattern = std::move(attempt);
+    } else {
+      low = mid;
+    }
+  }
   return pattern;
 }
 
@@ -457,52 +502,16 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
     if (kind != ScheduleKind::Periodic && !allocation.oneStagePerGpu())
       return generalOneFOneB(kind, problem, allocation, graph, microbatches);
     requireOneStagePerGpu(kind, allocation);
-    const double bottleneck = bottleneckPeriod(problem, graph);
-    const double period = kind == ScheduleKind::Periodic
-                              ? std::max(bottleneck, allocation.targetPeriodMs)
-                              : bottleneck;
-    if (period > 0) {
-      // At most S - s alive on stage s, and no more than the plan's own cap where it
-      // has one (a DP that priced each stage's memory with fewer copies).
-      const bool capped = static_cast<int>(allocation.inFlightLimit.size()) == stages;
-      auto withinOneFOneB = [&](const PeriodicPattern &pattern) {
-        if (!pattern.portsFit)
-          return false;
-        for (int s = 0; s < stages; ++s) {
-          int cap = stages - s;
-          if (capped)
-            cap = std::min(cap, std::max(1, allocation.inFlightLimit[static_cast<size_t>(s)]));
-          if (pattern.inFlight[static_cast<size_t>(s)] > cap)
-            return false;
-        }
-        return true;
-      };
-      PeriodicPattern pattern = periodicPattern(problem, graph, period);
-      if (kind == ScheduleKind::Periodic || withinOneFOneB(pattern)) {
-        schedule.actions = patternOrder(pattern, allocation, gpus, microbatches);
+    if (kind == ScheduleKind::Periodic) {
+      const double period = std::max(bottleneckPeriod(problem, graph), allocation.targetPeriodMs);
+      if (period > 0) {
+        schedule.actions =
+            patternOrder(periodicPattern(problem, graph, period), allocation, gpus, microbatches);
         return schedule;
       }
-      // Transfers lengthen the spans: keep 1F1B's memory bound (and the plan's caps)
-      // by slowing the pattern to the smallest period (bisection) at which the
-      // copies suffice.
-      double low = period, high = 2 * period;
-      while (!withinOneFOneB(periodicPattern(problem, graph, high)) && high < 64 * period)
-        high *= 2;
-      PeriodicPattern slower = periodicPattern(problem, graph, high);
-      if (withinOneFOneB(slower)) {
-        for (int iteration = 0; iteration < 40; ++iteration) {
-          const double mid = 0.5 * (low + high);
-          PeriodicPattern attempt = periodicPattern(problem, graph, mid);
-          if (withinOneFOneB(attempt)) {
-            high = mid;
-            slower = attempt;
-          } else {
-            low = mid;
-          }
-        }
-        schedule.actions = patternOrder(slower, allocation, gpus, microbatches);
-        return schedule;
-      }
+    } else if (auto pattern = oneFOneBPattern(problem, allocation, graph)) {
+      schedule.actions = patternOrder(*pattern, allocation, gpus, microbatches);
+      return schedule;
     }
     for (int s = 0; s < stages; ++s) {
       const int g = allocation.gpuOfStage[static_cast<size_t>(s)];

@@ -185,37 +185,6 @@ TEST(Links, MadPipeCapsHoldInTheGeneratedScheduleUnderTightMemory) {
   EXPECT_GT(fasterThanAll, 0); // the caps matter: they fail without them
 }
 
-/// The period at which the generated 1F1B order runs its pattern: the smallest T
-/// from the bottleneck up at which no stage keeps more than S - s alive and every
-/// transfer has its slot (bisection, as the generator); infinity when none up to
-/// 64 times the bottleneck.
-double patternPeriod(const Problem &problem, const Allocation &allocation) {
-  const StageGraph graph = buildStageGraph(problem, allocation);
-  const int stages = allocation.numStages();
-  auto fits = [&](double T) {
-    const PeriodicPattern pattern = periodicPattern(problem, graph, T);
-    if (!pattern.portsFit)
-      return false;
-    for (int s = 0; s < stages; ++s)
-      if (pattern.inFlight[static_cast<size_t>(s)] > stages - s)
-        return false;
-    return true;
-  };
-  const double bottleneck = bottleneckPeriod(problem, graph);
-  if (fits(bottleneck))
-    return bottleneck;
-  double low = bottleneck, high = 2 * bottleneck;
-  while (!fits(high) && high < 64 * bottleneck)
-    high *= 2;
-  if (!fits(high))
-    return kInfinity;
-  for (int iteration = 0; iteration < 40; ++iteration) {
-    const double mid = 0.5 * (low + high);
-    (fits(mid) ? high : low) = mid;
-  }
-  return high;
-}
-
 TEST(Links, GeneratedOrdersRunAtTheirPatternPeriodWhenPortsAreBusy) {
   // Transfers as long as the layers, on DAGs (a tensor sent to several stages) and
   // chains: the 1F1B order comes from a periodic pattern in which each transfer
@@ -247,9 +216,10 @@ TEST(Links, GeneratedOrdersRunAtTheirPatternPeriodWhenPortsAreBusy) {
       for (int i = 0; i < sizes[static_cast<size_t>(s)]; ++i)
         allocation.stageOfLayer[static_cast<size_t>(order[static_cast<size_t>(at++)])] = s;
     }
-    const double T = patternPeriod(problem, allocation);
-    if (T == kInfinity)
+    const auto pattern = oneFOneBPattern(problem, allocation, buildStageGraph(problem, allocation));
+    if (!pattern)
       continue;
+    const double T = pattern->periodMs;
     auto result = evaluateAllocation(problem, allocation, ScheduleKind::OneFOneB,
                                      computeLowerBounds(problem));
     ASSERT_TRUE(result.ok());

@@ -16,22 +16,35 @@ namespace partitioner {
 namespace {
 using testing::randomChain;
 
+/// A random 1F1B chain with unbounded memory.
+Problem freeChain(std::mt19937 &rng, int layers, int gpus) {
+  Problem problem = randomChain(rng, layers, gpus);
+  problem.training.schedule = ScheduleKind::OneFOneB;
+  problem.platform.memoryBytesPerGpu = kInfinity;
+  orThrow(problem.finalize());
+  return problem;
+}
+
+/// The busiest GPU's memory under the memory-blind `balanced` plan; 0 when none.
+double memoryBlindPeak(const Problem &problem) {
+  PlanOptions options;
+  options.algorithms = {"balanced"};
+  const PlanningReport report = planOrThrow(problem, options);
+  double peak = 0;
+  if (report.best())
+    for (const GpuMetrics &gpu : report.best()->gpus)
+      peak = std::max(peak, gpu.memoryBytes);
+  return peak;
+}
+
 TEST(MadPipeSpan, FindsFasterValidPlansUnderTightMemory) {
   std::mt19937 rng(11);
   int better = 0, valid = 0, cases = 0;
   for (int trial = 0; trial < 300; ++trial) {
-    Problem problem = randomChain(rng, 12, 4);
-    problem.training.schedule = ScheduleKind::OneFOneB;
-    problem.platform.memoryBytesPerGpu = kInfinity;
-    orThrow(problem.finalize());
-    PlanOptions free;
-    free.algorithms = {"balanced"};
-    PlanningReport unconstrained = planOrThrow(problem, free);
-    if (!unconstrained.best())
+    Problem problem = freeChain(rng, 12, 4);
+    const double peak = memoryBlindPeak(problem);
+    if (peak == 0)
       continue;
-    double peak = 0;
-    for (const GpuMetrics &gpu : unconstrained.best()->gpus)
-      peak = std::max(peak, gpu.memoryBytes);
     problem.platform.memoryBytesPerGpu = 0.7 * peak;
     orThrow(problem.finalize());
     PlanOptions both;
@@ -61,10 +74,7 @@ TEST(MadPipeSpan, BeyondTheSearchLimitRunsOnlyWhereMemoryBinds) {
   // search has nothing to trade and is skipped with the reason (on the main
   // job's 20,000-node chain it took 8 s of 11); where it does not fit, it runs.
   std::mt19937 rng(17);
-  Problem problem = randomChain(rng, 3100, 4);
-  problem.training.schedule = ScheduleKind::OneFOneB;
-  problem.platform.memoryBytesPerGpu = kInfinity;
-  orThrow(problem.finalize());
+  Problem problem = freeChain(rng, 3100, 4);
   PlanOptions options;
   options.algorithms = {"madpipe-span"};
   options.ilpTimeLimitSeconds = 0.5;
@@ -75,13 +85,8 @@ TEST(MadPipeSpan, BeyondTheSearchLimitRunsOnlyWhereMemoryBinds) {
       << free.results[0].reason;
 
   // The memory-blind split's busiest GPU, less a tenth: it no longer fits.
-  PlanOptions blind;
-  blind.algorithms = {"balanced"};
-  const PlanningReport balanced = planOrThrow(problem, blind);
-  ASSERT_NE(balanced.best(), nullptr);
-  double peak = 0;
-  for (const GpuMetrics &gpu : balanced.best()->gpus)
-    peak = std::max(peak, gpu.memoryBytes);
+  const double peak = memoryBlindPeak(problem);
+  ASSERT_GT(peak, 0);
   problem.platform.memoryBytesPerGpu = 0.9 * peak;
   orThrow(problem.finalize());
   PlanningReport tight = planOrThrow(problem, options);

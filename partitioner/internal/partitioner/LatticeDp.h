@@ -45,6 +45,12 @@ struct MinMaxOptions {
 /// partition of the lattice into at most (or exactly) maxStages stages whose memory fits.
 std::optional<CutPartition> minMaxPartition(const StageModel &model, const MinMaxOptions &options);
 
+/// minMaxPartition; when `options` give no upper bound and the lattice has more than
+/// 1,500 cuts, its window is bounded by greedyUpperBound's split (a DP pass walks
+/// the pairs of cuts within the window).
+std::optional<CutPartition> boundedMinMaxPartition(const StageModel &model,
+                                                   MinMaxOptions options);
+
 /// Exact: the partition whose worst stage memory / limit is smallest (time ignored);
 /// used to explain infeasibility.
 std::optional<CutPartition> minMemoryPartition(const StageModel &model, int maxStages,

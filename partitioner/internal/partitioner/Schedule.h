@@ -8,6 +8,7 @@
 #include "partitioner/Planner.h"
 
 #include <string>
+#include <optional>
 #include <vector>
 
 namespace partitioner {
@@ -61,6 +62,16 @@ PeriodicPattern periodicPattern(const Problem &problem, const StageGraph &graph,
 /// per-GPU compute or port (send / receive) load per micro-batch.
 double bottleneckPeriod(const Problem &problem, const Allocation &allocation);
 double bottleneckPeriod(const Problem &problem, const StageGraph &graph);
+
+/// The pattern a 1F1B order of one stage per GPU runs: the periodic pattern at the
+/// bottleneck period, or at the smallest longer one (bisection, up to 64 times it) at
+/// which every transfer has its port slot and stage s keeps at most S - s
+/// micro-batches alive, and at most allocation.inFlightLimit[s] when the allocation
+/// has a cap per stage (0 reads as 1). Nothing when no such period is found (the
+/// generator then uses the textbook order).
+std::optional<PeriodicPattern> oneFOneBPattern(const Problem &problem,
+                                               const Allocation &allocation,
+                                               const StageGraph &graph);
 
 /// The generator behind makeSchedule (Planner.h), for the partitioner's own
 /// code: throws Error when the kind does not apply to the allocation. Periodic

@@ -21,9 +21,7 @@ public:
           MinMaxOptions local = options;
           local.upperBoundMs = upperBound;
           local.keepOnlyBelowMs = upperBound; // solveOnLattices keeps only improvements
-          if (upperBound == kInfinity && model.lattice().numCuts() > 1500)
-            local.upperBoundMs = greedyUpperBound(model, local);
-          return minMaxPartition(model, local);
+          return boundedMinMaxPartition(model, local);
         },
         [](const StageModel &) { return std::string("no partition"); });
   }

@@ -50,9 +50,7 @@ public:
     options.exactStageCount = true;
     options.memoryAware = false;
     options.tieBreak = false;
-    if (chain.numCuts() > 1500)
-      options.upperBoundMs = greedyUpperBound(model, options);
-    auto partition = minMaxPartition(model, options);
+    auto partition = boundedMinMaxPartition(model, options);
     if (!partition) {
       output.reason = "interleaved: no split into " + std::to_string(chunks * gpus) + " chunks";
       return output;

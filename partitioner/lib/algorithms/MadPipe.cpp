@@ -67,9 +67,7 @@ bool memoryBlindSplitFits(const Problem &problem, const AlgorithmContext &contex
   options.maxStages = problem.platform.gpus;
   options.memoryAware = false;
   options.tieBreak = false;
-  if (chain.numCuts() > 1500)
-    options.upperBoundMs = greedyUpperBound(model, options);
-  auto partition = minMaxPartition(model, options);
+  auto partition = boundedMinMaxPartition(model, options);
   if (!partition)
     return false;
   auto result = evaluateAllocation(problem, allocationFromCuts(problem, chain, *partition),
@@ -162,9 +160,7 @@ AlgorithmOutput detail::madPipe(const Problem &problem, const AlgorithmContext &
         MinMaxOptions local = options;
         local.upperBoundMs = upperBound;
         local.keepOnlyBelowMs = upperBound; // solveOnLattices keeps only improvements
-        if (upperBound == kInfinity && model.lattice().numCuts() > 1500)
-          local.upperBoundMs = greedyUpperBound(model, local);
-        auto partition = minMaxPartition(model, local);
+        auto partition = boundedMinMaxPartition(model, local);
         if (!spans)
           return partition;
         if (!partition) {
@@ -172,7 +168,7 @@ AlgorithmOutput detail::madPipe(const Problem &problem, const AlgorithmContext &
           // The memory-blind bottleneck is the search's lower bound.
           local.memoryAware = false;
           local.tieBreak = false;
-          auto blind = minMaxPartition(model, local);
+          auto blind = boundedMinMaxPartition(model, local);
           if (!blind)
             return blind;
           return oneFOneBMinPeriod(model, options.maxStages, *blind, upperBound, false);

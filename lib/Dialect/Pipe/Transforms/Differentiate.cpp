@@ -380,10 +380,8 @@ LogicalResult StageDifferentiator::run() {
   // below visits: not the return (a parameter returned as a model output gets
   // its gradient from the ops that read it, or from its output gradient before
   // them).
-  llvm::DenseSet<Value> trainable;
   for (Operation &op : *forward)
     if (auto param = dyn_cast<ParamOp>(op); param && param.getTrainable()) {
-      trainable.insert(param.getValue());
       bool read = llvm::any_of(param.getValue().getUsers(), [&](Operation *user) {
         return user->getBlock() == forward && user != ret.getOperation();
       });
@@ -394,10 +392,10 @@ LogicalResult StageDifferentiator::run() {
     }
   auto accumulateParts = [&](Operation &op) {
     for (Value operand : op.getOperands()) {
-      if (!trainable.contains(operand))
+      auto param = operand.getDefiningOp<ParamOp>();
+      if (!param || !param.getTrainable())
         continue;
       if (Value gradient = gradients.lookup(operand)) {
-        auto param = operand.getDefiningOp<ParamOp>();
         AccumulateGradOp::create(builder, param.getLoc(), gradient, getForwardValue(param));
         gradients.erase(operand);
       }
