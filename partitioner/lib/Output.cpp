@@ -222,8 +222,8 @@ std::vector<std::vector<std::string>> loweredActions(const Problem &problem, con
   return ranks;
 }
 
-void writePlanJson(const Problem &problem, const PlanningReport &report, std::ostream &out,
-                   bool timings) {
+namespace {
+json planJsonDocument(const Problem &problem, const PlanningReport &report, bool timings) {
   json document;
   json tried = json::array();
   for (const PlanResult &r : report.results) {
@@ -265,8 +265,7 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
   const PlanResult *best = report.best();
   if (!best) {
     document["error"] = noPlanReason(report);
-    out << document.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
-    return;
+    return document;
   }
   document["algorithm"] = best->algorithm;
   document["schedule"] = toString(best->scheduleKind);
@@ -336,7 +335,109 @@ void writePlanJson(const Problem &problem, const PlanningReport &report, std::os
   }
   document["stage_metrics"] = metrics;
   document["actions"] = loweredActions(problem, *best);
+  return document;
+}
+
+void dumpJson(const json &document, std::ostream &out) {
   out << document.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
+}
+} // namespace
+
+void writePlanJson(const Problem &problem, const PlanningReport &report, std::ostream &out,
+                   bool timings) {
+  dumpJson(planJsonDocument(problem, report, timings), out);
+}
+
+void writeReplicaTable(const ReplicaReport &report, std::ostream &out, bool timings) {
+  out << "data-parallel replicas: " << report.gpus << " GPUs as replicas x stages, m = "
+      << report.microbatches << " micro-batches per iteration split over the replicas\n";
+  out << std::left << std::setw(10) << "replicas" << std::setw(8) << "stages" << std::setw(16)
+      << "layout" << std::right << std::setw(13) << "pipeline ms" << std::setw(14)
+      << "all-reduce ms" << std::setw(14) << "iteration ms" << std::setw(13) << "per mb ms"
+      << (timings ? "   time s" : "") << "  status\n";
+  for (size_t i = 0; i < report.candidates.size(); ++i) {
+    const ReplicaPlan &c = report.candidates[i];
+    out << std::left << std::setw(10) << c.replicas << std::setw(8) << c.stages << std::setw(16)
+        << toString(c.layout) << std::right;
+    if (c.valid) {
+      const double allReduce =
+          c.allReduceMs.empty() ? 0 : *std::max_element(c.allReduceMs.begin(), c.allReduceMs.end());
+      out << std::setw(13) << milliseconds(c.pipelineIterationMs) << std::setw(14)
+          << milliseconds(allReduce) << std::setw(14) << milliseconds(c.iterationMs)
+          << std::setw(13) << milliseconds(c.iterationMs / report.microbatches);
+    } else {
+      out << std::setw(13) << "-" << std::setw(14) << "-" << std::setw(14) << "-" << std::setw(13)
+          << "-";
+    }
+    if (timings)
+      out << std::setw(9) << fixed(c.plannerSeconds, 3);
+    out << "  " << (static_cast<int>(i) == report.chosen ? "best" : c.valid ? "ok" : c.reason)
+        << "\n";
+  }
+  const ReplicaPlan *best = report.best();
+  if (!best) {
+    out << "no valid split\n";
+    return;
+  }
+  out << "chosen: " << best->replicas << " replica" << (best->replicas == 1 ? "" : "s") << " of "
+      << best->stages << " stage" << (best->stages == 1 ? "" : "s") << " (" << toString(best->layout)
+      << "): iteration " << milliseconds(best->iterationMs) << " ms, of which the all-reduces add "
+      << milliseconds(best->iterationMs - best->pipelineIterationMs)
+      << " ms after the pipeline's last backward\n\n"
+      << "each replica's pipeline:\n";
+  writeTable(best->pipelineProblem, best->pipeline, out, timings);
+}
+
+void writeReplicaPlanJson(const ReplicaReport &report, std::ostream &out, bool timings) {
+  json candidates = json::array();
+  for (const ReplicaPlan &c : report.candidates) {
+    json item;
+    item["replicas"] = c.replicas;
+    item["stages"] = c.stages;
+    item["layout"] = toString(c.layout);
+    item["valid"] = c.valid;
+    if (c.valid) {
+      item["pipeline_iteration_ms"] = c.pipelineIterationMs;
+      item["iteration_ms"] = c.iterationMs;
+    } else {
+      item["reason"] = c.reason;
+    }
+    if (timings)
+      item["planner_seconds"] = c.plannerSeconds;
+    candidates.push_back(item);
+  }
+  const ReplicaPlan *best = report.best();
+  json document;
+  if (best) {
+    document = planJsonDocument(best->pipelineProblem, best->pipeline, timings);
+    document["data_parallel"] = {{"gpus", report.gpus},
+                                 {"replicas", best->replicas},
+                                 {"stages", best->stages},
+                                 {"layout", toString(best->layout)},
+                                 {"gpus_per_node", best->gpusPerNode},
+                                 {"microbatches_per_iteration", report.microbatches},
+                                 {"microbatches_per_replica", best->pipelineProblem.training.microbatches},
+                                 {"gradient_bytes", best->gradientBytes},
+                                 {"all_reduce_ms", best->allReduceMs},
+                                 {"all_reduce_group", {{"nodes", best->group.nodes},
+                                                       {"per_node", best->group.perNode}}},
+                                 {"pipeline_iteration_ms", best->pipelineIterationMs},
+                                 {"iteration_ms", best->iterationMs},
+                                 {"tried", candidates}};
+  } else {
+    document["schema_version"] = kPlanSchemaVersion;
+    document["problem"] = report.problemName;
+    document["data_parallel"] = {{"gpus", report.gpus}, {"tried", candidates}};
+    std::string reason = "no split of the GPUs into replicas has a valid plan";
+    for (const ReplicaPlan &c : report.candidates)
+      if (!c.reason.empty()) {
+        reason += " (" + std::to_string(c.replicas) + " x " + std::to_string(c.stages) + ": " +
+                  c.reason + ")";
+        break;
+      }
+    document["error"] = reason;
+  }
+  dumpJson(document, out);
 }
 
 void writeTraceJson(const Problem &problem, const PlanResult &plan, std::ostream &out) {

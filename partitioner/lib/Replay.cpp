@@ -22,16 +22,44 @@ bool same(double a, double b) {
   return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)) + 1e-12;
 }
 
-ReplayCheck replayDocument(const Problem &problem, const std::string &planJson) {
-  nlohmann::json document;
-  try {
-    document = nlohmann::json::parse(planJson);
-  } catch (const nlohmann::json::exception &e) {
-    throw Error(std::string("the plan is not JSON: ") + e.what());
+ReplayCheck replayDocument(const Problem &problem, const nlohmann::json &document);
+
+/// A plan of r replicas (writeReplicaPlanJson): its pipeline replayed on one
+/// replica's problem, then the all-reduces added and the iteration compared.
+ReplayCheck replayReplicas(const Problem &problem, const nlohmann::json &document) {
+  const JsonFields split(document.at("data_parallel"), "the plan JSON: data_parallel");
+  const int gpus = static_cast<int>(split.integer("gpus", 0, 1, kMaxGpus));
+  if (gpus != problem.platform.gpus)
+    throw Error("the plan splits " + std::to_string(gpus) + " GPUs, the problem has " +
+                std::to_string(problem.platform.gpus) + " (give --gpus " + std::to_string(gpus) +
+                ")");
+  ReplicaPlan replica;
+  replica.stages = static_cast<int>(split.integer("stages", 0, 1, gpus));
+  replica.replicas = gpus / replica.stages;
+  replica.layout = orThrow(parseReplicaLayout(split.string("layout", "")));
+  replica.gpusPerNode = problem.platform.gpusPerNode;
+  const Problem pipeline = orThrow(replicaPipelineProblem(problem, replica.stages, replica.layout));
+  nlohmann::json pipelineDocument = document;
+  pipelineDocument.erase("data_parallel");
+  ReplayCheck check = replayDocument(pipeline, pipelineDocument);
+  addAllReduces(pipeline, check.replayed, replica);
+  const double reported = split.number("iteration_ms", 0);
+  if (!same(replica.iterationMs, reported)) {
+    std::ostringstream line;
+    line.precision(10);
+    line << "data_parallel iteration_ms: replay gives " << replica.iterationMs
+         << ", the plan reports " << reported;
+    check.mismatches.push_back(line.str());
   }
+  return check;
+}
+
+ReplayCheck replayDocument(const Problem &problem, const nlohmann::json &document) {
   const JsonFields plan = JsonFields::document(document, "the plan JSON");
   if (plan.has("error"))
     throw Error("the plan JSON holds no plan: " + plan.string("error", ""));
+  if (plan.has("data_parallel"))
+    return replayReplicas(problem, document);
   for (const char *key : {"schedule", "stage_of", "gpu_of_stage", "period_ms", "iteration_ms",
                           "stage_metrics"})
     if (!plan.has(key))
@@ -122,8 +150,14 @@ ReplayCheck replayDocument(const Problem &problem, const std::string &planJson) 
 
 namespace {
 ReplayCheck replayOrThrow(const Problem &problem, const std::string &planJson) {
+  nlohmann::json document;
   try {
-    return replayDocument(problem, planJson);
+    document = nlohmann::json::parse(planJson);
+  } catch (const nlohmann::json::exception &e) {
+    throw Error(std::string("the plan is not JSON: ") + e.what());
+  }
+  try {
+    return replayDocument(problem, document);
   } catch (const nlohmann::json::exception &e) {
     // JsonFields checks every type first; this is a last line of defence.
     throw Error(std::string("the plan JSON: ") + e.what());

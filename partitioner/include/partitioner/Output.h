@@ -32,6 +32,15 @@ void writeTable(const Problem &problem, const PlanningReport &report, std::ostre
 void writePlanJson(const Problem &problem, const PlanningReport &report, std::ostream &out,
                    bool timings = true);
 
+/// The (replicas x stages) splits tried, one row each, then the chosen one and
+/// writeTable of its pipeline (docs/partitioner.md, "Data-parallel replicas").
+void writeReplicaTable(const ReplicaReport &report, std::ostream &out, bool timings = true);
+
+/// The chosen split's pipeline plan JSON (what writePlanJson writes for one
+/// replica's problem) with a "data_parallel" member: replicas, layout, per-GPU
+/// gradient bytes and all-reduce times, both iteration times, and every split tried.
+void writeReplicaPlanJson(const ReplicaReport &report, std::ostream &out, bool timings = true);
+
 /// Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev): one track per GPU,
 /// one slice per F/B/W, plus one track per link direction for transfers.
 void writeTraceJson(const Problem &problem, const PlanResult &plan, std::ostream &out);

@@ -282,6 +282,88 @@ Expected<Schedule> makeSchedule(const StagePipeline &pipeline);
 /// pipeline's own edges (stages on parallel branches do not wait for each other).
 CheckReport checkSchedule(const StagePipeline &pipeline, const Schedule &schedule);
 
+/// Where the GPUs of r data-parallel replicas of an S-stage pipeline sit, the
+/// G = r x S GPUs numbered node by node (docs/partitioner.md, "Data-parallel
+/// replicas").
+enum class ReplicaLayout {
+  /// Replica j's stages on GPUs j*S .. j*S+S-1: a pipeline's transfers stay in
+  /// its node(s), each stage's all-reduce crosses nodes.
+  PipelineMajor,
+  /// Stage s's replicas on GPUs s*r .. s*r+r-1: each all-reduce stays in its
+  /// node(s), the pipeline's transfers cross nodes.
+  StageMajor,
+};
+std::string toString(ReplicaLayout layout);
+
+/// The GPUs of one all-reduce: `perNode` on each of `nodes` nodes.
+struct AllReduceGroup {
+  int nodes = 1, perNode = 1;
+  int size() const { return nodes * perNode; }
+};
+
+/// Time of an all-reduce of `bytes` (each GPU's gradient) over `group` on
+/// `platform`'s links, each GPU on its own link: a ring inside one node, a ring
+/// across nodes with one GPU each, else the faster of a flat ring (every step at
+/// the slower link's pace) and the hierarchical all-reduce (reduce-scatter
+/// inside each node, a ring across nodes on 1/perNode of the bytes, all-gather
+/// inside each node). A ring over k GPUs is 2(k-1) steps of bytes/k.
+double allReduceMs(const Platform &platform, const AllReduceGroup &group, double bytes);
+
+/// One (replicas x stages) split of the problem's GPUs.
+struct ReplicaPlan {
+  int stages = 0, replicas = 0;
+  ReplicaLayout layout = ReplicaLayout::PipelineMajor;
+  /// GPUs per node of the whole platform (the pipeline problem's may be fewer).
+  int gpusPerNode = 8;
+  bool valid = false;
+  std::string reason; ///< why not valid
+  /// What each replica plans: the problem on `stages` GPUs, microbatches /
+  /// replicas micro-batches, its transfers on the links the layout gives them.
+  Problem pipelineProblem;
+  /// plan() of pipelineProblem; `chosen` is the result with the shortest
+  /// iteration once the all-reduces are added.
+  PlanningReport pipeline;
+  AllReduceGroup group; ///< the replicas of the pipeline's first GPU
+  std::vector<double> gradientBytes; ///< per GPU of the pipeline
+  std::vector<double> allReduceMs;   ///< per GPU of the pipeline
+  double pipelineIterationMs = kInfinity; ///< one replica's micro-batches, fill and drain
+  /// With the all-reduces, each GPU's from the end of its last backward.
+  double iterationMs = kInfinity;
+  double plannerSeconds = 0;
+};
+
+struct ReplicaReport {
+  std::string problemName;
+  int gpus = 0, microbatches = 0;
+  std::vector<ReplicaPlan> candidates;
+  int chosen = -1; ///< shortest iteration (the mini-batch's time), -1 when none is valid
+  const ReplicaPlan *best() const {
+    return chosen >= 0 ? &candidates[static_cast<size_t>(chosen)] : nullptr;
+  }
+};
+
+/// The problem's GPUs as r replicas of an S-stage pipeline, for each S of
+/// `stageCounts` (empty: every divisor of the GPUs) and both layouts: each
+/// replica runs microbatches / r of the mini-batch's micro-batches, and the
+/// replicas of each stage all-reduce its gradients once per iteration. Keeps the
+/// split with the shortest iteration. An error when no S divides the GPUs or
+/// the GPUs differ in speed. Each pipeline is planned for the iteration time
+/// (options.objective is ignored): the mini-batch's time is what replicas change.
+Expected<ReplicaReport> planReplicas(const Problem &problem, const std::vector<int> &stageCounts,
+                                     const PlanOptions &options = {});
+
+/// The problem one of the G / stages replicas plans (G = problem.platform.gpus):
+/// `stages` GPUs, microbatches / replicas micro-batches, the links between the
+/// global GPUs of its positions under `layout`. An error when the micro-batches
+/// do not split evenly or the layout does not tile the nodes.
+Expected<Problem> replicaPipelineProblem(const Problem &problem, int stages, ReplicaLayout layout);
+/// "pipeline-major" or "stage-major".
+Expected<ReplicaLayout> parseReplicaLayout(const std::string &text);
+
+/// The replica iteration of one plan of `pipelineProblem` (a ReplicaPlan's):
+/// fills gradientBytes, allReduceMs and both iteration times of `replica`.
+void addAllReduces(const Problem &pipelineProblem, const PlanResult &plan, ReplicaPlan &replica);
+
 /// A registered algorithm: `best` tries those with partOfBest.
 struct AlgorithmInfo {
   std::string name, summary;

@@ -11,6 +11,7 @@
 #include "partitioner/Planner.h"
 #include "partitioner/Problem.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -34,6 +35,10 @@ const char *kUsage =
     "usage: pipe-plan PROFILE [options]\n"
     "  PROFILE                 problem JSON (*.json) or PipeDream/DAPPLE graph.txt\n"
     "  --stages N              GPUs in the pipeline (alias --gpus)\n"
+    "  --gpus G --stages S     G/S data-parallel replicas of an S-stage pipeline (S = auto:\n"
+    "                          the split of G with the shortest iteration); each replica\n"
+    "                          runs M / replicas micro-batches, each stage's replicas\n"
+    "                          all-reduce its gradients once per iteration\n"
     "  --microbatches M        micro-batches per iteration\n"
     "  --memory SIZE           memory per GPU, e.g. 16GB, 80GiB, inf\n"
     "  --algo NAMES            best (default), all (best + ilp), or a comma list; see\n"
@@ -260,6 +265,32 @@ int run(int argc, char **argv) {
   }
   if (profile.empty())
     throw UsageError("no PROFILE given (see --help)");
+  // --gpus G with --stages S (or auto) different from G asks for replicas.
+  std::string stagesText, gpusText;
+  for (const auto &[option, text] : overrides) {
+    if (option == "--stages")
+      stagesText = text;
+    else if (option == "--gpus")
+      gpusText = text;
+  }
+  bool replicas = false;
+  std::vector<int> stageCounts;
+  if (stagesText == "auto" || (!stagesText.empty() && !gpusText.empty() && stagesText != gpusText)) {
+    if (gpusText.empty())
+      throw UsageError("--stages auto needs --gpus G (the GPUs to split into replicas x stages)");
+    const int gpus = parseInt("--gpus", gpusText, 1, kMaxGpus);
+    if (stagesText != "auto") {
+      const int stages = parseInt("--stages", stagesText, 1, kMaxGpus);
+      if (gpus % stages != 0)
+        throw UsageError("--stages " + stagesText + " does not divide --gpus " + gpusText +
+                         " into replicas");
+      stageCounts.push_back(stages);
+    }
+    replicas = true;
+    overrides.erase(std::remove_if(overrides.begin(), overrides.end(),
+                                   [](const auto &o) { return o.first == "--stages"; }),
+                    overrides.end());
+  }
   // Every option value is checked before the profile is read: usage errors first.
   std::vector<std::function<void(Problem &)>> apply;
   for (const auto &[option, text] : overrides) {
@@ -354,6 +385,30 @@ int run(int argc, char **argv) {
     std::cout << (check.ok() ? "replay matches the plan\n" : "replay differs from the plan\n");
     checkStandardOutput();
     return check.ok() ? 0 : 1;
+  }
+  if (replicas) {
+    ReplicaReport report = orThrow(planReplicas(problem, stageCounts, options));
+    if (!quiet) {
+      writeReplicaTable(report, std::cout, timings);
+      checkStandardOutput();
+    }
+    if (!jsonPath.empty())
+      writeFile(jsonPath, "the plan",
+                [&](std::ostream &out) { writeReplicaPlanJson(report, out, timings); });
+    const ReplicaPlan *best = report.best();
+    if (!best) {
+      std::cerr << "pipe-plan: no split of the " << report.gpus
+                << " GPUs into replicas has a valid plan\n";
+      return 1;
+    }
+    const PlanResult &pipeline = *best->pipeline.best();
+    if (!tracePath.empty())
+      writeFile(tracePath, "the trace",
+                [&](std::ostream &out) { writeTraceJson(best->pipelineProblem, pipeline, out); });
+    if (!svgPath.empty())
+      writeFile(svgPath, "the SVG",
+                [&](std::ostream &out) { writeSvg(best->pipelineProblem, pipeline, out); });
+    return 0;
   }
   PlanningReport report = planOrThrow(problem, options);
   if (!quiet) {

@@ -1,0 +1,241 @@
+// Data-parallel replicas of a pipeline (docs/partitioner.md, "Data-parallel
+// replicas"): the GPUs split as r x S, each replica plans its share of the
+// micro-batches with plan(), and each stage's replicas all-reduce its gradients
+// once per iteration, from the end of the stage's last backward.
+#include "partitioner/Error.h"
+#include "partitioner/Planner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <sstream>
+
+namespace partitioner {
+
+std::string toString(ReplicaLayout layout) {
+  return layout == ReplicaLayout::PipelineMajor ? "pipeline-major" : "stage-major";
+}
+
+Expected<ReplicaLayout> parseReplicaLayout(const std::string &text) {
+  if (text == "pipeline-major")
+    return ReplicaLayout::PipelineMajor;
+  if (text == "stage-major")
+    return ReplicaLayout::StageMajor;
+  return Expected<ReplicaLayout>::failure("unknown replica layout '" + text +
+                                          "' (pipeline-major, stage-major)");
+}
+
+namespace {
+
+/// One ring over `size` GPUs whose hops use `links`: 2(size-1) steps of
+/// bytes/size each (reduce-scatter then all-gather), each as long as its slowest
+/// hop; `half` keeps one of the two halves.
+double ringMs(std::initializer_list<const LinkSpec *> links, int size, double bytes,
+              bool half = false) {
+  if (size <= 1 || bytes <= 0)
+    return 0;
+  double step = 0;
+  for (const LinkSpec *link : links)
+    step = std::max(step, link->transferMs(bytes / size));
+  return (half ? 1 : 2) * (size - 1) * step;
+}
+
+/// The all-reduce group of `gpus` (global GPU numbers) on `gpusPerNode`.
+AllReduceGroup groupOf(const std::vector<int> &gpus, int gpusPerNode) {
+  std::map<int, int> perNode;
+  for (int gpu : gpus)
+    ++perNode[gpu / gpusPerNode];
+  AllReduceGroup group;
+  group.nodes = static_cast<int>(perNode.size());
+  group.perNode = 0;
+  for (const auto &entry : perNode)
+    group.perNode = std::max(group.perNode, entry.second);
+  return group;
+}
+
+/// The global GPU of position `gpu` of replica `replica`'s pipeline.
+int globalGpu(ReplicaLayout layout, int gpu, int replica, int stages, int replicas) {
+  return layout == ReplicaLayout::PipelineMajor ? replica * stages + gpu : gpu * replicas + replica;
+}
+
+/// The problem one replica plans, or why the split does not apply.
+Problem pipelineProblemOf(const Problem &problem, int stages, ReplicaLayout layout) {
+  const Platform &platform = problem.platform;
+  const int perNode = platform.gpusPerNode;
+  if (stages < 1 || platform.gpus % stages != 0)
+    throw Error(std::to_string(stages) + " stages do not divide the " +
+                std::to_string(platform.gpus) + " GPUs into replicas");
+  const int replicas = platform.gpus / stages;
+  if (problem.training.microbatches % replicas != 0)
+    throw Error("the " + std::to_string(problem.training.microbatches) +
+                " micro-batches do not split evenly over " + std::to_string(replicas) +
+                " replicas");
+  Problem pipeline = problem;
+  pipeline.platform.gpus = stages;
+  pipeline.training.microbatches = problem.training.microbatches / replicas;
+  if (!platform.speed.empty())
+    pipeline.platform.speed.assign(static_cast<size_t>(stages), platform.speed.front());
+  // Every replica must see the same links, and position p's transfers the links
+  // between its global GPUs: a pipeline of consecutive GPUs keeps the node size,
+  // one of stride r has g / r of its GPUs per node (1 when r >= g).
+  if (layout == ReplicaLayout::PipelineMajor) {
+    if (replicas > 1 && stages % perNode != 0 && perNode % stages != 0)
+      throw Error("pipeline-major: " + std::to_string(stages) + " stages do not tile nodes of " +
+                  std::to_string(perNode) + " GPUs");
+  } else {
+    if (replicas % perNode != 0 && perNode % replicas != 0)
+      throw Error("stage-major: " + std::to_string(replicas) + " replicas do not tile nodes of " +
+                  std::to_string(perNode) + " GPUs");
+    pipeline.platform.gpusPerNode = replicas >= perNode ? 1 : perNode / replicas;
+  }
+  orThrow(pipeline.finalize());
+  return pipeline;
+}
+
+} // namespace
+
+double allReduceMs(const Platform &platform, const AllReduceGroup &group, double bytes) {
+  if (group.size() <= 1 || bytes <= 0)
+    return 0;
+  const LinkSpec *intra = &platform.intraNode, *inter = &platform.interNode;
+  if (group.nodes == 1)
+    return ringMs({intra}, group.perNode, bytes);
+  if (group.perNode == 1)
+    return ringMs({inter}, group.nodes, bytes);
+  // A flat ring through every GPU takes hops of both kinds.
+  const double flat = ringMs({intra, inter}, group.size(), bytes);
+  const double hierarchical = 2 * ringMs({intra}, group.perNode, bytes, true) +
+                              ringMs({inter}, group.nodes, bytes / group.perNode);
+  return std::min(flat, hierarchical);
+}
+
+Expected<Problem> replicaPipelineProblem(const Problem &problem, int stages, ReplicaLayout layout) {
+  return catchErrors([&] { return pipelineProblemOf(problem, stages, layout); });
+}
+
+void addAllReduces(const Problem &pipelineProblem, const PlanResult &plan, ReplicaPlan &replica) {
+  const int gpus = pipelineProblem.platform.gpus;
+  const Allocation &allocation = plan.allocation;
+  // The gradients a GPU holds: its layers' parameters and each shared parameter
+  // one of its layers reads (a reader's gradient is reduced with the others').
+  replica.gradientBytes.assign(static_cast<size_t>(gpus), 0);
+  auto gpuOfLayer = [&](int layer) {
+    return allocation.gpuOfStage[static_cast<size_t>(allocation.stageOfLayer[static_cast<size_t>(layer)])];
+  };
+  for (size_t l = 0; l < pipelineProblem.layers.size(); ++l)
+    replica.gradientBytes[static_cast<size_t>(gpuOfLayer(static_cast<int>(l)))] +=
+        pipelineProblem.layers[l].parameterBytes;
+  for (const SharedParameter &shared : pipelineProblem.sharedParameters) {
+    std::vector<bool> reads(static_cast<size_t>(gpus), false);
+    for (int layer : shared.layers)
+      reads[static_cast<size_t>(gpuOfLayer(layer))] = true;
+    for (int gpu = 0; gpu < gpus; ++gpu)
+      if (reads[static_cast<size_t>(gpu)])
+        replica.gradientBytes[static_cast<size_t>(gpu)] += shared.bytes;
+  }
+  std::vector<double> lastEnd(static_cast<size_t>(gpus), 0);
+  for (const TimedAction &action : plan.simulation.timeline)
+    lastEnd[static_cast<size_t>(action.gpu)] =
+        std::max(lastEnd[static_cast<size_t>(action.gpu)], action.endMs);
+  replica.allReduceMs.assign(static_cast<size_t>(gpus), 0);
+  replica.pipelineIterationMs = plan.iterationMs;
+  replica.iterationMs = plan.iterationMs;
+  for (int gpu = 0; gpu < gpus; ++gpu) {
+    std::vector<int> members;
+    for (int j = 0; j < replica.replicas; ++j)
+      members.push_back(globalGpu(replica.layout, gpu, j, replica.stages, replica.replicas));
+    const AllReduceGroup group = groupOf(members, replica.gpusPerNode);
+    if (gpu == 0)
+      replica.group = group;
+    const double ms = allReduceMs(pipelineProblem.platform, group,
+                                  replica.gradientBytes[static_cast<size_t>(gpu)]);
+    replica.allReduceMs[static_cast<size_t>(gpu)] = ms;
+    if (ms > 0)
+      replica.iterationMs = std::max(replica.iterationMs, lastEnd[static_cast<size_t>(gpu)] + ms);
+  }
+}
+
+Expected<ReplicaReport> planReplicas(const Problem &problem, const std::vector<int> &stageCounts,
+                                     const PlanOptions &options) {
+  return catchErrors([&] {
+    const Platform &platform = problem.platform;
+    const int gpus = platform.gpus;
+    if (!std::all_of(platform.speed.begin(), platform.speed.end(),
+                     [&](double speed) { return speed == platform.speed.front(); }))
+      throw Error("replicas need GPUs of one speed (--speed gives them different ones)");
+    std::vector<int> counts = stageCounts;
+    if (counts.empty())
+      for (int s = 1; s <= gpus; ++s)
+        if (gpus % s == 0)
+          counts.push_back(s);
+    for (int stages : counts)
+      if (stages < 1 || gpus % stages != 0)
+        throw Error(std::to_string(stages) + " stages do not divide the " + std::to_string(gpus) +
+                    " GPUs into replicas");
+    ReplicaReport report;
+    report.problemName = problem.name;
+    report.gpus = gpus;
+    report.microbatches = problem.training.microbatches;
+    for (int stages : counts) {
+      const int replicas = gpus / stages;
+      for (ReplicaLayout layout : {ReplicaLayout::PipelineMajor, ReplicaLayout::StageMajor}) {
+        // One replica, or one stage: both layouts are the same GPUs.
+        if (layout == ReplicaLayout::StageMajor && (replicas == 1 || stages == 1))
+          continue;
+        const auto start = std::chrono::steady_clock::now();
+        ReplicaPlan candidate;
+        candidate.stages = stages;
+        candidate.replicas = replicas;
+        candidate.layout = layout;
+        candidate.gpusPerNode = platform.gpusPerNode;
+        try {
+          candidate.pipelineProblem = pipelineProblemOf(problem, stages, layout);
+        } catch (const Error &error) {
+          candidate.reason = error.what();
+          report.candidates.push_back(std::move(candidate));
+          continue;
+        }
+        PlanOptions pipelineOptions = options;
+        pipelineOptions.objective = Objective::IterationTime;
+        PlanningReport pipeline = orThrow(plan(candidate.pipelineProblem, pipelineOptions));
+        // Of the pipeline's valid plans, the one whose iteration with the
+        // all-reduces is shortest (the all-reduces reward stages that finish early);
+        // the planner's own choice on a tie.
+        int bestIndex = -1;
+        ReplicaPlan best = candidate;
+        for (size_t i = 0; i < pipeline.results.size(); ++i) {
+          const PlanResult &result = pipeline.results[i];
+          if (!result.valid)
+            continue;
+          ReplicaPlan trial = candidate;
+          addAllReduces(candidate.pipelineProblem, result, trial);
+          if (bestIndex < 0 || trial.iterationMs < best.iterationMs - 1e-9 ||
+              (static_cast<int>(i) == pipeline.chosen &&
+               trial.iterationMs <= best.iterationMs + 1e-9)) {
+            best = std::move(trial);
+            bestIndex = static_cast<int>(i);
+          }
+        }
+        if (bestIndex < 0) {
+          candidate.reason = noPlanReason(pipeline);
+        } else {
+          candidate = std::move(best);
+          pipeline.chosen = bestIndex;
+          candidate.valid = true;
+        }
+        candidate.pipeline = std::move(pipeline);
+        candidate.plannerSeconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        report.candidates.push_back(std::move(candidate));
+      }
+    }
+    for (size_t i = 0; i < report.candidates.size(); ++i) {
+      const ReplicaPlan &c = report.candidates[i];
+      if (c.valid && (report.chosen < 0 || c.iterationMs < report.best()->iterationMs - 1e-9))
+        report.chosen = static_cast<int>(i);
+    }
+    return report;
+  });
+}
+
+} // namespace partitioner

@@ -1,0 +1,327 @@
+// Data-parallel replicas: the all-reduce time against a step-by-step ring on
+// each GPU's own links, and the (replicas x stages) choice against brute force
+// over every contiguous split of every replica count and layout.
+#include "TestUtil.h"
+
+#include "partitioner/Output.h"
+#include "partitioner/Planner.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+
+namespace partitioner {
+namespace {
+
+using testing::allCompositions;
+using testing::randomChain;
+using testing::scaledTrials;
+
+double uniform(std::mt19937 &rng, double lo, double hi) {
+  return std::uniform_real_distribution<double>(lo, hi)(rng);
+}
+
+/// The global GPUs of stage position `gpu`'s replicas under `layout`.
+std::vector<int> replicaGpus(ReplicaLayout layout, int gpu, int stages, int replicas) {
+  std::vector<int> gpus;
+  for (int j = 0; j < replicas; ++j)
+    gpus.push_back(layout == ReplicaLayout::PipelineMajor ? j * stages + gpu : gpu * replicas + j);
+  return gpus;
+}
+
+/// Steps of rings run side by side: each step every ring sends `chunk` bytes
+/// along each hop, and a step lasts as long as its slowest hop.
+double ringSteps(const Platform &platform, const std::vector<std::vector<int>> &rings,
+                 double chunk, int steps) {
+  double step = 0;
+  for (const auto &ring : rings)
+    for (size_t i = 0; ring.size() > 1 && i < ring.size(); ++i)
+      step = std::max(step,
+                      platform.linkBetween(ring[i], ring[(i + 1) % ring.size()]).transferMs(chunk));
+  return steps * step;
+}
+
+/// The all-reduce of `bytes` over `members` (global GPUs), step by step: a flat
+/// ring in GPU order, and (several nodes with several GPUs each) reduce-scatter
+/// in each node, rings across nodes of the GPUs with the same local index, then
+/// all-gather in each node; the faster of the two.
+double allReduceBySteps(const Platform &platform, std::vector<int> members, double bytes) {
+  std::sort(members.begin(), members.end());
+  const int k = static_cast<int>(members.size());
+  if (k <= 1 || bytes <= 0)
+    return 0;
+  const double flat = ringSteps(platform, {members}, bytes / k, 2 * (k - 1));
+  std::map<int, std::vector<int>> byNode;
+  for (int gpu : members)
+    byNode[gpu / platform.gpusPerNode].push_back(gpu);
+  const int nodes = static_cast<int>(byNode.size());
+  const int q = static_cast<int>(byNode.begin()->second.size());
+  if (nodes == 1 || q == 1)
+    return flat;
+  std::vector<std::vector<int>> inNode, across(static_cast<size_t>(q));
+  for (const auto &entry : byNode) {
+    inNode.push_back(entry.second);
+    for (int i = 0; i < q; ++i)
+      across[static_cast<size_t>(i)].push_back(entry.second[static_cast<size_t>(i)]);
+  }
+  const double scatter = ringSteps(platform, inNode, bytes / q, q - 1);
+  const double cross = ringSteps(platform, across, bytes / q / nodes, 2 * (nodes - 1));
+  return std::min(flat, 2 * scatter + cross);
+}
+
+Platform randomPlatform(std::mt19937 &rng) {
+  Platform platform;
+  const int perNode[] = {1, 2, 4, 8};
+  platform.gpusPerNode = perNode[rng() % 4];
+  platform.intraNode = LinkSpec{uniform(rng, 1e9, 1e11), uniform(rng, 0, 0.05)};
+  platform.interNode = LinkSpec{uniform(rng, 1e8, 2e10), uniform(rng, 0, 0.1)};
+  return platform;
+}
+
+TEST(AllReduce, EqualsAStepByStepRingOnTheGpusOwnLinks) {
+  std::mt19937 rng(41);
+  int hierarchical = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    Platform platform = randomPlatform(rng);
+    const int stages = 1 << (rng() % 5), replicas = 1 << (rng() % 6);
+    const ReplicaLayout layout =
+        rng() % 2 ? ReplicaLayout::PipelineMajor : ReplicaLayout::StageMajor;
+    const int gpu = static_cast<int>(rng() % static_cast<unsigned>(stages));
+    const std::vector<int> members = replicaGpus(layout, gpu, stages, replicas);
+    std::map<int, int> perNode;
+    for (int g : members)
+      ++perNode[g / platform.gpusPerNode];
+    AllReduceGroup group{static_cast<int>(perNode.size()), perNode.begin()->second};
+    ASSERT_EQ(group.size(), replicas);
+    hierarchical += group.nodes > 1 && group.perNode > 1;
+    const double bytes = uniform(rng, 0, 1e9);
+    const double expected = allReduceBySteps(platform, members, bytes);
+    EXPECT_NEAR(allReduceMs(platform, group, bytes), expected, 1e-9 * std::max(1.0, expected))
+        << replicas << " replicas of " << stages << " stages, " << toString(layout) << ", "
+        << platform.gpusPerNode << " GPUs per node";
+  }
+  EXPECT_GT(hierarchical, 200); // the two-level case is exercised
+}
+
+/// The iteration of r replicas of `allocation` on `pipeline` (one replica's
+/// problem), computed from its simulated timeline: each GPU's all-reduce starts
+/// at the end of its last action.
+double replicaIteration(const Problem &pipeline, const PlanResult &plan, int stages, int replicas,
+                        ReplicaLayout layout, const Platform &whole) {
+  std::vector<double> lastEnd(static_cast<size_t>(stages), 0), bytes(static_cast<size_t>(stages), 0);
+  for (const TimedAction &action : plan.simulation.timeline)
+    lastEnd[static_cast<size_t>(action.gpu)] =
+        std::max(lastEnd[static_cast<size_t>(action.gpu)], action.endMs);
+  for (size_t l = 0; l < pipeline.layers.size(); ++l)
+    bytes[static_cast<size_t>(plan.allocation.gpuOfStage[static_cast<size_t>(
+        plan.allocation.stageOfLayer[l])])] += pipeline.layers[l].parameterBytes;
+  double iteration = plan.iterationMs;
+  for (int gpu = 0; gpu < stages; ++gpu) {
+    const double ms = allReduceBySteps(whole, replicaGpus(layout, gpu, stages, replicas),
+                                       bytes[static_cast<size_t>(gpu)]);
+    if (ms > 0)
+      iteration = std::max(iteration, lastEnd[static_cast<size_t>(gpu)] + ms);
+  }
+  return iteration;
+}
+
+/// One replica's problem, as the test derives it: S GPUs, m / r micro-batches,
+/// links between the global GPUs of replica 0's positions.
+Problem replicaProblem(const Problem &problem, int stages, int replicas, ReplicaLayout layout) {
+  Problem pipeline = problem;
+  pipeline.platform.gpus = stages;
+  pipeline.training.microbatches /= replicas;
+  if (layout == ReplicaLayout::StageMajor)
+    pipeline.platform.gpusPerNode = std::max(1, problem.platform.gpusPerNode / replicas);
+  orThrow(pipeline.finalize());
+  // The positions' links are those of the global GPUs.
+  for (int a = 0; a < stages; ++a)
+    for (int b = 0; b < stages; ++b) {
+      const int ga = replicaGpus(layout, a, stages, replicas)[0];
+      const int gb = replicaGpus(layout, b, stages, replicas)[0];
+      EXPECT_EQ(&pipeline.platform.linkBetween(a, b) == &pipeline.platform.intraNode,
+                &problem.platform.linkBetween(ga, gb) == &problem.platform.intraNode);
+    }
+  return pipeline;
+}
+
+TEST(Replicas, ChoiceMatchesBruteForceOverEverySplitAndLayout) {
+  std::mt19937 rng(7);
+  const int trials = scaledTrials(60);
+  int planned = 0, equal = 0, moreThanOneReplica = 0, pipelineOnly = 0, noneFits = 0;
+  double worst = 1;
+  for (int trial = 0; trial < trials; ++trial) {
+    const int gpus = rng() % 2 ? 4 : 2, layers = 3 + static_cast<int>(rng() % 4);
+    Problem problem = randomChain(rng, layers, gpus);
+    problem.platform.speed.clear();
+    problem.platform.gpusPerNode = rng() % 2 ? 1 : 2;
+    // Heavier parameters make the all-reduces cost; a memory limit (kept on half
+    // of the light ones) makes the splits with more stages the ones that fit.
+    const double scale[] = {1, 100, 1000};
+    const double parameterScale = scale[rng() % 3];
+    for (Layer &layer : problem.layers)
+      layer.parameterBytes *= parameterScale;
+    if (parameterScale > 1 || rng() % 2)
+      problem.platform.memoryBytesPerGpu = kInfinity;
+    problem.training.microbatches = gpus * (1 + static_cast<int>(rng() % 3));
+    orThrow(problem.finalize());
+    PlanOptions options;
+    options.algorithms = {"balanced", "pipedream", "madpipe"};
+    options.improveByBlockMoves = false;
+    // Brute force: every contiguous split into at most S stages, one per GPU,
+    // of every replica count and layout.
+    double bruteForce = kInfinity;
+    for (int stages = 1; stages <= gpus; stages *= 2) {
+      const int replicas = gpus / stages;
+      for (ReplicaLayout layout : {ReplicaLayout::PipelineMajor, ReplicaLayout::StageMajor}) {
+        Problem pipeline = replicaProblem(problem, stages, replicas, layout);
+        for (const auto &sizes : allCompositions(layers, stages)) {
+          Allocation allocation;
+          for (size_t s = 0; s < sizes.size(); ++s) {
+            allocation.gpuOfStage.push_back(static_cast<int>(s));
+            allocation.stageOfLayer.insert(allocation.stageOfLayer.end(),
+                                           static_cast<size_t>(sizes[s]), static_cast<int>(s));
+          }
+          // Under every cap on the micro-batches each stage keeps (1 .. the
+          // stages from it to the end), as madpipe's plans carry them.
+          const int k = static_cast<int>(sizes.size());
+          allocation.inFlightLimit.assign(static_cast<size_t>(k), 1);
+          while (true) {
+            PlanResult result = orThrow(evaluateAllocation(
+                pipeline, allocation, ScheduleKind::OneFOneB, LowerBounds{}));
+            if (result.valid)
+              bruteForce = std::min(bruteForce, replicaIteration(pipeline, result, stages,
+                                                                 replicas, layout, problem.platform));
+            int s = 0;
+            while (s < k && ++allocation.inFlightLimit[static_cast<size_t>(s)] > k - s)
+              allocation.inFlightLimit[static_cast<size_t>(s++)] = 1;
+            if (s == k)
+              break;
+          }
+        }
+      }
+    }
+    ReplicaReport report = orThrow(planReplicas(problem, {}, options));
+    if (!report.best()) {
+      EXPECT_EQ(bruteForce, kInfinity) << "the brute force fits a split the planner does not";
+      ++noneFits;
+      continue;
+    }
+    const ReplicaPlan &chosen = *report.best();
+    pipelineOnly += chosen.replicas == 1;
+    moreThanOneReplica += chosen.replicas > 1;
+    // Every candidate's figure is its allocation's, re-derived here, and the
+    // chosen one is the shortest.
+    for (const ReplicaPlan &candidate : report.candidates) {
+      if (!candidate.valid)
+        continue;
+      EXPECT_LE(chosen.iterationMs, candidate.iterationMs + 1e-9);
+      Problem pipeline =
+          replicaProblem(problem, candidate.stages, candidate.replicas, candidate.layout);
+      PlanResult replayed = orThrow(evaluateAllocation(
+          pipeline, candidate.pipeline.best()->allocation, ScheduleKind::OneFOneB,
+          candidate.pipeline.bounds));
+      EXPECT_NEAR(candidate.iterationMs,
+                  replicaIteration(pipeline, replayed, candidate.stages, candidate.replicas,
+                                   candidate.layout, problem.platform),
+                  1e-9 * candidate.iterationMs);
+    }
+    ASSERT_LT(bruteForce, kInfinity);
+    ++planned;
+    const double ratio = chosen.iterationMs / bruteForce;
+    worst = std::max(worst, ratio);
+    equal += ratio <= 1 + 1e-9;
+  }
+  std::cout << "replicas: brute-force optimum on " << equal << " of " << planned
+            << " chains, worst ratio " << worst << "; chosen: one pipeline on " << pipelineOnly
+            << ", replicas on " << moreThanOneReplica << "; nothing fits on " << noneFits << "\n";
+  // The planner's pipelines come from heuristics and DPs (madpipe's caps can
+  // beat a plain 1F1B split); the split choice must track the brute force.
+  EXPECT_GE(equal, planned * 8 / 10) << "worst ratio " << worst;
+  EXPECT_LE(worst, 1.10);
+  EXPECT_GT(moreThanOneReplica, planned / 10);
+  EXPECT_GT(pipelineOnly, planned / 10);
+}
+
+TEST(Replicas, OneReplicaIsThePlainPlanByIteration) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 10; ++trial) {
+    Problem problem = randomChain(rng, 8, 4);
+    problem.platform.speed.clear();
+    orThrow(problem.finalize());
+    ReplicaReport report = orThrow(planReplicas(problem, {4}));
+    PlanOptions options;
+    options.objective = Objective::IterationTime;
+    PlanningReport plain = orThrow(plan(problem, options));
+    ASSERT_EQ(report.candidates.size(), 1u);
+    ASSERT_EQ(report.best() != nullptr, plain.best() != nullptr);
+    if (!plain.best())
+      continue;
+    EXPECT_DOUBLE_EQ(report.best()->iterationMs, plain.best()->iterationMs);
+    EXPECT_EQ(report.best()->allReduceMs, std::vector<double>(4, 0.0));
+  }
+}
+
+TEST(Replicas, SplitsThatDoNotApplySayWhy) {
+  std::mt19937 rng(5);
+  Problem problem = randomChain(rng, 6, 8);
+  problem.platform.speed.clear();
+  problem.platform.gpusPerNode = 4;
+  problem.training.microbatches = 6;
+  orThrow(problem.finalize());
+  ReplicaReport report = orThrow(planReplicas(problem, {}));
+  for (const ReplicaPlan &c : report.candidates)
+    if (6 % c.replicas != 0) {
+      EXPECT_FALSE(c.valid);
+      EXPECT_NE(c.reason.find("do not split evenly over " + std::to_string(c.replicas)),
+                std::string::npos)
+          << c.reason;
+    }
+  EXPECT_FALSE(planReplicas(problem, {3}).ok());
+  problem.platform.speed = {1, 1, 1, 1, 2, 2, 2, 2};
+  auto mixed = planReplicas(problem, {});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.error().find("one speed"), std::string::npos);
+}
+
+TEST(Replicas, PlanJsonCarriesTheSplitAndTheAllReduces) {
+  std::mt19937 rng(9);
+  Problem problem = randomChain(rng, 8, 8);
+  problem.platform.speed.clear();
+  problem.platform.gpusPerNode = 4;
+  problem.training.microbatches = 16;
+  orThrow(problem.finalize());
+  ReplicaReport report = orThrow(planReplicas(problem, {}));
+  ASSERT_NE(report.best(), nullptr);
+  std::ostringstream out;
+  writeReplicaPlanJson(report, out);
+  auto document = nlohmann::json::parse(out.str());
+  const auto &split = document.at("data_parallel");
+  EXPECT_EQ(split.at("replicas").get<int>() * split.at("stages").get<int>(), 8);
+  EXPECT_EQ(document.at("gpus").get<int>(), split.at("stages").get<int>());
+  EXPECT_EQ(document.at("microbatches").get<int>() * split.at("replicas").get<int>(), 16);
+  EXPECT_DOUBLE_EQ(split.at("iteration_ms").get<double>(), report.best()->iterationMs);
+  EXPECT_EQ(split.at("tried").size(), report.candidates.size());
+  // It replays on the whole problem; a changed iteration is a mismatch.
+  ReplayCheck check = orThrow(replayPlan(problem, out.str()));
+  EXPECT_TRUE(check.ok()) << (check.mismatches.empty() ? "" : check.mismatches[0]);
+  document["data_parallel"]["iteration_ms"] = report.best()->iterationMs * 1.01;
+  check = orThrow(replayPlan(problem, document.dump()));
+  ASSERT_EQ(check.mismatches.size(), 1u);
+  EXPECT_NE(check.mismatches[0].find("data_parallel iteration_ms"), std::string::npos);
+  Problem fewer = problem;
+  fewer.platform.gpus = 4;
+  orThrow(fewer.finalize());
+  EXPECT_FALSE(replayPlan(fewer, out.str()).ok());
+  std::ostringstream table;
+  writeReplicaTable(report, table);
+  EXPECT_NE(table.str().find("chosen: "), std::string::npos);
+}
+
+} // namespace
+} // namespace partitioner
