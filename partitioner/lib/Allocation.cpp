@@ -40,6 +40,15 @@ void validateAllocation(const Problem &problem, const Allocation &allocation) {
     throw Error("allocation gives recompute flags for " +
                 std::to_string(allocation.recompute.size()) + " stages, it has " +
                 std::to_string(stages));
+  if (!allocation.stageOrders.empty()) {
+    if (allocation.stageOrders.size() != static_cast<size_t>(stages))
+      throw Error("allocation gives orders for " + std::to_string(allocation.stageOrders.size()) +
+                  " stages, it has " + std::to_string(stages));
+    if (!allocation.oneStagePerGpu())
+      throw Error("stage orders need one stage per GPU");
+    for (int s = 0; s < stages; ++s)
+      orThrow(parseStageOrder(toString(allocation.stageOrders[static_cast<size_t>(s)])));
+  }
   for (const Tensor &tensor : problem.tensors)
     for (int consumer : tensor.consumers)
       if (allocation.stageOfLayer[static_cast<size_t>(consumer)] <

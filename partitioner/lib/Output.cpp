@@ -301,8 +301,14 @@ json planJsonDocument(const Problem &problem, const PlanningReport &report, bool
     if (best->allocation.recomputes(s))
       recomputeStages.push_back(s);
   if (!best->allocation.inFlightLimit.empty() || best->allocation.targetPeriodMs > 0 ||
-      !recomputeStages.empty()) {
+      !recomputeStages.empty() || !best->allocation.stageOrders.empty()) {
     json allocation = json::object();
+    if (!best->allocation.stageOrders.empty()) {
+      std::vector<std::string> orders;
+      for (const StageOrder &order : best->allocation.stageOrders)
+        orders.push_back(toString(order));
+      allocation["stage_orders"] = orders;
+    }
     if (!best->allocation.inFlightLimit.empty())
       allocation["in_flight_limit"] = best->allocation.inFlightLimit;
     if (best->allocation.targetPeriodMs > 0)

@@ -6,9 +6,11 @@
 #include "partitioner/Error.h"
 #include "partitioner/LatticeDp.h"
 #include "partitioner/Linearize.h"
+#include "partitioner/KPeriodic.h"
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cmath>
 #include <sstream>
 
@@ -274,6 +276,101 @@ static void addBlockMovesOfChosen(const Problem &problem, PlanningReport &report
   chooseBest(problem, report, options);
 }
 
+/// k-periodic orders (bestWordSchedule, k = 2..4) of the 1F1B plans with one stage
+/// per GPU whose memory keeps some stage below 1F1B's counts: the chosen plan and
+/// the allocations other algorithms made (a split that does not fit under 1F1B's
+/// counts may fit with fewer), those whose bottleneck is below the chosen period,
+/// at most kKPeriodicCandidates of them, lowest bottleneck first. The best that is
+/// strictly better than the chosen plan joins the results as `k-periodic`.
+static void addKPeriodicOrders(const Problem &problem, PlanningReport &report,
+                               const PlanOptions &options) {
+  const auto start = std::chrono::steady_clock::now();
+  const PlanResult chosen = report.results[static_cast<size_t>(report.chosen)];
+  const double target =
+      options.objective == Objective::Period ? chosen.periodMs : chosen.iterationMs;
+  std::vector<std::pair<double, const PlanResult *>> candidates;
+  for (const PlanResult &result : report.results) {
+    const Allocation &allocation = result.allocation;
+    if ((result.scheduleKind != ScheduleKind::OneFOneB &&
+         result.scheduleKind != ScheduleKind::OneFOneBStash) ||
+        allocation.numStages() < 2 || !allocation.oneStagePerGpu() ||
+        !allocation.stageOrders.empty() ||
+        allocation.stageOfLayer.size() != problem.layers.size())
+      continue;
+    const double bottleneck = bottleneckPeriod(problem, allocation);
+    if (bottleneck >= chosen.periodMs * (1 - 1e-9))
+      continue; // no order of it can beat the chosen period
+    bool seen = false;
+    for (const auto &candidate : candidates)
+      seen |= candidate.second->allocation.stageOfLayer == allocation.stageOfLayer &&
+              candidate.second->allocation.gpuOfStage == allocation.gpuOfStage;
+    if (!seen)
+      candidates.push_back({bottleneck, &result});
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](const auto &a, const auto &b) { return a.first < b.first; });
+  if (candidates.size() > kKPeriodicCandidates)
+    candidates.resize(kKPeriodicCandidates);
+  std::optional<PlanResult> best;
+  std::string from;
+  for (const auto &candidate : candidates) {
+    const PlanResult &base = *candidate.second;
+    const int stages = base.allocation.numStages();
+    const std::vector<int> caps =
+        memoryCaps(problem, base.allocation, buildStageGraph(problem, base.allocation));
+    bool binds = false;
+    for (int s = 0; s < stages; ++s)
+      binds |= caps[static_cast<size_t>(s)] < std::min(stages - s, problem.training.microbatches);
+    if (!binds)
+      continue;
+    WordScheduleResult orders;
+    // Each candidate and k gets an equal share of the budget.
+    const long long evaluations = static_cast<long long>(
+        kKPeriodicActionBudget / (3.0 * static_cast<double>(candidates.size()) * stages * 36));
+    for (int k = 2; k <= 4; ++k) {
+      WordScheduleResult result = bestWordSchedule(problem, base.allocation, k,
+                                                   kBestWordScheduleLimit, evaluations);
+      if (result.periodMs < orders.periodMs)
+        orders = std::move(result);
+    }
+    if (orders.orders.empty())
+      continue;
+    Allocation allocation = base.allocation;
+    allocation.stageOrders = orders.orders;
+    allocation.inFlightLimit.clear();
+    PlanResult ordered = evaluateOrThrow(problem, allocation, base.scheduleKind, report.bounds);
+    const double value =
+        options.objective == Objective::Period ? ordered.periodMs : ordered.iterationMs;
+    if (ordered.valid && value < target * (1 - 1e-9) &&
+        (!best || betterPlan(ordered, *best, options.objective))) {
+      best = std::move(ordered);
+      from = base.algorithm;
+    }
+  }
+  if (!best)
+    return;
+  PlanResult ordered = std::move(*best);
+  if (options.improveByBoundaryMoves)
+    ordered = improveByBoundaryMovesOrThrow(problem, ordered, report.bounds, options.objective);
+  const bool period = options.objective == Objective::Period;
+  std::ostringstream note;
+  note.precision(2);
+  note << std::fixed << "the split of " << from << " in orders";
+  for (const StageOrder &order : ordered.allocation.stageOrders)
+    note << " " << toString(order);
+  note << " (" << (period ? "period " : "iteration ") << "of " << chosen.algorithm << "'s plan "
+       << target << " -> " << (period ? ordered.periodMs : ordered.iterationMs) << " ms)";
+  ordered.algorithm = "k-periodic";
+  ordered.notes = note.str();
+  ordered.predictedPeriodMs = kInfinity;
+  ordered.plannerSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.results.push_back(std::move(ordered));
+  if (options.onResult)
+    options.onResult(report.results.back());
+  chooseBest(problem, report, options);
+}
+
 std::string noPlanReason(const PlanningReport &report) {
   std::string reason = "no valid plan";
   for (const PlanResult &r : report.results)
@@ -386,6 +483,8 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
                   [](const std::string &name) { return name == "best" || name == "all"; });
   if (options.improveByBlockMoves && askedForBest && report.chosen >= 0)
     addBlockMovesOfChosen(problem, report, options);
+  if (options.improveByKPeriodicOrders && askedForBest && report.chosen >= 0)
+    addKPeriodicOrders(problem, report, options);
   return report;
 }
 

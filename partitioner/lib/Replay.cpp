@@ -96,7 +96,11 @@ ReplayCheck replayDocument(const Problem &problem, const nlohmann::json &documen
     allocation.gpuOfStage.push_back(static_cast<int>(gpu));
   if (plan.has("allocation")) {
     const JsonFields extra(plan.at("allocation"), "the plan JSON: allocation",
-                           {"in_flight_limit", "target_period_ms", "recompute_stages"});
+                           {"in_flight_limit", "target_period_ms", "recompute_stages",
+                            "stage_orders"});
+    if (extra.has("stage_orders"))
+      for (const std::string &text : extra.strings("stage_orders"))
+        allocation.stageOrders.push_back(orThrow(parseStageOrder(text)));
     if (extra.has("in_flight_limit"))
       for (int64_t limit : extra.integers("in_flight_limit", 0, kMaxMicrobatches))
         allocation.inFlightLimit.push_back(static_cast<int>(limit));

@@ -1,6 +1,7 @@
 // Schedule generators (per-GPU action orders). Timing is the simulator's job:
 // the generators call the simulator, never the other way round.
 #include "partitioner/Schedule.h"
+#include "partitioner/KPeriodic.h"
 #include "partitioner/Error.h"
 #include "partitioner/Simulator.h"
 
@@ -502,6 +503,12 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
     if (kind != ScheduleKind::Periodic && !allocation.oneStagePerGpu())
       return generalOneFOneB(kind, problem, allocation, graph, microbatches);
     requireOneStagePerGpu(kind, allocation);
+    if (!allocation.stageOrders.empty()) {
+      if (kind == ScheduleKind::Periodic)
+        throw Error("stage orders apply to 1F1B, not to the periodic schedule");
+      schedule.actions = wordSchedule(problem, allocation, allocation.stageOrders, microbatches).actions;
+      return schedule;
+    }
     if (kind == ScheduleKind::Periodic) {
       const double period = std::max(bottleneckPeriod(problem, graph), allocation.targetPeriodMs);
       if (period > 0) {

@@ -91,10 +91,14 @@ Problem referenceProblem(const std::string &path, double memory) {
 
 /// The reference accounting covers contiguous plans (one stage per GPU); a general
 /// allocation (`general`, `ilp-general`) may only do better than the best of those.
+/// The best plan of one stage per GPU in 1F1B's own order: what the reference
+/// accounting (1F1B's counts) can judge. k-periodic orders keep fewer
+/// micro-batches than those counts; the simulator alone judges them.
 const PlanResult *bestContiguous(const PlanningReport &report) {
   const PlanResult *contiguous = nullptr;
   for (const PlanResult &r : report.results)
-    if (r.valid && r.allocation.oneStagePerGpu() && (!contiguous || betterPlan(r, *contiguous)))
+    if (r.valid && r.allocation.oneStagePerGpu() && r.allocation.stageOrders.empty() &&
+        (!contiguous || betterPlan(r, *contiguous)))
       contiguous = &r;
   return contiguous;
 }

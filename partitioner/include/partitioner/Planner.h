@@ -19,6 +19,25 @@
 
 namespace partitioner {
 
+/// The order of one stage of a k-periodic 1F1B schedule with one stage per GPU
+/// (docs/partitioner.md, "k-periodic schedules"): `warmup` forwards, then `word`
+/// over and over ('B' the backward of the oldest micro-batch alive on the stage,
+/// 'F' the next forward), forwards dropped once every micro-batch is in, the
+/// backwards left run at the end. A word holds k 'B's and k 'F's and starts with
+/// 'B'; "BF" is the 1-periodic order.
+struct StageOrder {
+  int warmup = 1;
+  std::string word = "BF";
+  bool operator==(const StageOrder &other) const {
+    return warmup == other.warmup && word == other.word;
+  }
+};
+/// "3:BFBBFF" (warm-up, colon, word).
+std::string toString(const StageOrder &order);
+/// The reverse of toString; an error unless the word is k 'B's and k 'F's
+/// starting with 'B', 1 <= k <= 4, and the warm-up is 1 .. 4096.
+Expected<StageOrder> parseStageOrder(const std::string &text);
+
 /// An allocation maps layers to stages and stages to GPUs. Stages are numbered in
 /// pipeline order; a GPU may hold several stages (interleaved / general allocations).
 struct Allocation {
@@ -34,6 +53,10 @@ struct Allocation {
   /// Per stage: true when the stage recomputes its forward in the backward
   /// (RecomputePolicy); empty means no stage does.
   std::vector<bool> recompute;
+  /// 1F1B (with flush or stashing) with one stage per GPU: each stage's order, a
+  /// k-periodic schedule that replaces the 1F1B pattern's order (and its caps);
+  /// empty means the pattern's.
+  std::vector<StageOrder> stageOrders;
 
   int numStages() const { return static_cast<int>(gpuOfStage.size()); }
   bool recomputes(int stage) const {
@@ -165,6 +188,13 @@ struct PlanOptions {
   /// search, from the chosen plan, within a budget of simulations); a better plan
   /// joins the results as `block-moves`.
   bool improveByBlockMoves = true;
+  /// With `best` (or `all`): search the k-periodic orders (k <= 4) of the 1F1B
+  /// splits with one stage per GPU whose memory keeps a stage below 1F1B's counts
+  /// (min(S - s, m)), the chosen one and up to two others whose bottleneck is below
+  /// the chosen period (a split that does not fit under 1F1B's counts may fit with
+  /// other orders); orders better than the chosen plan join the results as
+  /// `k-periodic` (docs/partitioner.md, "k-periodic schedules").
+  bool improveByKPeriodicOrders = true;
   /// Called with each algorithm's result as soon as it is evaluated (progress).
   std::function<void(const PlanResult &)> onResult;
 };

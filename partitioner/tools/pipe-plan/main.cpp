@@ -1,6 +1,7 @@
 // pipe-plan: plan pipelined model-parallel training from a problem JSON or a
 // PipeDream/DAPPLE graph.txt profile. Prints the table; writes plan/trace/SVG files.
 #include "partitioner/Algorithm.h"
+#include "partitioner/KPeriodic.h"
 #include "partitioner/Error.h"
 #include "partitioner/Problem.h"
 #include "partitioner/Output.h"
@@ -13,6 +14,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <iomanip>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -64,6 +67,8 @@ const char *kUsage =
     "                          default one-layer boundary moves improve it)\n"
     "  --no-block-moves        best does not move blocks of layers of its chosen plan\n"
     "                          to other GPUs (by default it tries, as block-moves)\n"
+    "  --no-k-periodic-orders  best does not search k-periodic orders of its chosen\n"
+    "                          plan when memory keeps a stage below 1F1B's counts\n"
     "  --time-limit S          time limit of the ilp and ilp-general MIP solvers and of\n"
     "                          madpipe-span's search over the period (10)\n"
     "  --objective KIND        period (default) | iteration: what best minimises first\n"
@@ -74,6 +79,9 @@ const char *kUsage =
     "  --svg FILE              write an SVG Gantt chart of the chosen plan\n"
     "  --write-problem FILE    write the problem JSON (e.g. converted from graph.txt)\n"
     "  --list-algorithms       list algorithms and exit\n"
+    "  --k-periodic K          for the chosen plan (one stage per GPU, 1F1B), the best\n"
+    "                          orders whose steady state repeats k micro-batches, for\n"
+    "                          each k = 1..K (at most 4), under the memory limit\n"
     "  --timings               add each algorithm's planning time to the table and JSON\n"
     "  --quiet                 do not print the table\n"
     "Exit status: 0 with a plan, 1 when the input has no valid plan or cannot be read,\n"
@@ -171,6 +179,42 @@ void writeFile(const std::string &path, const std::string &what,
   }
 }
 
+/// The best k-periodic orders of the chosen plan for k = 1..maxK, one row each.
+void writeKPeriodicTable(const Problem &problem, const PlanResult &plan, int maxK,
+                         std::ostream &out) {
+  out << "\nk-periodic orders of the chosen plan (period: marginal time of a micro-batch, "
+         "m = 12 and 24)\n";
+  if (!plan.allocation.oneStagePerGpu() || (plan.scheduleKind != ScheduleKind::OneFOneB &&
+                                            plan.scheduleKind != ScheduleKind::OneFOneBStash)) {
+    out << "not searched: the plan is not 1F1B with one stage per GPU\n";
+    return;
+  }
+  double onePeriodic = kInfinity;
+  for (int k = 1; k <= maxK; ++k) {
+    const auto start = std::chrono::steady_clock::now();
+    const WordScheduleResult result = bestWordSchedule(problem, plan.allocation, k);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (k == 1)
+      onePeriodic = result.periodMs;
+    std::ostringstream line;
+    line << "k = " << k << ": ";
+    if (result.orders.empty()) {
+      line << "no order fits";
+    } else {
+      line << std::fixed << std::setprecision(3) << result.periodMs << " ms";
+      if (k > 1 && onePeriodic < kInfinity)
+        line << " (" << std::setprecision(1) << 100 * (result.periodMs / onePeriodic - 1)
+             << " % vs k = 1)";
+      line << ", orders";
+      for (const StageOrder &order : result.orders)
+        line << " " << order.warmup << ":" << order.word;
+    }
+    line << "; " << result.evaluated << " evaluated in " << std::setprecision(2) << seconds << " s";
+    out << line.str() << "\n";
+  }
+}
+
 /// Standard output must take every byte (a full disk or a closed pipe is an error).
 void checkStandardOutput() {
   std::cout.flush();
@@ -187,6 +231,7 @@ int run(int argc, char **argv) {
   std::string profile, jsonPath, tracePath, svgPath, problemPath, replayPath;
   PlanOptions options;
   bool quiet = false, timings = false;
+  int kPeriodic = 0;
   std::vector<std::pair<std::string, std::string>> overrides;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &arg = args[i];
@@ -227,6 +272,8 @@ int run(int argc, char **argv) {
       problemPath = value();
     } else if (arg == "--quiet") {
       quiet = true;
+    } else if (arg == "--k-periodic") {
+      kPeriodic = parseInt(arg, value(), 1, 4);
     } else if (arg == "--timings") {
       timings = true;
     } else if (arg == "--no-dag") {
@@ -235,6 +282,8 @@ int run(int argc, char **argv) {
       options.improveByBoundaryMoves = false;
     } else if (arg == "--no-block-moves") {
       options.improveByBlockMoves = false;
+    } else if (arg == "--no-k-periodic-orders") {
+      options.improveByKPeriodicOrders = false;
     } else if (arg == "--objective") {
       const std::string objective = value();
       try {
@@ -419,6 +468,10 @@ int run(int argc, char **argv) {
     writeFile(jsonPath, "the plan",
               [&](std::ostream &out) { writePlanJson(problem, report, out, timings); });
   const PlanResult *best = report.best();
+  if (best && kPeriodic > 0) {
+    writeKPeriodicTable(problem, *best, kPeriodic, std::cout);
+    checkStandardOutput();
+  }
   if (best) {
     if (!tracePath.empty())
       writeFile(tracePath, "the trace", [&](std::ostream &out) { writeTraceJson(problem, *best, out); });
