@@ -13,12 +13,13 @@ the memory limit, exhaustively up to 200,000 combinations, else by descent from 
 best 1-periodic orders. The table gives the best 1-periodic period and the best
 k-periodic one, both simulated the same way (marginal time of a micro-batch).
 """
-import argparse
 import json
 import os
 import re
 import subprocess
 import tempfile
+
+from recompute import bench_parser, shared_profiles
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -52,31 +53,22 @@ def print_row(label, rows):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pipe-plan", default=os.path.join(REPO, "build", "bin", "pipe-plan"))
-    parser.add_argument("--profiles",
-                        default=os.path.join(os.path.dirname(REPO), "shared", "data", "profiles"))
+    parser = bench_parser(__doc__)
     parser.add_argument("--stages", default="4,8")
     parser.add_argument("--chains", type=int, default=20)
     args = parser.parse_args()
     print(f"{'instance':<36}{'k = 1':>10}{'best k':>10}{'k':>4}{'gain %':>8}"
           f"{'evaluated':>11}{'time s':>8}")
     gains = []
-    for family in ("dapple", "pipedream"):
-        folder = os.path.join(args.profiles, family)
-        for name in sorted(os.listdir(folder)):
-            if not name.endswith(".txt") or name.startswith("LICENSE"):
-                continue
-            path = os.path.join(folder, name)
-            memories = ("8GB", "6GB") if "gnmt-16" in name else ("16GB", "12GB")
-            for memory in memories:
-                for s in (int(x) for x in args.stages.split(",")):
-                    rows, _ = search(args.pipe_plan, [path, "--stages", str(s), "--microbatches",
-                                                      "32", "--memory", memory])
-                    gain = print_row(f"{family}/{name[:-4]} S={s} {memory}", rows)
-                    if gain is not None:
-                        gains.append(gain)
+    for label, path, memory in shared_profiles(args.profiles):
+        tighter = f"{int(memory[:-2]) * 3 // 4}GB"
+        for limit in (memory, tighter):
+            for s in (int(x) for x in args.stages.split(",")):
+                rows, _ = search(args.pipe_plan, [path, "--stages", str(s), "--microbatches",
+                                                  "32", "--memory", limit])
+                gain = print_row(f"{label} S={s} {limit}", rows)
+                if gain is not None:
+                    gains.append(gain)
     with tempfile.TemporaryDirectory() as work:
         for seed in range(1, args.chains + 1):
             problem = os.path.join(work, f"chain{seed}.json")

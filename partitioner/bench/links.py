@@ -11,7 +11,7 @@ period of `best` (and of `--before`, another pipe-plan build, on the same instan
 import argparse
 import os
 
-from recompute import run_plan  # (plan JSON, wall seconds) of one pipe-plan run
+from recompute import run_plan, shared_profiles  # (plan JSON, wall seconds) of one pipe-plan run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -44,34 +44,28 @@ def main():
         header += f"{'before':>9}{'gain':>8}"
     print(header)
     ratios, gains = [], []
-    for family in ("dapple", "pipedream"):
-        folder = os.path.join(args.profiles, family)
-        for name in sorted(os.listdir(folder)):
-            if not name.endswith(".txt") or name.startswith("LICENSE"):
-                continue
-            path = os.path.join(folder, name)
-            memory = "8GB" if "gnmt-16" in name else "16GB"
-            for s in stages:
-                common = [path, "--stages", str(s), "--microbatches", "32", "--memory", memory]
-                plan, wall = run_plan(args.pipe_plan, common)
-                mad = tried(plan, "madpipe")
-                planned = mad.get("planned_period_ms") if mad else None
-                simulated = mad["period_ms"] if mad else None
-                ratio = simulated / planned if planned and simulated else None
-                if ratio:
-                    ratios.append(ratio)
-                best = plan.get("period_ms")
-                line = (f"{family + '/' + name[:-4]:<26}{s:>3}{fmt(planned):>17}{fmt(simulated):>11}"
-                        f"{fmt(ratio):>7}{fmt(best):>9}{wall:>8.2f}")
-                if args.before:
-                    old, _ = run_plan(args.before, common)
-                    before = old.get("period_ms")
-                    gain = None
-                    if before and best:
-                        gain = 100 * (1 - best / before)
-                        gains.append(gain)
-                    line += f"{fmt(before):>9}{(f'{gain:.1f}%' if gain is not None else '-'):>8}"
-                print(line, flush=True)
+    for label, path, memory in shared_profiles(args.profiles):
+        for s in stages:
+            common = [path, "--stages", str(s), "--microbatches", "32", "--memory", memory]
+            plan, wall = run_plan(args.pipe_plan, common)
+            mad = tried(plan, "madpipe")
+            planned = mad.get("planned_period_ms") if mad else None
+            simulated = mad["period_ms"] if mad else None
+            ratio = simulated / planned if planned and simulated else None
+            if ratio:
+                ratios.append(ratio)
+            best = plan.get("period_ms")
+            line = (f"{label:<26}{s:>3}{fmt(planned):>17}{fmt(simulated):>11}"
+                    f"{fmt(ratio):>7}{fmt(best):>9}{wall:>8.2f}")
+            if args.before:
+                old, _ = run_plan(args.before, common)
+                before = old.get("period_ms")
+                gain = None
+                if before and best:
+                    gain = 100 * (1 - best / before)
+                    gains.append(gain)
+                line += f"{fmt(before):>9}{(f'{gain:.1f}%' if gain is not None else '-'):>8}"
+            print(line, flush=True)
     if ratios:
         ratios.sort()
         within = sum(1 for r in ratios if abs(r - 1) <= 0.02)

@@ -23,6 +23,28 @@ POLICIES = ["none", "auto", "all"]
 CNNS_AT_16GB = ["pipedream/resnet50", "pipedream/resnet101", "pipedream/inception_v3"]
 
 
+def bench_parser(doc):
+    """An argument parser with the options every profile bench takes: --pipe-plan
+    (default: this checkout's build) and --profiles (the shared profiles)."""
+    parser = argparse.ArgumentParser(description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pipe-plan", default=os.path.join(REPO, "build", "bin", "pipe-plan"))
+    parser.add_argument("--profiles",
+                        default=os.path.join(os.path.dirname(REPO), "shared", "data", "profiles"))
+    return parser
+
+
+def shared_profiles(profiles):
+    """(family/name, path, memory) of every shared profile, DAPPLE's then PipeDream's,
+    with the memory the tables plan at: 8 GB for GNMT-16, else 16 GB."""
+    for family in ("dapple", "pipedream"):
+        folder = os.path.join(profiles, family)
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".txt") and not name.startswith("LICENSE"):
+                yield (f"{family}/{name[:-4]}", os.path.join(folder, name),
+                       "8GB" if "gnmt-16" in name else "16GB")
+
+
 def run_plan(pipe_plan, args):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
         out = handle.name

@@ -18,14 +18,13 @@ iteration, the iteration time of
     them): no fill, no drain, a lower bound of its plan's synchronous iteration. Its plan is checked against the memory afterwards, with the shared
     evaluator's rule (4 x parameters + min(S - s, m / r) x activations per GPU).
 """
-import argparse
 import os
 import sys
 import time
 
 import numpy as np
 
-from recompute import run_plan  # (plan JSON, wall seconds) of one pipe-plan run
+from recompute import bench_parser, run_plan, shared_profiles
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -106,11 +105,7 @@ def all_reduce_ms(replicas, nbytes, per_node=8, intra=25e9, inter=12.5e9,
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pipe-plan", default=os.path.join(REPO, "build", "bin", "pipe-plan"))
-    parser.add_argument("--profiles",
-                        default=os.path.join(os.path.dirname(REPO), "shared", "data", "profiles"))
+    parser = bench_parser(__doc__)
     parser.add_argument("--gpus", default="8,16,32")
     parser.add_argument("--microbatches", type=int, default=32)
     args = parser.parse_args()
@@ -120,44 +115,38 @@ def main():
     print(f"{'profile':<26}{'G':>3}{'one pipeline':>14}{'replicas':>10}{'r x S':>8}"
           f"{'layout':>16}{'gain':>7}{'plan s':>8}{'PipeDream LB':>14}{'its split':>22}"
           f"{'ours/LB':>9}")
-    for family in ("dapple", "pipedream"):
-        folder = os.path.join(args.profiles, family)
-        for name in sorted(os.listdir(folder)):
-            if not name.endswith(".txt") or name.startswith("LICENSE"):
-                continue
-            path = os.path.join(folder, name)
-            memory = "8GB" if "gnmt-16" in name else "16GB"
-            t, a, p = load_chain(args.profiles, path)
-            for gpus in (int(g) for g in args.gpus.split(",")):
-                common = [path, "--microbatches", str(m), "--memory", memory]
-                single, _ = run_plan(args.pipe_plan, common + ["--stages", str(gpus),
-                                                                "--objective", "iteration"])
-                start = time.time()
-                split, _ = run_plan(args.pipe_plan, common + ["--gpus", str(gpus),
-                                                               "--stages", "auto"])
-                wall = time.time() - start
-                dp = split.get("data_parallel", {})
-                ours = dp.get("iteration_ms")
-                one = single.get("iteration_ms")
-                bandwidth = 25e9 if gpus <= 8 else 12.5e9
-                stages = pipedream_replicated(t, a, p, gpus, bandwidth)
-                bound = max(m * c / r + all_reduce_ms(r, w) for c, _, w, r in stages)
-                limit = 8e9 if memory == "8GB" else 16e9
-                factor = evaluator(args.profiles).PARAM_FACTOR
-                fits = all(factor * w + min(len(stages) - k, -(-m // r)) * act <= limit
-                           for k, (_, act, w, r) in enumerate(stages))
-                shape = "x".join(str(r) for *_, r in stages)
-                if len(shape) > 14:
-                    shape = f"{len(stages)} stages"
-                shape += "" if fits else " (over)"
-                print(f"{family + '/' + name[:-4]:<26}{gpus:>3}"
-                      f"{(f'{one:.1f}' if one else 'no plan'):>14}"
-                      f"{(f'{ours:.1f}' if ours else 'no plan'):>10}"
-                      f"{(str(dp['replicas']) + 'x' + str(dp['stages'])) if ours else '-':>8}"
-                      f"{dp.get('layout', '-') if ours else '-':>16}"
-                      f"{(f'{one / ours:.2f}' if one and ours else '-'):>7}{wall:>8.2f}"
-                      f"{bound:>14.1f}{shape:>22}"
-                      f"{(f'{ours / bound:.2f}' if ours else '-'):>9}", flush=True)
+    for label, path, memory in shared_profiles(args.profiles):
+        t, a, p = load_chain(args.profiles, path)
+        for gpus in (int(g) for g in args.gpus.split(",")):
+            common = [path, "--microbatches", str(m), "--memory", memory]
+            single, _ = run_plan(args.pipe_plan, common + ["--stages", str(gpus),
+                                                            "--objective", "iteration"])
+            start = time.time()
+            split, _ = run_plan(args.pipe_plan, common + ["--gpus", str(gpus),
+                                                           "--stages", "auto"])
+            wall = time.time() - start
+            dp = split.get("data_parallel", {})
+            ours = dp.get("iteration_ms")
+            one = single.get("iteration_ms")
+            bandwidth = 25e9 if gpus <= 8 else 12.5e9
+            stages = pipedream_replicated(t, a, p, gpus, bandwidth)
+            bound = max(m * c / r + all_reduce_ms(r, w) for c, _, w, r in stages)
+            limit = float(memory[:-2]) * 1e9
+            factor = evaluator(args.profiles).PARAM_FACTOR
+            fits = all(factor * w + min(len(stages) - k, -(-m // r)) * act <= limit
+                       for k, (_, act, w, r) in enumerate(stages))
+            shape = "x".join(str(r) for *_, r in stages)
+            if len(shape) > 14:
+                shape = f"{len(stages)} stages"
+            shape += "" if fits else " (over)"
+            print(f"{label:<26}{gpus:>3}"
+                  f"{(f'{one:.1f}' if one else 'no plan'):>14}"
+                  f"{(f'{ours:.1f}' if ours else 'no plan'):>10}"
+                  f"{(str(dp['replicas']) + 'x' + str(dp['stages'])) if ours else '-':>8}"
+                  f"{dp.get('layout', '-') if ours else '-':>16}"
+                  f"{(f'{one / ours:.2f}' if one and ours else '-'):>7}{wall:>8.2f}"
+                  f"{bound:>14.1f}{shape:>22}"
+                  f"{(f'{ours / bound:.2f}' if ours else '-'):>9}", flush=True)
 
 
 if __name__ == "__main__":

@@ -267,13 +267,19 @@ TEST(Replicas, OneReplicaIsThePlainPlanByIteration) {
   }
 }
 
-TEST(Replicas, SplitsThatDoNotApplySayWhy) {
-  std::mt19937 rng(5);
-  Problem problem = randomChain(rng, 6, 8);
+/// A random chain on 8 GPUs of one speed, 4 per node, m micro-batches.
+Problem nodesOfFour(std::mt19937 &rng, int layers, int microbatches) {
+  Problem problem = randomChain(rng, layers, 8);
   problem.platform.speed.clear();
   problem.platform.gpusPerNode = 4;
-  problem.training.microbatches = 6;
+  problem.training.microbatches = microbatches;
   orThrow(problem.finalize());
+  return problem;
+}
+
+TEST(Replicas, SplitsThatDoNotApplySayWhy) {
+  std::mt19937 rng(5);
+  Problem problem = nodesOfFour(rng, 6, 6);
   ReplicaReport report = orThrow(planReplicas(problem, {}));
   for (const ReplicaPlan &c : report.candidates)
     if (6 % c.replicas != 0) {
@@ -291,11 +297,7 @@ TEST(Replicas, SplitsThatDoNotApplySayWhy) {
 
 TEST(Replicas, PlanJsonCarriesTheSplitAndTheAllReduces) {
   std::mt19937 rng(9);
-  Problem problem = randomChain(rng, 8, 8);
-  problem.platform.speed.clear();
-  problem.platform.gpusPerNode = 4;
-  problem.training.microbatches = 16;
-  orThrow(problem.finalize());
+  Problem problem = nodesOfFour(rng, 8, 16);
   ReplicaReport report = orThrow(planReplicas(problem, {}));
   ASSERT_NE(report.best(), nullptr);
   std::ostringstream out;
