@@ -176,13 +176,13 @@ Expected<ReplicaReport> planReplicas(const Problem &problem, const std::vector<i
     report.problemName = problem.name;
     report.gpus = gpus;
     report.microbatches = problem.training.microbatches;
+    // The splits that apply, in the table's order (S ascending, pipeline-major first).
     for (int stages : counts) {
       const int replicas = gpus / stages;
       for (ReplicaLayout layout : {ReplicaLayout::PipelineMajor, ReplicaLayout::StageMajor}) {
         // One replica, or one stage: both layouts are the same GPUs.
         if (layout == ReplicaLayout::StageMajor && (replicas == 1 || stages == 1))
           continue;
-        const auto start = std::chrono::steady_clock::now();
         ReplicaPlan candidate;
         candidate.stages = stages;
         candidate.replicas = replicas;
@@ -192,42 +192,77 @@ Expected<ReplicaReport> planReplicas(const Problem &problem, const std::vector<i
           candidate.pipelineProblem = pipelineProblemOf(problem, stages, layout);
         } catch (const Error &error) {
           candidate.reason = error.what();
-          report.candidates.push_back(std::move(candidate));
-          continue;
         }
-        PlanOptions pipelineOptions = options;
-        pipelineOptions.objective = Objective::IterationTime;
-        PlanningReport pipeline = orThrow(plan(candidate.pipelineProblem, pipelineOptions));
-        // Of the pipeline's valid plans, the one whose iteration with the
-        // all-reduces is shortest (the all-reduces reward stages that finish early);
-        // the planner's own choice on a tie.
-        int bestIndex = -1;
-        ReplicaPlan best = candidate;
-        for (size_t i = 0; i < pipeline.results.size(); ++i) {
-          const PlanResult &result = pipeline.results[i];
-          if (!result.valid)
-            continue;
-          ReplicaPlan trial = candidate;
-          addAllReduces(candidate.pipelineProblem, result, trial);
-          if (bestIndex < 0 || trial.iterationMs < best.iterationMs - 1e-9 ||
-              (static_cast<int>(i) == pipeline.chosen &&
-               trial.iterationMs <= best.iterationMs + 1e-9)) {
-            best = std::move(trial);
-            bestIndex = static_cast<int>(i);
-          }
-        }
-        if (bestIndex < 0) {
-          candidate.reason = noPlanReason(pipeline);
-        } else {
-          candidate = std::move(best);
-          pipeline.chosen = bestIndex;
-          candidate.valid = true;
-        }
-        candidate.pipeline = std::move(pipeline);
-        candidate.plannerSeconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         report.candidates.push_back(std::move(candidate));
       }
+    }
+    // A replica's GPUs each run m / r micro-batches of their layers: the busiest
+    // at least m / r times the larger of the work over S and the largest layer.
+    double work = 0, largest = 0;
+    for (const Layer &layer : problem.layers) {
+      work += layer.workMs();
+      largest = std::max(largest, layer.workMs());
+    }
+    const double speed = platform.speedOf(0);
+    auto lowerBound = [&](const ReplicaPlan &c) {
+      return static_cast<double>(problem.training.microbatches / c.replicas) *
+             std::max(work / c.stages, largest) / speed;
+    };
+    // Planned from the lowest bound up; a split whose bound is not below the best
+    // iteration so far cannot win and is not planned.
+    std::vector<size_t> order;
+    for (size_t i = 0; i < report.candidates.size(); ++i)
+      if (report.candidates[i].reason.empty())
+        order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return lowerBound(report.candidates[a]) < lowerBound(report.candidates[b]);
+    });
+    double bestIteration = kInfinity;
+    for (size_t index : order) {
+      ReplicaPlan &candidate = report.candidates[index];
+      const double bound = lowerBound(candidate);
+      if (bound >= bestIteration * (1 - 1e-9)) {
+        std::ostringstream reason;
+        reason.precision(2);
+        reason << std::fixed << "not planned: its iteration is at least " << bound
+               << " ms (m/r x the larger of work/S and the largest layer), the best split's "
+               << bestIteration << " ms";
+        candidate.reason = reason.str();
+        continue;
+      }
+      const auto start = std::chrono::steady_clock::now();
+      PlanOptions pipelineOptions = options;
+      pipelineOptions.objective = Objective::IterationTime;
+      PlanningReport pipeline = orThrow(plan(candidate.pipelineProblem, pipelineOptions));
+      // Of the pipeline's valid plans, the one whose iteration with the
+      // all-reduces is shortest (the all-reduces reward stages that finish early);
+      // the planner's own choice on a tie.
+      int bestIndex = -1;
+      ReplicaPlan best = candidate;
+      for (size_t i = 0; i < pipeline.results.size(); ++i) {
+        const PlanResult &result = pipeline.results[i];
+        if (!result.valid)
+          continue;
+        ReplicaPlan trial = candidate;
+        addAllReduces(candidate.pipelineProblem, result, trial);
+        if (bestIndex < 0 || trial.iterationMs < best.iterationMs - 1e-9 ||
+            (static_cast<int>(i) == pipeline.chosen &&
+             trial.iterationMs <= best.iterationMs + 1e-9)) {
+          best = std::move(trial);
+          bestIndex = static_cast<int>(i);
+        }
+      }
+      if (bestIndex < 0) {
+        candidate.reason = noPlanReason(pipeline);
+      } else {
+        candidate = std::move(best);
+        pipeline.chosen = bestIndex;
+        candidate.valid = true;
+        bestIteration = std::min(bestIteration, candidate.iterationMs);
+      }
+      candidate.pipeline = std::move(pipeline);
+      candidate.plannerSeconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     for (size_t i = 0; i < report.candidates.size(); ++i) {
       const ReplicaPlan &c = report.candidates[i];

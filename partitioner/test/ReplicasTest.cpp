@@ -248,6 +248,36 @@ TEST(Replicas, ChoiceMatchesBruteForceOverEverySplitAndLayout) {
   EXPECT_GT(pipelineOnly, planned / 10);
 }
 
+TEST(Replicas, SplitsNotPlannedByTheirBoundCannotWin) {
+  std::mt19937 rng(13);
+  int skipped = 0;
+  for (int trial = 0; trial < scaledTrials(20); ++trial) {
+    Problem problem = randomChain(rng, 8, 8);
+    problem.platform.speed.clear();
+    problem.platform.gpusPerNode = 1 << (rng() % 4);
+    problem.training.microbatches = 8;
+    if (rng() % 2)
+      for (Layer &layer : problem.layers)
+        layer.parameterBytes *= 300; // all-reduces that cost
+    if (rng() % 2)
+      problem.platform.memoryBytesPerGpu = kInfinity;
+    orThrow(problem.finalize());
+    ReplicaReport all = orThrow(planReplicas(problem, {}));
+    double each = kInfinity;
+    for (int stages : {1, 2, 4, 8}) {
+      ReplicaReport one = orThrow(planReplicas(problem, {stages}));
+      if (one.best())
+        each = std::min(each, one.best()->iterationMs);
+    }
+    ASSERT_EQ(all.best() != nullptr, each < kInfinity);
+    if (all.best())
+      EXPECT_NEAR(all.best()->iterationMs, each, 1e-9 * each);
+    for (const ReplicaPlan &c : all.candidates)
+      skipped += c.reason.rfind("not planned", 0) == 0;
+  }
+  EXPECT_GT(skipped, 0);
+}
+
 TEST(Replicas, OneReplicaIsThePlainPlanByIteration) {
   std::mt19937 rng(3);
   for (int trial = 0; trial < 10; ++trial) {

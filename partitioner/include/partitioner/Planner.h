@@ -376,7 +376,10 @@ struct ReplicaReport {
 /// `stageCounts` (empty: every divisor of the GPUs) and both layouts: each
 /// replica runs microbatches / r of the mini-batch's micro-batches, and the
 /// replicas of each stage all-reduce its gradients once per iteration. Keeps the
-/// split with the shortest iteration. An error when no S divides the GPUs or
+/// split with the shortest iteration. Splits are planned from the lowest bound
+/// up ((m / r) x the larger of the work over S and the largest layer); one whose
+/// bound is not below the best iteration so far is not planned (its reason says
+/// so). An error when no S divides the GPUs or
 /// the GPUs differ in speed. Each pipeline is planned for the iteration time
 /// (options.objective is ignored): the mini-batch's time is what replicas change.
 Expected<ReplicaReport> planReplicas(const Problem &problem, const std::vector<int> &stageCounts,
