@@ -7,8 +7,10 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 using namespace mlir;
@@ -120,10 +122,12 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
                                  << " planned; workspace: " << bytes(programWorkspace)
                                  << " in the program, " << bytes(workspaceBytes) << " planned)";
       // Planning with the shortfall taken off the limit leaves that room, when
-      // anything is left.
-      const double room = limit - (needed - limit);
+      // anything is left: in whole bytes, rounded down, so that the value given
+      // back is never above it (a size rounded to two decimals could be).
+      const double room = std::floor(limit - (needed - limit));
       if (room > 0)
-        error << "; plan with --memory=" << bytes(room) << " to leave that room";
+        error << "; plan with --memory=" << llvm::formatv("{0:F0}", room).str()
+              << "B to leave that room";
       else
         error << "; more GPUs or a smaller --micro-batch-size leave room";
       return error;
