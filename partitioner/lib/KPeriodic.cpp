@@ -77,8 +77,21 @@ std::vector<StageOrder> stageWords(int k, int maxPeak) {
 
 Schedule wordSchedule(const Problem &problem, const Allocation &allocation,
                       const std::vector<StageOrder> &orders, int microbatches) {
-  if (!allocation.oneStagePerGpu() || orders.size() != allocation.gpuOfStage.size())
-    throw Error("k-periodic orders need one stage per GPU and one order per stage");
+  if (orders.size() != allocation.gpuOfStage.size())
+    throw Error("k-periodic orders: " + std::to_string(orders.size()) + " orders for " +
+                std::to_string(allocation.gpuOfStage.size()) + " stages (one per stage)");
+  std::vector<int> stageOnGpu(static_cast<size_t>(problem.platform.gpus), -1);
+  for (int s = 0; s < allocation.numStages(); ++s) {
+    const int gpu = allocation.gpuOfStage[static_cast<size_t>(s)];
+    if (gpu < 0 || gpu >= problem.platform.gpus)
+      throw Error("k-periodic orders: stage " + std::to_string(s) + " is on GPU " +
+                  std::to_string(gpu) + ", outside 0.." + std::to_string(problem.platform.gpus - 1));
+    int &first = stageOnGpu[static_cast<size_t>(gpu)];
+    if (first >= 0)
+      throw Error("k-periodic orders need one stage per GPU: GPU " + std::to_string(gpu) +
+                  " holds stages " + std::to_string(first) + " and " + std::to_string(s));
+    first = s;
+  }
   Schedule schedule;
   schedule.kind = ScheduleKind::OneFOneB;
   schedule.microbatches = microbatches;

@@ -238,6 +238,19 @@ PlanResult evaluateUnderPolicyOrThrow(const Problem &problem, const Allocation &
   return result;
 }
 
+/// A plan that `best`'s last steps improved from the chosen one, begun at `start`:
+/// joins the results (timed, reported to onResult) and may be chosen.
+static void addImprovedResult(const Problem &problem, PlanningReport &report,
+                              const PlanOptions &options, PlanResult improved,
+                              std::chrono::steady_clock::time_point start) {
+  improved.plannerSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.results.push_back(std::move(improved));
+  if (options.onResult)
+    options.onResult(report.results.back());
+  chooseBest(problem, report, options);
+}
+
 /// `best`'s last step: the chosen plan, when its schedule runs several stages per
 /// GPU, with blocks of layers moved to other GPUs (improveByBlockMovesOrThrow, within
 /// kBestBlockMoveBudget), then one-layer boundary moves.
@@ -268,12 +281,7 @@ static void addBlockMovesOfChosen(const Problem &problem, PlanningReport &report
   moved.notes = "from " + chosen.algorithm + "'s " +
                 describeBlockMoves(chosen, moved, stats, options.objective);
   moved.predictedPeriodMs = bottleneckPeriod(problem, moved.allocation);
-  moved.plannerSeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  report.results.push_back(std::move(moved));
-  if (options.onResult)
-    options.onResult(report.results.back());
-  chooseBest(problem, report, options);
+  addImprovedResult(problem, report, options, std::move(moved), start);
 }
 
 /// k-periodic orders (bestWordSchedule, k = 2..4) of the 1F1B plans with one stage
@@ -363,12 +371,7 @@ static void addKPeriodicOrders(const Problem &problem, PlanningReport &report,
   ordered.algorithm = "k-periodic";
   ordered.notes = note.str();
   ordered.predictedPeriodMs = kInfinity;
-  ordered.plannerSeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  report.results.push_back(std::move(ordered));
-  if (options.onResult)
-    options.onResult(report.results.back());
-  chooseBest(problem, report, options);
+  addImprovedResult(problem, report, options, std::move(ordered), start);
 }
 
 std::string noPlanReason(const PlanningReport &report) {

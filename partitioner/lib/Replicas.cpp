@@ -4,6 +4,7 @@
 // once per iteration, from the end of the stage's last backward.
 #include "partitioner/Error.h"
 #include "partitioner/Planner.h"
+#include "partitioner/Replicas.h"
 
 #include <algorithm>
 #include <chrono>
@@ -113,17 +114,19 @@ Expected<Problem> replicaPipelineProblem(const Problem &problem, int stages, Rep
   return catchErrors([&] { return pipelineProblemOf(problem, stages, layout); });
 }
 
-void addAllReduces(const Problem &pipelineProblem, const PlanResult &plan, ReplicaPlan &replica) {
+AllReduceFigures allReduceFigures(const Problem &pipelineProblem, const PlanResult &plan,
+                                  const ReplicaPlan &split) {
   const int gpus = pipelineProblem.platform.gpus;
   const Allocation &allocation = plan.allocation;
+  AllReduceFigures figures;
   // The gradients a GPU holds: its layers' parameters and each shared parameter
   // one of its layers reads (a reader's gradient is reduced with the others').
-  replica.gradientBytes.assign(static_cast<size_t>(gpus), 0);
+  figures.gradientBytes.assign(static_cast<size_t>(gpus), 0);
   auto gpuOfLayer = [&](int layer) {
     return allocation.gpuOfStage[static_cast<size_t>(allocation.stageOfLayer[static_cast<size_t>(layer)])];
   };
   for (size_t l = 0; l < pipelineProblem.layers.size(); ++l)
-    replica.gradientBytes[static_cast<size_t>(gpuOfLayer(static_cast<int>(l)))] +=
+    figures.gradientBytes[static_cast<size_t>(gpuOfLayer(static_cast<int>(l)))] +=
         pipelineProblem.layers[l].parameterBytes;
   for (const SharedParameter &shared : pipelineProblem.sharedParameters) {
     std::vector<bool> reads(static_cast<size_t>(gpus), false);
@@ -131,28 +134,38 @@ void addAllReduces(const Problem &pipelineProblem, const PlanResult &plan, Repli
       reads[static_cast<size_t>(gpuOfLayer(layer))] = true;
     for (int gpu = 0; gpu < gpus; ++gpu)
       if (reads[static_cast<size_t>(gpu)])
-        replica.gradientBytes[static_cast<size_t>(gpu)] += shared.bytes;
+        figures.gradientBytes[static_cast<size_t>(gpu)] += shared.bytes;
   }
   std::vector<double> lastEnd(static_cast<size_t>(gpus), 0);
   for (const TimedAction &action : plan.simulation.timeline)
     lastEnd[static_cast<size_t>(action.gpu)] =
         std::max(lastEnd[static_cast<size_t>(action.gpu)], action.endMs);
-  replica.allReduceMs.assign(static_cast<size_t>(gpus), 0);
-  replica.pipelineIterationMs = plan.iterationMs;
-  replica.iterationMs = plan.iterationMs;
+  figures.allReduceMs.assign(static_cast<size_t>(gpus), 0);
+  figures.pipelineIterationMs = plan.iterationMs;
+  figures.iterationMs = plan.iterationMs;
   for (int gpu = 0; gpu < gpus; ++gpu) {
     std::vector<int> members;
-    for (int j = 0; j < replica.replicas; ++j)
-      members.push_back(globalGpu(replica.layout, gpu, j, replica.stages, replica.replicas));
-    const AllReduceGroup group = groupOf(members, replica.gpusPerNode);
+    for (int j = 0; j < split.replicas; ++j)
+      members.push_back(globalGpu(split.layout, gpu, j, split.stages, split.replicas));
+    const AllReduceGroup group = groupOf(members, split.gpusPerNode);
     if (gpu == 0)
-      replica.group = group;
+      figures.group = group;
     const double ms = allReduceMs(pipelineProblem.platform, group,
-                                  replica.gradientBytes[static_cast<size_t>(gpu)]);
-    replica.allReduceMs[static_cast<size_t>(gpu)] = ms;
+                                  figures.gradientBytes[static_cast<size_t>(gpu)]);
+    figures.allReduceMs[static_cast<size_t>(gpu)] = ms;
     if (ms > 0)
-      replica.iterationMs = std::max(replica.iterationMs, lastEnd[static_cast<size_t>(gpu)] + ms);
+      figures.iterationMs = std::max(figures.iterationMs, lastEnd[static_cast<size_t>(gpu)] + ms);
   }
+  return figures;
+}
+
+/// Copies `figures` into `replica`'s fields of the same names.
+static void setAllReduces(ReplicaPlan &replica, AllReduceFigures figures) {
+  replica.group = figures.group;
+  replica.gradientBytes = std::move(figures.gradientBytes);
+  replica.allReduceMs = std::move(figures.allReduceMs);
+  replica.pipelineIterationMs = figures.pipelineIterationMs;
+  replica.iterationMs = figures.iterationMs;
 }
 
 Expected<ReplicaReport> planReplicas(const Problem &problem, const std::vector<int> &stageCounts,
@@ -238,13 +251,12 @@ Expected<ReplicaReport> planReplicas(const Problem &problem, const std::vector<i
       // all-reduces is shortest (the all-reduces reward stages that finish early);
       // the planner's own choice on a tie.
       int bestIndex = -1;
-      ReplicaPlan best = candidate;
+      AllReduceFigures best;
       for (size_t i = 0; i < pipeline.results.size(); ++i) {
         const PlanResult &result = pipeline.results[i];
         if (!result.valid)
           continue;
-        ReplicaPlan trial = candidate;
-        addAllReduces(candidate.pipelineProblem, result, trial);
+        AllReduceFigures trial = allReduceFigures(candidate.pipelineProblem, result, candidate);
         if (bestIndex < 0 || trial.iterationMs < best.iterationMs - 1e-9 ||
             (static_cast<int>(i) == pipeline.chosen &&
              trial.iterationMs <= best.iterationMs + 1e-9)) {
@@ -255,7 +267,7 @@ Expected<ReplicaReport> planReplicas(const Problem &problem, const std::vector<i
       if (bestIndex < 0) {
         candidate.reason = noPlanReason(pipeline);
       } else {
-        candidate = std::move(best);
+        setAllReduces(candidate, std::move(best));
         pipeline.chosen = bestIndex;
         candidate.valid = true;
         bestIteration = std::min(bestIteration, candidate.iterationMs);

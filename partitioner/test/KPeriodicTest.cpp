@@ -240,6 +240,21 @@ TEST(KPeriodic, StageOrdersParseStrictly) {
   EXPECT_TRUE(evaluateAllocation(problem, allocation, ScheduleKind::OneFOneB, LowerBounds{}).ok());
   auto periodic = evaluateAllocation(problem, allocation, ScheduleKind::Periodic, LowerBounds{});
   EXPECT_FALSE(periodic.ok() && periodic->valid);
+  // wordSchedule names what it cannot schedule.
+  auto message = [&](const Allocation &a, const std::vector<StageOrder> &orders) {
+    try {
+      wordSchedule(problem, a, orders, 4);
+    } catch (const Error &error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(allocation, {StageOrder{1, "BF"}}),
+            "k-periodic orders: 1 orders for 2 stages (one per stage)");
+  Allocation shared = allocation;
+  shared.gpuOfStage = {1, 1};
+  EXPECT_EQ(message(shared, allocation.stageOrders),
+            "k-periodic orders need one stage per GPU: GPU 1 holds stages 0 and 1");
 }
 
 } // namespace

@@ -393,10 +393,6 @@ Expected<Problem> replicaPipelineProblem(const Problem &problem, int stages, Rep
 /// "pipeline-major" or "stage-major".
 Expected<ReplicaLayout> parseReplicaLayout(const std::string &text);
 
-/// The replica iteration of one plan of `pipelineProblem` (a ReplicaPlan's):
-/// fills gradientBytes, allReduceMs and both iteration times of `replica`.
-void addAllReduces(const Problem &pipelineProblem, const PlanResult &plan, ReplicaPlan &replica);
-
 /// A registered algorithm: `best` tries those with partOfBest.
 struct AlgorithmInfo {
   std::string name, summary;
