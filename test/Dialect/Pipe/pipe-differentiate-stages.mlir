@@ -140,3 +140,37 @@ module attributes {pipe.plan = #pipe.plan<stages = 2, microbatches = 3>} {
     return %y : tensor<2x8xf32>
   }
 }
+
+// -----
+
+// The gradient of a received activation goes back as soon as it is complete:
+// right after the rule of its first reader (%b's relu for %a, tag 1), not at
+// the end of the backward, so that the stage does not hold it while the rest
+// of its backward runs (%p's relu, which gives %z's gradient, tag 0).
+// CHECK-LABEL: pipe.pipeline @early_send
+// CHECK: pipe.stage @stage1
+// CHECK: } backward {
+// CHECK: %[[DS:.*]] = nn.gemm %{{.*}}, %{{.*}} {transB = 1 : i64}
+// CHECK-NEXT: pipe.accumulate_grad
+// CHECK-NEXT: %[[DA:.*]] = nn.unary_grad %{{.*}}, %[[DS]] {function = #nn.unary_function<relu>}
+// CHECK-NEXT: pipe.send %[[DA]] {kind = #pipe.transfer_kind<gradient>, peer = 0 : i64, tag = 1 : i64}
+// CHECK-NEXT: %[[DZ:.*]] = nn.unary_grad %{{.*}}, %[[DS]] {function = #nn.unary_function<relu>}
+// CHECK-NEXT: pipe.send %[[DZ]] {kind = #pipe.transfer_kind<gradient>, peer = 0 : i64, tag = 0 : i64}
+// CHECK-NEXT: pipe.return
+module attributes {pipe.plan = #pipe.plan<stages = 2, microbatches = 2>} {
+  func.func @early_send(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+    %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<8x8xf32>
+    %v = nn.param "v" {source = #nn.param_source<inline>} : tensor<8x8xf32>
+    %u = nn.param "u" {source = #nn.param_source<inline>} : tensor<8x8xf32>
+    %a = nn.matmul %x, %w {pipe.stage = 0 : i64} : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+    %z = nn.matmul %x, %v {pipe.stage = 0 : i64} : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+    %p = nn.relu %z {pipe.stage = 1 : i64} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    %b = nn.relu %a {pipe.stage = 1 : i64} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    %s = nn.add %p, %b {pipe.stage = 1 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+    %y = nn.matmul %s, %u {pipe.stage = 1 : i64} : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+    %labels = pipe.label 0 {range = 8 : i64, pipe.stage = 1 : i64} : tensor<2xi64>
+    %loss, %log_prob = nn.softmax_cross_entropy_loss %y, %labels {pipe.stage = 1 : i64} : (tensor<2x8xf32>, tensor<2xi64>) -> (tensor<f32>, tensor<2x8xf32>)
+    pipe.loss %loss {pipe.stage = 1 : i64} : tensor<f32>
+    return %y : tensor<2x8xf32>
+  }
+}

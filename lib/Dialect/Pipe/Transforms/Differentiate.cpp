@@ -402,6 +402,31 @@ LogicalResult StageDifferentiator::run() {
     }
   };
 
+  // The gradient of a received activation goes back as soon as it is complete:
+  // once its first reader in the forward (so every reader) is differentiated. It
+  // is freed with the send instead of being held to the end of the backward.
+  llvm::SmallVector<bool> sentBack(gradientsOut.size(), false);
+  llvm::SmallVector<Operation *> firstReader(gradientsOut.size(), nullptr);
+  for (auto [i, out] : llvm::enumerate(gradientsOut))
+    for (Operation *user : out.get().getUsers())
+      if (Operation *reader = forward->findAncestorOpInBlock(*user);
+          reader && reader != ret.getOperation() &&
+          (!firstReader[i] || reader->isBeforeInBlock(firstReader[i])))
+        firstReader[i] = reader;
+  auto sendGradient = [&](size_t index) {
+    const Transfer &out = gradientsOut[index];
+    Value gradient = gradients.lookup(out.get());
+    if (!gradient)
+      gradient = zerosOf(builder, out.loc, out.type);
+    SendOp::create(builder, out.loc, gradient, out.peer, out.tag, TransferKind::gradient);
+    sentBack[index] = true;
+  };
+  auto sendCompleteGradients = [&](Operation &op) {
+    for (size_t i = 0; i < gradientsOut.size(); ++i)
+      if (!sentBack[i] && firstReader[i] == &op)
+        sendGradient(i);
+  };
+
   // Reverse program order: each op's rule, once the gradients of its results
   // are complete.
   for (Operation &op : llvm::reverse(*forward)) {
@@ -435,15 +460,13 @@ LogicalResult StageDifferentiator::run() {
                     "differentiates through its other results";
     }
     accumulateParts(op);
+    sendCompleteGradients(op);
   }
 
-  // The gradients of received activations.
-  for (const Transfer &out : gradientsOut) {
-    Value gradient = gradients.lookup(out.get());
-    if (!gradient)
-      gradient = zerosOf(builder, out.loc, out.type);
-    SendOp::create(builder, out.loc, gradient, out.peer, out.tag, TransferKind::gradient);
-  }
+  // The gradients of received activations no op of the forward reads.
+  for (size_t i = 0; i < gradientsOut.size(); ++i)
+    if (!sentBack[i])
+      sendGradient(i);
   ReturnOp::create(builder, stage.getLoc(), ValueRange());
 
   OpBuilder atEnd(ret);
