@@ -9,10 +9,16 @@
 #include "partitioner/KPeriodic.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <optional>
 #include <cmath>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
 #include <sstream>
+#include <thread>
 
 namespace partitioner {
 
@@ -385,6 +391,73 @@ std::string noPlanReason(const PlanningReport &report) {
   return reason;
 }
 
+/// `run` of each algorithm, on up to `threads` threads at once (0: one per core),
+/// the results in the algorithms' order; `onResult` sees each on this thread as soon
+/// as it and those before it are done. An exception of `run` is thrown here, once
+/// every thread has stopped.
+static std::vector<PlanResult>
+runEach(const std::vector<const Algorithm *> &algorithms, int threads,
+        const std::function<PlanResult(const Algorithm *)> &run,
+        const std::function<void(const PlanResult &)> &onResult) {
+  const size_t count = algorithms.size();
+  size_t workers = threads > 0 ? static_cast<size_t>(threads)
+                               : std::max<size_t>(1, std::thread::hardware_concurrency());
+  workers = std::min(workers, count);
+  std::vector<PlanResult> results(count);
+  if (workers <= 1) {
+    for (size_t i = 0; i < count; ++i) {
+      results[i] = run(algorithms[i]);
+      if (onResult)
+        onResult(results[i]);
+    }
+    return results;
+  }
+  std::vector<std::exception_ptr> errors(count);
+  std::vector<bool> done(count, false);
+  std::mutex mutex;
+  std::condition_variable finished;
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (size_t w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < count; i = next++) {
+        PlanResult result;
+        std::exception_ptr error;
+        try {
+          result = run(algorithms[i]);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lock(mutex);
+        results[i] = std::move(result);
+        errors[i] = error;
+        done[i] = true;
+        finished.notify_all();
+      }
+    });
+  std::exception_ptr firstError;
+  for (size_t i = 0; i < count; ++i) {
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      finished.wait(lock, [&] { return done[i]; });
+    }
+    if (errors[i] && !firstError)
+      firstError = errors[i];
+    if (!firstError && onResult) {
+      try {
+        onResult(results[i]);
+      } catch (...) {
+        firstError = std::current_exception();
+      }
+    }
+  }
+  for (std::thread &thread : pool)
+    thread.join();
+  if (firstError)
+    std::rethrow_exception(firstError);
+  return results;
+}
+
 PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
   Problem problem = input;
   orThrow(problem.finalize());
@@ -414,7 +487,7 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
   }
 
   const AlgorithmContext context{options, report.bounds};
-  for (const Algorithm *algorithm : algorithms) {
+  auto runAlgorithm = [&](const Algorithm *algorithm) {
     const auto start = std::chrono::steady_clock::now();
     AlgorithmOutput output;
     try {
@@ -444,10 +517,10 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
     result.notes = output.notes;
     result.predictedPeriodMs = output.predictedPeriodMs;
     result.plannerSeconds = algorithmSeconds;
+    return result;
+  };
+  for (PlanResult &result : runEach(algorithms, options.threads, runAlgorithm, options.onResult))
     report.results.push_back(std::move(result));
-    if (options.onResult)
-      options.onResult(report.results.back());
-  }
   chooseBest(problem, report, options);
   if (options.improveByBoundaryMoves && report.chosen >= 0) {
     // The best plan by each objective is improved under the user's objective:

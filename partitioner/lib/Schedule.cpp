@@ -8,8 +8,8 @@
 #include "PeriodicSlot.h"
 
 #include <algorithm>
-#include <optional>
 #include <cmath>
+#include <optional>
 
 namespace partitioner {
 
@@ -247,17 +247,18 @@ std::vector<std::vector<Action>> generalPatternOrder(const Problem &problem, con
 /// too many copies), the faster in simulation of the pattern at a slightly longer period
 /// and the list scheduler of greedySchedule with those caps.
 Schedule generalOneFOneB(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
-                         const StageGraph &graph, int microbatches) {
+                         const StageGraph &graph, int microbatches,
+                         std::optional<SimulationResult> *simulated) {
   const int stages = allocation.numStages();
   std::vector<int> caps;
   for (int s = 0; s < stages; ++s)
     caps.push_back(std::max(1, std::min(stages - s, microbatches)));
-  Schedule greedy = greedySchedule(problem, allocation, graph, kind, microbatches, caps);
+  auto greedy = [&] { return greedySchedule(problem, allocation, graph, kind, microbatches, caps); };
   if (kind == ScheduleKind::ZeroBubble)
-    return greedy;
+    return greedy();
   const double bottleneck = bottleneckPeriod(problem, graph);
   if (bottleneck <= 0)
-    return greedy;
+    return greedy();
   for (double factor : {1.0, 1.02, 1.05, 1.1, 1.2, 1.35, 1.5}) {
     std::vector<std::vector<Action>> order;
     for (SlotMode mode : {SlotMode::PerOperation, SlotMode::PerStage, SlotMode::Packed})
@@ -265,15 +266,21 @@ Schedule generalOneFOneB(ScheduleKind kind, const Problem &problem, const Alloca
         order = generalPatternOrder(problem, graph, bottleneck * factor, caps, microbatches, mode);
     if (order.empty())
       continue;
-    Schedule pattern = greedy;
+    Schedule pattern;
+    pattern.kind = kind;
+    pattern.microbatches = microbatches;
     pattern.actions = std::move(order);
     if (factor == 1.0)
       return pattern;
-    const SimulationResult a = simulate(problem, allocation, pattern, graph);
-    const SimulationResult b = simulate(problem, allocation, greedy, graph);
-    return a.completed && (!b.completed || a.iterationMs < b.iterationMs) ? pattern : greedy;
+    Schedule listed = greedy();
+    SimulationResult a = simulate(problem, allocation, pattern, graph);
+    SimulationResult b = simulate(problem, allocation, listed, graph);
+    const bool patternWins = a.completed && (!b.completed || a.iterationMs < b.iterationMs);
+    if (simulated)
+      *simulated = std::move(patternWins ? a : b);
+    return patternWins ? pattern : listed;
   }
-  return greedy;
+  return greedy();
 }
 
 } // namespace
@@ -473,7 +480,8 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
 }
 
 Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
-                          const StageGraph &graph, int microbatches) {
+                          const StageGraph &graph, int microbatches,
+                          std::optional<SimulationResult> *simulated) {
   Schedule schedule;
   schedule.kind = kind;
   schedule.microbatches = microbatches;
@@ -501,7 +509,7 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
   case ScheduleKind::OneFOneBStash:
   case ScheduleKind::Periodic: {
     if (kind != ScheduleKind::Periodic && !allocation.oneStagePerGpu())
-      return generalOneFOneB(kind, problem, allocation, graph, microbatches);
+      return generalOneFOneB(kind, problem, allocation, graph, microbatches, simulated);
     requireOneStagePerGpu(kind, allocation);
     if (!allocation.stageOrders.empty()) {
       if (kind == ScheduleKind::Periodic)
@@ -587,11 +595,16 @@ SimulationResult simulatePlan(const Problem &problem, const Allocation &allocati
                               ScheduleKind kind, Schedule *scheduleOut) {
   const int m = problem.training.microbatches;
   const StageGraph graph = buildStageGraph(problem, allocation);
-  Schedule schedule = generateSchedule(kind, problem, allocation, graph, m);
-  SimulationResult result = simulate(problem, allocation, schedule, graph);
+  // A schedule the generator simulated already (to choose it) is not simulated again.
+  std::optional<SimulationResult> simulated;
+  Schedule schedule = generateSchedule(kind, problem, allocation, graph, m, &simulated);
+  SimulationResult result =
+      simulated ? std::move(*simulated) : simulate(problem, allocation, schedule, graph);
   if (result.completed) {
-    Schedule longer = generateSchedule(kind, problem, allocation, graph, 2 * m);
-    SimulationResult twice = simulate(problem, allocation, longer, graph);
+    simulated.reset();
+    Schedule longer = generateSchedule(kind, problem, allocation, graph, 2 * m, &simulated);
+    const SimulationResult twice =
+        simulated ? std::move(*simulated) : simulate(problem, allocation, longer, graph);
     if (twice.completed)
       result.periodMs = (twice.iterationMs - result.iterationMs) / m;
     else

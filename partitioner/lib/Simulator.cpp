@@ -104,6 +104,9 @@ struct Engine {
   std::vector<PortCalendar> sendPorts, receivePorts;
   /// When set, the GPUs of the actions each delivery feeds (whose readiness changed).
   std::vector<int> *fed = nullptr;
+  /// Whether result.timeline and result.transfers receive each action and transfer
+  /// (a generator that only orders the actions does without them).
+  bool record = true;
 
   Engine(const Problem &p, const StageGraph &g, int m, bool splitBackward, SimulationResult &r)
       : problem(p), graph(g), split(splitBackward), result(r), end(g.numStages, m, -1),
@@ -125,8 +128,9 @@ struct Engine {
       const double duration = toGpu != fromGpu ? link.occupancyMs(bytes) : 0.0;
       if (toGpu != fromGpu && bytes > 0 && duration <= 0) {
         at = when + link.latencyMs;
-        result.transfers.push_back(
-            {done.stage, toStage, done.microbatch, gradient, fromGpu, toGpu, bytes, when, at});
+        if (record)
+          result.transfers.push_back(
+              {done.stage, toStage, done.microbatch, gradient, fromGpu, toGpu, bytes, when, at});
       } else if (duration > 0) {
         PortCalendar &out = sendPorts[static_cast<size_t>(fromGpu)];
         PortCalendar &in = receivePorts[static_cast<size_t>(toGpu)];
@@ -143,8 +147,9 @@ struct Engine {
         out.reserve(start, start + duration);
         in.reserve(start, start + duration);
         at = start + duration + link.latencyMs;
-        result.transfers.push_back(
-            {done.stage, toStage, done.microbatch, gradient, fromGpu, toGpu, bytes, start, at});
+        if (record)
+          result.transfers.push_back(
+              {done.stage, toStage, done.microbatch, gradient, fromGpu, toGpu, bytes, start, at});
       }
       Action consumer{consumerKind, toStage, done.microbatch};
       arrival.at(consumer) = std::max(arrival.at(consumer), at);
@@ -191,7 +196,8 @@ struct Engine {
     end.at(a) = finish;
     gpuFree[static_cast<size_t>(gpu)] = finish;
     result.gpuBusyMs[static_cast<size_t>(gpu)] += duration;
-    result.timeline.push_back({a, gpu, start, finish});
+    if (record)
+      result.timeline.push_back({a, gpu, start, finish});
     deliver(a, finish);
   }
 
@@ -218,6 +224,7 @@ Schedule greedySchedule(const Problem &problem, const Allocation &, const StageG
   const bool split = kind == ScheduleKind::ZeroBubble;
   SimulationResult scratch;
   Engine engine(problem, graph, microbatches, split, scratch);
+  engine.record = false; // only the order is wanted
   Schedule schedule;
   schedule.kind = kind;
   schedule.microbatches = microbatches;
@@ -228,45 +235,61 @@ Schedule greedySchedule(const Problem &problem, const Allocation &, const StageG
       nextWeight(static_cast<size_t>(stages), 0), alive(static_cast<size_t>(stages), 0);
   const ActionKind backwardKind = split ? ActionKind::BackwardInput : ActionKind::Backward;
   size_t remaining = static_cast<size_t>(stages) * static_cast<size_t>(microbatches) * (split ? 3 : 2);
-  while (remaining > 0) {
-    int bestStage = -1;
-    double bestStart = kInfinity;
-    Action bestAction;
-    for (int s = 0; s < stages; ++s) {
-      const size_t i = static_cast<size_t>(s);
-      const double free = engine.gpuFree[static_cast<size_t>(graph.gpu[i])];
-      // Backward first, then a forward if the in-flight cap allows, else deferred W.
-      double start = kInfinity;
-      Action choice;
-      if (nextBackward[i] < microbatches) {
-        Action b{backwardKind, s, nextBackward[i]};
-        double ready = engine.readyTime(b);
-        if (ready >= 0 && std::max(ready, free) < start) {
-          start = std::max(ready, free);
-          choice = b;
-        }
-      }
-      if (nextForward[i] < microbatches && alive[i] < caps[i]) {
-        Action f{ActionKind::Forward, s, nextForward[i]};
-        double ready = engine.readyTime(f);
-        if (ready >= 0 && std::max(ready, free) < start - 1e-12) {
-          start = std::max(ready, free);
-          choice = f;
-        }
-      }
-      if (split && nextWeight[i] < nextBackward[i] && (start > free + 1e-12 || start == kInfinity)) {
-        start = free;
-        choice = Action{ActionKind::BackwardWeight, s, nextWeight[i]};
-      }
-      if (start < bestStart) {
-        bestStart = start;
-        bestStage = s;
-        bestAction = choice;
+  // Each stage's next action and its earliest start. They change only when the
+  // stage's GPU runs an action or a transfer feeds an action of that GPU, so only
+  // the stages of those GPUs are priced again after each step.
+  std::vector<std::vector<int>> stagesOnGpu(static_cast<size_t>(problem.platform.gpus));
+  for (int s = 0; s < stages; ++s)
+    stagesOnGpu[static_cast<size_t>(graph.gpu[static_cast<size_t>(s)])].push_back(s);
+  std::vector<double> startOf(static_cast<size_t>(stages), kInfinity);
+  std::vector<Action> choiceOf(static_cast<size_t>(stages));
+  auto price = [&](int s) {
+    const size_t i = static_cast<size_t>(s);
+    const double free = engine.gpuFree[static_cast<size_t>(graph.gpu[i])];
+    // Backward first, then a forward if the in-flight cap allows, else deferred W.
+    double start = kInfinity;
+    Action choice;
+    if (nextBackward[i] < microbatches) {
+      Action b{backwardKind, s, nextBackward[i]};
+      double ready = engine.readyTime(b);
+      if (ready >= 0 && std::max(ready, free) < start) {
+        start = std::max(ready, free);
+        choice = b;
       }
     }
+    if (nextForward[i] < microbatches && alive[i] < caps[i]) {
+      Action f{ActionKind::Forward, s, nextForward[i]};
+      double ready = engine.readyTime(f);
+      if (ready >= 0 && std::max(ready, free) < start - 1e-12) {
+        start = std::max(ready, free);
+        choice = f;
+      }
+    }
+    if (split && nextWeight[i] < nextBackward[i] && (start > free + 1e-12 || start == kInfinity)) {
+      start = free;
+      choice = Action{ActionKind::BackwardWeight, s, nextWeight[i]};
+    }
+    startOf[i] = start;
+    choiceOf[i] = choice;
+  };
+  for (int s = 0; s < stages; ++s)
+    price(s);
+  std::vector<int> fed;
+  engine.fed = &fed;
+  while (remaining > 0) {
+    // The earliest start, the lowest stage among equals.
+    int bestStage = -1;
+    double bestStart = kInfinity;
+    for (int s = 0; s < stages; ++s)
+      if (startOf[static_cast<size_t>(s)] < bestStart) {
+        bestStart = startOf[static_cast<size_t>(s)];
+        bestStage = s;
+      }
+    const Action bestAction = bestStage >= 0 ? choiceOf[static_cast<size_t>(bestStage)] : Action{};
     if (bestStage < 0)
       throw Error("greedy " + toString(kind) + " schedule is stuck (in-flight caps too small)");
     const size_t i = static_cast<size_t>(bestStage);
+    fed.clear();
     engine.commit(graph.gpu[i], bestAction, bestStart);
     schedule.actions[static_cast<size_t>(graph.gpu[i])].push_back(bestAction);
     switch (bestAction.kind) {
@@ -286,6 +309,12 @@ Schedule greedySchedule(const Problem &problem, const Allocation &, const StageG
       --alive[i];
       break;
     }
+    fed.push_back(graph.gpu[i]);
+    std::sort(fed.begin(), fed.end());
+    fed.erase(std::unique(fed.begin(), fed.end()), fed.end());
+    for (int g : fed)
+      for (int s : stagesOnGpu[static_cast<size_t>(g)])
+        price(s);
     --remaining;
   }
   return schedule;

@@ -8,11 +8,14 @@
 #include "partitioner/Error.h"
 #include "partitioner/LatticeDp.h"
 #include "partitioner/Output.h"
+#include "TestUtil.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace partitioner {
@@ -129,6 +132,56 @@ TEST(Planner, ReportsEachAlgorithmAsItFinishes) {
   ASSERT_EQ(seen.size(), report.results.size());
   for (size_t i = 0; i < seen.size(); ++i)
     EXPECT_EQ(seen[i], report.results[i].algorithm);
+}
+
+TEST(Planner, RunsAlgorithmsOnThreadsWithTheSameResults) {
+  // Each algorithm on its own thread: the same results in the same order as one
+  // after the other, and onResult sees them in that order on the calling thread.
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 6; ++trial) {
+    Problem problem = testing::randomChain(rng, 12 + trial * 4, 2 + trial % 3);
+    problem.training.microbatches = 8;
+    PlanOptions sequential;
+    sequential.threads = 1;
+    const PlanningReport one = planOrThrow(problem, sequential);
+    PlanOptions parallel;
+    parallel.threads = 4;
+    std::vector<std::string> seen;
+    const std::thread::id caller = std::this_thread::get_id();
+    parallel.onResult = [&](const PlanResult &result) {
+      EXPECT_EQ(std::this_thread::get_id(), caller);
+      seen.push_back(result.algorithm);
+    };
+    const PlanningReport many = planOrThrow(problem, parallel);
+    ASSERT_EQ(one.results.size(), many.results.size());
+    EXPECT_EQ(one.chosen, many.chosen);
+    for (size_t i = 0; i < one.results.size(); ++i) {
+      const PlanResult &a = one.results[i], &b = many.results[i];
+      EXPECT_EQ(a.algorithm, b.algorithm);
+      EXPECT_EQ(a.valid, b.valid) << a.algorithm;
+      EXPECT_EQ(a.reason, b.reason) << a.algorithm;
+      EXPECT_EQ(a.allocation.stageOfLayer, b.allocation.stageOfLayer) << a.algorithm;
+      EXPECT_EQ(a.allocation.gpuOfStage, b.allocation.gpuOfStage) << a.algorithm;
+      EXPECT_EQ(a.periodMs, b.periodMs) << a.algorithm;
+      if (i < seen.size())
+        EXPECT_EQ(seen[i], b.algorithm);
+    }
+  }
+  // A progress callback that throws stops planning with its error, every thread joined.
+  PlanOptions failing;
+  failing.threads = 3;
+  int calls = 0;
+  failing.onResult = [&](const PlanResult &) {
+    if (++calls == 2)
+      throw Error("stop here");
+  };
+  try {
+    planOrThrow(chain(10, 3, 6), failing);
+    ADD_FAILURE() << "no error";
+  } catch (const Error &error) {
+    EXPECT_STREQ(error.what(), "stop here");
+  }
+  EXPECT_EQ(calls, 2);
 }
 
 TEST(Planner, DescribesTheStagesItRunsOnTheGpus) {

@@ -195,7 +195,13 @@ struct PlanOptions {
   /// other orders); orders better than the chosen plan join the results as
   /// `k-periodic` (docs/partitioner.md, "k-periodic schedules").
   bool improveByKPeriodicOrders = true;
-  /// Called with each algorithm's result as soon as it is evaluated (progress).
+  /// Algorithms run at once, each on its own thread (0: one per core of the machine;
+  /// 1: one after the other). The results, and the plan chosen, do not depend on it,
+  /// except through the time limits of `ilp`, `ilp-general` and `madpipe-span`
+  /// (a busier machine gets less done by them).
+  int threads = 0;
+  /// Called with each algorithm's result once it and those before it in the list are
+  /// evaluated (progress), in the list's order, on the calling thread.
   std::function<void(const PlanResult &)> onResult;
 };
 

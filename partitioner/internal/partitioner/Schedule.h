@@ -7,8 +7,8 @@
 #include "partitioner/Allocation.h"
 #include "partitioner/Planner.h"
 
-#include <string>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace partitioner {
@@ -88,8 +88,11 @@ std::optional<PeriodicPattern> oneFOneBPattern(const Problem &problem,
 Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
                           int microbatches);
 /// The same with the allocation's stage graph given (buildStageGraph(problem, allocation)).
+/// Where the generator simulated the schedule it returns (to choose between two
+/// orders), `simulated` receives that simulation.
 Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
-                          const StageGraph &graph, int microbatches);
+                          const StageGraph &graph, int microbatches,
+                          std::optional<SimulationResult> *simulated = nullptr);
 
 /// Generates `kind` for the allocation (generateSchedule), simulates m micro-batches and
 /// measures the period as the marginal cost of micro-batches: (time(2m) - time(m)) / m.

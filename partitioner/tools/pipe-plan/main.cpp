@@ -71,6 +71,8 @@ const char *kUsage =
     "                          plan when memory keeps a stage below 1F1B's counts\n"
     "  --time-limit S          time limit of the ilp and ilp-general MIP solvers and of\n"
     "                          madpipe-span's search over the period (10)\n"
+    "  --threads N             algorithms of best / all run at once (0, the default: one\n"
+    "                          per core; 1: one after the other)\n"
     "  --objective KIND        period (default) | iteration: what best minimises first\n"
     "  --json FILE             write the plan JSON (the same bytes for the same input)\n"
     "  --replay PLAN.json      simulate the plan PLAN.json describes on PROFILE and check\n"
@@ -291,6 +293,8 @@ int run(int argc, char **argv) {
       } catch (const Error &error) {
         throw UsageError(std::string("--objective: ") + error.what());
       }
+    } else if (arg == "--threads") {
+      options.threads = static_cast<int>(parseInteger(arg, value(), 0, 1024));
     } else if (arg == "--time-limit") {
       options.ilpTimeLimitSeconds = parseDouble(arg, value(), 0.001, 86400);
     } else if (arg == "--max-downsets") {
