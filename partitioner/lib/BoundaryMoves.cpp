@@ -2,6 +2,7 @@
 #include "partitioner/BoundaryMoves.h"
 #include "partitioner/Error.h"
 #include "partitioner/Linearize.h"
+#include "partitioner/Parallel.h"
 #include "partitioner/PlannerImpl.h"
 #include "partitioner/Schedule.h"
 
@@ -97,7 +98,7 @@ Allocation applyMove(const Allocation &allocation, const BoundaryMove &move) {
 
 PlanResult improveByBoundaryMovesOrThrow(const Problem &problem, const PlanResult &plan,
                                          const LowerBounds &bounds, Objective objective,
-                                         BoundaryMoveStats *stats) {
+                                         BoundaryMoveStats *stats, int threads) {
   BoundaryMoveStats local;
   BoundaryMoveStats &counts = stats ? *stats : local;
   counts = BoundaryMoveStats{};
@@ -151,12 +152,26 @@ PlanResult improveByBoundaryMovesOrThrow(const Problem &problem, const PlanResul
     }
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const Candidate &a, const Candidate &b) { return a.bound < b.bound; });
+    // Evaluated `batch` at a time on threads, where a simulation is long enough to
+    // pay for them; the first improving one in candidate order is kept, as one
+    // after the other would (the count is of those up to it).
+    const size_t batch = static_cast<size_t>(
+        allocation.numStages() * m >= kThreadedSimulationWork ? threadCount(threads) : 1);
+    std::vector<std::optional<PlanResult>> evaluated;
+    auto evaluation = [&](size_t index) -> std::optional<PlanResult> & {
+      const size_t first = index / batch * batch;
+      if (index == first)
+        evaluated = mapOnThreads<std::optional<PlanResult>>(
+            std::min(batch, candidates.size() - first), static_cast<int>(batch), [&](size_t k) {
+              return improvingEvaluation(problem, applyMove(allocation, candidates[first + k].move),
+                                         current.scheduleKind, bounds, objective, target);
+            });
+      return evaluated[index - first];
+    };
     bool kept = false;
-    for (const Candidate &candidate : candidates) {
+    for (size_t index = 0; index < candidates.size(); ++index) {
       ++counts.evaluations;
-      std::optional<PlanResult> improved =
-          improvingEvaluation(problem, applyMove(allocation, candidate.move),
-                              current.scheduleKind, bounds, objective, target);
+      std::optional<PlanResult> &improved = evaluation(index);
       if (!improved)
         continue;
       PlanResult moved = std::move(*improved);

@@ -278,11 +278,12 @@ static void addBlockMovesOfChosen(const Problem &problem, PlanningReport &report
   const auto start = std::chrono::steady_clock::now();
   BlockMoveStats stats;
   PlanResult moved = improveByBlockMovesOrThrow(problem, chosen, report.bounds, options.objective,
-                                                kBestBlockMoveBudget, &stats);
+                                                kBestBlockMoveBudget, &stats, options.threads);
   if (stats.movesKept == 0)
     return;
   if (options.improveByBoundaryMoves)
-    moved = improveByBoundaryMovesOrThrow(problem, moved, report.bounds, options.objective);
+    moved = improveByBoundaryMovesOrThrow(problem, moved, report.bounds, options.objective,
+                                          nullptr, options.threads);
   moved.algorithm = "block-moves";
   moved.notes = "from " + chosen.algorithm + "'s " +
                 describeBlockMoves(chosen, moved, stats, options.objective);
@@ -365,7 +366,8 @@ static void addKPeriodicOrders(const Problem &problem, PlanningReport &report,
     return;
   PlanResult ordered = std::move(*best);
   if (options.improveByBoundaryMoves)
-    ordered = improveByBoundaryMovesOrThrow(problem, ordered, report.bounds, options.objective);
+    ordered = improveByBoundaryMovesOrThrow(problem, ordered, report.bounds, options.objective,
+                                            nullptr, options.threads);
   const bool period = options.objective == Objective::Period;
   std::ostringstream note;
   note.precision(2);
@@ -534,7 +536,8 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
       PlanResult &plan = report.results[static_cast<size_t>(index)];
       BoundaryMoveStats stats;
       PlanResult improved =
-          improveByBoundaryMovesOrThrow(problem, plan, report.bounds, options.objective, &stats);
+          improveByBoundaryMovesOrThrow(problem, plan, report.bounds, options.objective, &stats,
+                                        options.threads);
       if (stats.movesKept == 0)
         continue;
       const bool period = options.objective == Objective::Period;

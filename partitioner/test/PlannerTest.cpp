@@ -8,6 +8,7 @@
 #include "partitioner/Error.h"
 #include "partitioner/LatticeDp.h"
 #include "partitioner/Output.h"
+#include "partitioner/Parallel.h"
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
@@ -137,10 +138,16 @@ TEST(Planner, ReportsEachAlgorithmAsItFinishes) {
 TEST(Planner, RunsAlgorithmsOnThreadsWithTheSameResults) {
   // Each algorithm on its own thread: the same results in the same order as one
   // after the other, and onResult sees them in that order on the calling thread.
+  // The last two are large enough (stages x micro-batches >= kThreadedSimulationWork)
+  // for the boundary and block moves to simulate their candidates on threads too.
   std::mt19937 rng(5);
-  for (int trial = 0; trial < 6; ++trial) {
-    Problem problem = testing::randomChain(rng, 12 + trial * 4, 2 + trial % 3);
-    problem.training.microbatches = 8;
+  for (int trial = 0; trial < 8; ++trial) {
+    const bool large = trial >= 6;
+    Problem problem = testing::randomChain(rng, large ? 80 : 12 + trial * 4,
+                                           large ? 24 : 2 + trial % 3);
+    problem.training.microbatches = large ? 48 : 8;
+    if (large)
+      problem.platform.memoryBytesPerGpu *= 64; // 48 micro-batches in flight fit
     PlanOptions sequential;
     sequential.threads = 1;
     const PlanningReport one = planOrThrow(problem, sequential);
@@ -154,6 +161,14 @@ TEST(Planner, RunsAlgorithmsOnThreadsWithTheSameResults) {
     };
     const PlanningReport many = planOrThrow(problem, parallel);
     ASSERT_EQ(one.results.size(), many.results.size());
+    if (large) {
+      ASSERT_GE(one.chosen, 0);
+      EXPECT_GE(one.results[static_cast<size_t>(one.chosen)].allocation.numStages() * 48,
+                kThreadedSimulationWork);
+      // The block moves ran (the budget spent within a batch in one of the two).
+      EXPECT_NE(one.results[static_cast<size_t>(one.chosen)].notes.find("block moves"),
+                std::string::npos);
+    }
     EXPECT_EQ(one.chosen, many.chosen);
     for (size_t i = 0; i < one.results.size(); ++i) {
       const PlanResult &a = one.results[i], &b = many.results[i];
@@ -163,6 +178,7 @@ TEST(Planner, RunsAlgorithmsOnThreadsWithTheSameResults) {
       EXPECT_EQ(a.allocation.stageOfLayer, b.allocation.stageOfLayer) << a.algorithm;
       EXPECT_EQ(a.allocation.gpuOfStage, b.allocation.gpuOfStage) << a.algorithm;
       EXPECT_EQ(a.periodMs, b.periodMs) << a.algorithm;
+      EXPECT_EQ(a.notes, b.notes) << a.algorithm; // the moves' counts among them
       if (i < seen.size())
         EXPECT_EQ(seen[i], b.algorithm);
     }

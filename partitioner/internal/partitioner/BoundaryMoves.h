@@ -43,10 +43,12 @@ constexpr int kMaxBoundaryMoves = 256;
 /// time) could still beat the plan, most relieving first, and keeps the first
 /// valid one that is strictly better by `objective`'s first criterion. Stops when
 /// a round keeps none (no move improves the plan) or after kMaxBoundaryMoves. The
-/// result keeps the plan's algorithm, notes and proven lower bound.
+/// result keeps the plan's algorithm, notes and proven lower bound. Where a plan
+/// has at least kThreadedSimulationWork stages x micro-batches (Parallel.h), the
+/// moves are evaluated `threads` at a time (PlanOptions::threads), with the same result.
 PlanResult improveByBoundaryMovesOrThrow(const Problem &problem, const PlanResult &plan,
                                          const LowerBounds &bounds, Objective objective,
-                                         BoundaryMoveStats *stats = nullptr);
+                                         BoundaryMoveStats *stats = nullptr, int threads = 1);
 
 /// What improveByBlockMoves did.
 struct BlockMoveStats {
@@ -81,11 +83,12 @@ constexpr BlockMoveBudget kBestBlockMoveBudget{400, 400.0 * 6 * 32};
 /// activations, are simulated from the lowest such bound up under
 /// plan.scheduleKind, and the first strictly better valid one is kept, until none
 /// improves or the budget is spent. The result keeps the plan's algorithm, notes
-/// and proven lower bound.
+/// and proven lower bound. Evaluated `threads` at a time as the boundary moves are,
+/// with the same result and counts.
 PlanResult improveByBlockMovesOrThrow(const Problem &problem, const PlanResult &plan,
                                       const LowerBounds &bounds, Objective objective,
                                       const BlockMoveBudget &budget,
-                                      BlockMoveStats *stats = nullptr);
+                                      BlockMoveStats *stats = nullptr, int threads = 1);
 
 /// "X ms: N block moves -> Y ms, S stages on G GPUs (E simulations; K moves that
 /// cannot fit not simulated)".

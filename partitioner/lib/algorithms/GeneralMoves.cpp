@@ -14,6 +14,7 @@
 // simulations is spent (deterministic, unlike a time budget).
 #include "General.h"
 #include "partitioner/BoundaryMoves.h"
+#include "partitioner/Parallel.h"
 #include "partitioner/Error.h"
 #include "partitioner/PlannerImpl.h"
 #include "partitioner/Schedule.h"
@@ -43,7 +44,8 @@ std::vector<int> orderByStage(const Problem &problem, const Allocation &allocati
 
 PlanResult improveByBlockMovesOrThrow(const Problem &problem, const PlanResult &start,
                                       const LowerBounds &bounds, Objective objective,
-                                      const BlockMoveBudget &budget, BlockMoveStats *out) {
+                                      const BlockMoveBudget &budget, BlockMoveStats *out,
+                                      int threads) {
   BlockMoveStats local;
   BlockMoveStats &stats = out ? *out : local;
   const ScheduleKind kind = start.scheduleKind;
@@ -151,24 +153,45 @@ PlanResult improveByBlockMovesOrThrow(const Problem &problem, const PlanResult &
     }
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const Candidate &a, const Candidate &b) { return a.bound < b.bound; });
+    // Evaluated `batch` at a time on threads where a simulation is long enough to pay
+    // for them: the candidates the budget allows, in order, and the first improving
+    // one kept, with the counts one after the other would give.
+    const size_t batch = static_cast<size_t>(
+        current.allocation.numStages() * m >= kThreadedSimulationWork ? threadCount(threads) : 1);
     bool improved = false;
-    for (const Candidate &candidate : candidates) {
-      if (spent())
+    size_t index = 0;
+    while (!improved && index < candidates.size() && !spent()) {
+      std::vector<std::vector<int>> maps;
+      std::vector<Allocation> trials;
+      int evaluations = stats.evaluations;
+      double simulated = stats.stageMicrobatches;
+      while (trials.size() < batch && index + trials.size() < candidates.size() &&
+             evaluations < budget.simulations && simulated < budget.stageMicrobatches) {
+        const Candidate &candidate = candidates[index + trials.size()];
+        std::vector<int> trialMap = gpuOf;
+        std::fill(trialMap.begin() + candidate.begin, trialMap.begin() + candidate.end,
+                  candidate.to);
+        trials.push_back(detail::allocationFromGpuMap(problem, chain, trialMap));
+        maps.push_back(std::move(trialMap));
+        ++evaluations;
+        simulated += static_cast<double>(trials.back().numStages()) * m;
+      }
+      std::vector<std::optional<PlanResult>> results =
+          mapOnThreads<std::optional<PlanResult>>(trials.size(), static_cast<int>(batch), [&](size_t k) {
+            return improvingEvaluation(problem, trials[k], kind, bounds, objective, target);
+          });
+      for (size_t k = 0; k < trials.size(); ++k) {
+        ++stats.evaluations;
+        stats.stageMicrobatches += static_cast<double>(trials[k].numStages()) * m;
+        if (!results[k])
+          continue;
+        current = std::move(*results[k]);
+        gpuOf = std::move(maps[k]);
+        ++stats.movesKept;
+        improved = true;
         break;
-      std::vector<int> trialMap = gpuOf;
-      std::fill(trialMap.begin() + candidate.begin, trialMap.begin() + candidate.end, candidate.to);
-      const Allocation trial = detail::allocationFromGpuMap(problem, chain, trialMap);
-      ++stats.evaluations;
-      stats.stageMicrobatches += static_cast<double>(trial.numStages()) * m;
-      std::optional<PlanResult> moved =
-          improvingEvaluation(problem, trial, kind, bounds, objective, target);
-      if (!moved)
-        continue;
-      current = std::move(*moved);
-      gpuOf = std::move(trialMap);
-      ++stats.movesKept;
-      improved = true;
-      break;
+      }
+      index += trials.size();
     }
     if (!improved)
       break;
