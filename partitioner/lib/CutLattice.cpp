@@ -39,20 +39,16 @@ std::vector<int> CutLattice::layersBetween(int from, int to) const {
 }
 
 double CutLattice::workspaceBetween(int from, int to) const {
-  if ((workspaceMaxTree.empty() && layerWorkspace.empty()) || from >= to)
+  if ((workspaceLevels.empty() && layerWorkspace.empty()) || from >= to)
     return 0;
   double best = 0;
   if (isChain) {
-    // Positions [from, to) in the max tree.
-    size_t lo = static_cast<size_t>(from) + workspaceLeaves;
-    size_t hi = static_cast<size_t>(to) + workspaceLeaves;
-    for (; lo < hi; lo /= 2, hi /= 2) {
-      if (lo & 1)
-        best = std::max(best, workspaceMaxTree[lo++]);
-      if (hi & 1)
-        best = std::max(best, workspaceMaxTree[--hi]);
-    }
-    return best;
+    // Positions [from, to): the two blocks of 2^j that cover them.
+    const size_t length = static_cast<size_t>(to - from);
+    const size_t level = static_cast<size_t>(63 - __builtin_clzll(length));
+    const std::vector<double> &row = workspaceLevels[level];
+    return std::max(row[static_cast<size_t>(from)],
+                    row[static_cast<size_t>(to) - (size_t{1} << level)]);
   }
   const uint64_t *outer = &bits[static_cast<size_t>(to) * words];
   const uint64_t *inner = &bits[static_cast<size_t>(from) * words];
@@ -198,14 +194,17 @@ CutLattice chainLattice(const Problem &problem, const std::vector<int> &order) {
   }
   addShared(problem, lattice);
   if (anyWorkspace(problem)) {
-    lattice.workspaceLeaves = count;
-    lattice.workspaceMaxTree.assign(2 * count, 0.0);
+    std::vector<double> layers(count);
     for (size_t i = 0; i < count; ++i)
-      lattice.workspaceMaxTree[count + i] =
-          problem.layers[static_cast<size_t>(order[i])].workspaceBytes;
-    for (size_t i = count; i-- > 1;)
-      lattice.workspaceMaxTree[i] =
-          std::max(lattice.workspaceMaxTree[2 * i], lattice.workspaceMaxTree[2 * i + 1]);
+      layers[i] = problem.layers[static_cast<size_t>(order[i])].workspaceBytes;
+    lattice.workspaceLevels.push_back(std::move(layers));
+    for (size_t half = 1; 2 * half <= count; half *= 2) {
+      const std::vector<double> &below = lattice.workspaceLevels.back();
+      std::vector<double> level(count - 2 * half + 1);
+      for (size_t i = 0; i < level.size(); ++i)
+        level[i] = std::max(below[i], below[i + half]);
+      lattice.workspaceLevels.push_back(std::move(level));
+    }
   }
   return lattice;
 }

@@ -67,6 +67,33 @@ TEST(Problem, IdealLatticeOfTheTinyGraph) {
   EXPECT_FALSE(idealLattice(problem, 3).has_value());
 }
 
+TEST(Problem, ChainLatticeWorkspaceIsTheLargestOfTheRange) {
+  // The sparse table's two reads against the largest layer of every range.
+  std::mt19937 rng(3);
+  for (int layers : {1, 2, 3, 7, 8, 9, 33, 100}) {
+    Problem problem;
+    for (int l = 0; l < layers; ++l) {
+      Layer layer;
+      layer.name = "l" + std::to_string(l);
+      layer.forwardMs = layer.backwardMs = 1;
+      layer.workspaceBytes = static_cast<double>(rng() % 1000);
+      problem.layers.push_back(layer);
+    }
+    orThrow(problem.finalize());
+    std::vector<int> order(static_cast<size_t>(layers));
+    for (int l = 0; l < layers; ++l)
+      order[static_cast<size_t>(l)] = l;
+    const CutLattice lattice = chainLattice(problem, order);
+    for (int from = 0; from <= layers; ++from)
+      for (int to = from; to <= layers; ++to) {
+        double largest = 0;
+        for (int l = from; l < to; ++l)
+          largest = std::max(largest, problem.layers[static_cast<size_t>(l)].workspaceBytes);
+        ASSERT_EQ(lattice.workspaceBetween(from, to), largest) << layers << ": " << from << ".." << to;
+      }
+  }
+}
+
 TEST(Problem, RejectsMalformedGraphsWithTheLineAndNode) {
   std::string message = errorOf([] { orThrow(readProblemFile(dataPath("malformed_graph.txt"))); });
   EXPECT_NE(message.find("malformed_graph.txt:2"), std::string::npos) << message;

@@ -62,11 +62,11 @@ struct CutLattice {
 
   SharedAcrossCuts sharedSaved, sharedParameters;
 
-  /// Chain lattices: a bottom-up max tree of the layers' workspace over positions
-  /// (leaf i at workspaceMaxTree[workspaceLeaves + i]). Empty on ideal lattices and
+  /// Chain lattices: a sparse table of the layers' workspace over positions, level j
+  /// holding at i the largest of positions [i, i + 2^j) (workspaceLevels[0]: the
+  /// layers'), so that any range's largest is two reads. Empty on ideal lattices and
   /// when no layer has a workspace.
-  std::vector<double> workspaceMaxTree;
-  size_t workspaceLeaves = 0;
+  std::vector<std::vector<double>> workspaceLevels;
   /// Ideal lattices: the workspace of each layer. Empty on chain lattices and when no
   /// layer has a workspace.
   std::vector<double> layerWorkspace;
