@@ -9,7 +9,13 @@ S x memory in {unbounded, tight, very tight}, under the reference model of the p
 tight" 50 % of the peak memory of the memory-blind `balanced` plan at that S. "-" marks
 an algorithm whose plan does not fit (or does not exist). "recompute" is the best of the
 same algorithms under `--recompute auto`, as a ratio to that run's own bound (the
-memory bound does not hold with recomputation, so its bound can be lower).
+memory bound does not hold with recomputation, so its bound can be lower). Then `best`
+(general allocations, block moves and k-periodic orders included) as a ratio to the
+bound and its wall time in seconds; "links": `best` with the default links (25 GB/s,
+no --reference-model) as a ratio to that run's bound; "replicas": the S GPUs split into
+replicas x stages (`--gpus S --stages auto`), the iteration of one pipeline planned for
+the iteration over the best split's (1.00: one pipeline is best; "inf": only a split
+with replicas fits; "-": none fits).
 Table 2: planner time of each algorithm on generated 1,000-layer chains and
 10,000-node DAGs at 64 GPUs (generated into a temporary directory).
 """
@@ -49,7 +55,7 @@ def profile_table(pipe_plan, profiles, stages_list):
                 files.append(os.path.join(root, name))
     files.sort()
     header = (f"{'profile':<28}{'S':>3} {'memory':<11}{'LB ms':>9}" + "".join(f"{a:>12}" for a in ALGORITHMS)
-              + f"{'best':>12}{'recompute':>12}")
+              + f"{'min':>12}{'recompute':>12}{'best':>8}{'best s':>8}{'links':>8}{'replicas':>9}")
     print(header)
     print("-" * len(header))
     for path in files:
@@ -79,7 +85,41 @@ def profile_table(pipe_plan, profiles, stages_list):
                 periods = [t["period_ms"] for t in recomputed.get("tried", []) if t.get("valid")]
                 row += (f"{min(periods) / recomputed['lower_bounds_ms']['best']:>12.3f}" if periods
                         else f"{'-':>12}")
+                row += best_columns(pipe_plan, common, memory, stages)
                 print(row, flush=True)
+
+
+def best_columns(pipe_plan, common, memory, stages):
+    """The best, links and replicas columns of one row of table 1."""
+    def ratio(report):
+        valid = [t["period_ms"] for t in report.get("tried", []) if t.get("valid")]
+        chosen = report.get("period_ms")
+        if chosen is None and valid:
+            chosen = min(valid)
+        return chosen / report["lower_bounds_ms"]["best"] if chosen else None
+    best, wall = run_plan(pipe_plan, common + ["--memory", memory, "--time-limit", str(ILP_SECONDS)])
+    value = ratio(best)
+    cells = f"{value:>8.3f}{wall:>8.2f}" if value else f"{'-':>8}{wall:>8.2f}"
+    links_args = [a for a in common if a != "--reference-model"]
+    links, _ = run_plan(pipe_plan, links_args + ["--memory", memory, "--time-limit", str(ILP_SECONDS)])
+    value = ratio(links)
+    cells += f"{value:>8.3f}" if value else f"{'-':>8}"
+    # common is [profile, "--stages", S, ...]: the same without the stage count.
+    replicas, _ = run_plan(pipe_plan, common[:1] + common[3:]
+                           + ["--gpus", str(stages), "--stages", "auto", "--memory", memory,
+                              "--time-limit", str(ILP_SECONDS)])
+    split = replicas.get("data_parallel", {})
+    # One pipeline planned for the iteration, as each replica's is (the split with
+    # one replica may not be planned: its bound already loses).
+    one, _ = run_plan(pipe_plan, common + ["--memory", memory, "--objective", "iteration",
+                                           "--time-limit", str(ILP_SECONDS)])
+    if one.get("iteration_ms") and split.get("iteration_ms"):
+        cells += f"{one['iteration_ms'] / split['iteration_ms']:>9.2f}"
+    elif split.get("iteration_ms"):
+        cells += f"{'inf':>9}"  # only replicas fit
+    else:
+        cells += f"{'-':>9}"
+    return cells
 
 
 def timing_table(pipe_plan, quick):
