@@ -7,6 +7,7 @@
 #include "partitioner/LatticeDp.h"
 #include "partitioner/Linearize.h"
 #include "partitioner/KPeriodic.h"
+#include "partitioner/Parallel.h"
 
 #include <algorithm>
 #include <atomic>
@@ -402,9 +403,7 @@ runEach(const std::vector<const Algorithm *> &algorithms, int threads,
         const std::function<PlanResult(const Algorithm *)> &run,
         const std::function<void(const PlanResult &)> &onResult) {
   const size_t count = algorithms.size();
-  size_t workers = threads > 0 ? static_cast<size_t>(threads)
-                               : std::max<size_t>(1, std::thread::hardware_concurrency());
-  workers = std::min(workers, count);
+  const size_t workers = std::min(count, static_cast<size_t>(threadCount(threads)));
   std::vector<PlanResult> results(count);
   if (workers <= 1) {
     for (size_t i = 0; i < count; ++i) {
