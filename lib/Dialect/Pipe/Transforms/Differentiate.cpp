@@ -404,8 +404,8 @@ LogicalResult StageDifferentiator::run() {
 
   // The gradient of a received activation goes back as soon as it is complete:
   // once its first reader in the forward (so every reader) is differentiated. It
-  // is freed with the send instead of being held to the end of the backward.
-  llvm::SmallVector<bool> sentBack(gradientsOut.size(), false);
+  // is freed with the send instead of being held to the end of the backward. One
+  // that no op of the forward reads goes back at the end.
   llvm::SmallVector<Operation *> firstReader(gradientsOut.size(), nullptr);
   for (auto [i, out] : llvm::enumerate(gradientsOut))
     for (Operation *user : out.get().getUsers())
@@ -419,11 +419,10 @@ LogicalResult StageDifferentiator::run() {
     if (!gradient)
       gradient = zerosOf(builder, out.loc, out.type);
     SendOp::create(builder, out.loc, gradient, out.peer, out.tag, TransferKind::gradient);
-    sentBack[index] = true;
   };
-  auto sendCompleteGradients = [&](Operation &op) {
+  auto sendGradientsReadFirstBy = [&](Operation *op) {
     for (size_t i = 0; i < gradientsOut.size(); ++i)
-      if (!sentBack[i] && firstReader[i] == &op)
+      if (firstReader[i] == op)
         sendGradient(i);
   };
 
@@ -460,13 +459,10 @@ LogicalResult StageDifferentiator::run() {
                     "differentiates through its other results";
     }
     accumulateParts(op);
-    sendCompleteGradients(op);
+    sendGradientsReadFirstBy(&op);
   }
 
-  // The gradients of received activations no op of the forward reads.
-  for (size_t i = 0; i < gradientsOut.size(); ++i)
-    if (!sentBack[i])
-      sendGradient(i);
+  sendGradientsReadFirstBy(nullptr); // read by no op of the forward
   ReturnOp::create(builder, stage.getLoc(), ValueRange());
 
   OpBuilder atEnd(ret);
