@@ -31,7 +31,15 @@ struct RunSettings {
   std::string modelPath; ///< PIPE_SOURCE_FILE reads it; EXTERNAL paths are relative to its folder
   std::shared_ptr<const DataSource> data; ///< synthetic data when null
   int kernelThreads = 1;                  ///< per rank
+  /// runInThreads: each rank's thread on its own CPUs (rankCpus), when there are
+  /// enough; otherwise, or when false, wherever the system puts it.
+  bool pinThreads = true;
 };
+
+/// The CPUs of each of `ranks` ranks of `threadsPerRank` kernel threads: disjoint
+/// sets of this process's allowed CPUs, in their order; empty when there are
+/// fewer allowed CPUs than ranks x threadsPerRank (nothing is pinned then).
+PIPE_EXPORT std::vector<std::vector<int>> rankCpus(int ranks, int threadsPerRank);
 
 /// One pipe_step_begin .. pipe_step_end of one rank; times in ms since the run's start.
 struct StepRecord {

@@ -11,6 +11,56 @@
 
 namespace piperun {
 
+namespace {
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCacheBlocks = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+constexpr bool kCacheBlocks = false;
+#else
+constexpr bool kCacheBlocks = true;
+#endif
+#else
+constexpr bool kCacheBlocks = true;
+#endif
+constexpr size_t kAlignment = 64;
+} // namespace
+
+bool BlockCache::enabled() { return kCacheBlocks; }
+
+void *BlockCache::take(size_t bytes) {
+  auto it = free_.find(bytes);
+  if (it != free_.end() && !it->second.empty()) {
+    void *block = it->second.back();
+    it->second.pop_back();
+    cached_ -= static_cast<int64_t>(bytes);
+    return block;
+  }
+  void *block = std::aligned_alloc(kAlignment, bytes);
+  if (!block && cached_ > 0) {
+    clear(); // blocks of other sizes may make room
+    block = std::aligned_alloc(kAlignment, bytes);
+  }
+  return block;
+}
+
+void BlockCache::give(void *block, size_t bytes, int64_t limit) {
+  if (!kCacheBlocks || cached_ + static_cast<int64_t>(bytes) > limit) {
+    std::free(block);
+    return;
+  }
+  free_[bytes].push_back(block);
+  cached_ += static_cast<int64_t>(bytes);
+}
+
+void BlockCache::clear() {
+  for (auto &[bytes, blocks] : free_)
+    for (void *block : blocks)
+      std::free(block);
+  free_.clear();
+  cached_ = 0;
+}
+
 void MemoryAccount::add(int32_t category, int64_t bytes) {
   live_[category] += bytes;
   liveTotal_ += bytes;
@@ -33,15 +83,17 @@ void MemoryAccount::move(int32_t from, int32_t to, int64_t bytes) {
 
 Storage *allocateStorage(MemoryAccount &account, int64_t bytes, int32_t category,
                          int64_t uncharged) {
-  constexpr size_t alignment = 64;
   // aligned_alloc wants a multiple of the alignment; a zero-byte tensor still
   // gets a distinct, valid pointer.
-  size_t rounded = (static_cast<size_t>(bytes + uncharged) + alignment - 1) / alignment * alignment;
-  void *data = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+  size_t rounded = (static_cast<size_t>(bytes + uncharged) + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded == 0)
+    rounded = kAlignment;
+  void *data = account.cache.take(rounded);
   if (!data)
     return nullptr;
   auto *storage = new Storage;
   storage->data = data;
+  storage->capacity = rounded;
   storage->bytes = bytes;
   storage->category = category;
   storage->references = 1;
@@ -67,7 +119,7 @@ void release(MemoryAccount &account, Storage *storage) {
     return;
   account.remove(storage->category, storage->bytes);
   if (storage->owned)
-    std::free(storage->data);
+    account.cache.give(storage->data, storage->capacity, account.peakTotal());
   delete storage;
 }
 

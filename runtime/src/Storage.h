@@ -2,7 +2,8 @@
 //
 // Every byte a rank holds is one Storage with one pipe_mem category; the
 // MemoryAccount keeps the live and peak bytes of each category and of their sum,
-// the figures pipe-run prints beside the memory model's prediction.
+// the figures pipe-run prints beside the memory model's prediction. Freed blocks
+// stay in the account's BlockCache for the next allocation of the same size.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PIPE_RUNTIME_STORAGE_H
@@ -10,9 +11,44 @@
 
 #include "pipe_runtime.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <unordered_map>
+#include <vector>
 
 namespace piperun {
+
+/// Freed blocks kept by size for the next allocation of that size (one rank's,
+/// used by its thread only). A step allocates the same sizes micro-batch after
+/// micro-batch; without it each large block came fresh from the system and its
+/// pages faulted in again (Inception-v3 on 2 ranks: 69,000 page faults in 6
+/// steps). Holds at most as many bytes as the account's peak of live bytes, so
+/// a rank reserves at most twice its peak. Sizes are the 64-byte multiples
+/// allocateStorage asks for. Off in sanitized builds, whose allocator must see
+/// every free.
+class PIPE_EXPORT BlockCache {
+public:
+  BlockCache() = default;
+  BlockCache(const BlockCache &) = delete;
+  BlockCache &operator=(const BlockCache &) = delete;
+  ~BlockCache() { clear(); }
+
+  /// A block of `bytes` (a multiple of 64, > 0), 64-byte aligned; nullptr when
+  /// the system has none, even after the cache gave its own back.
+  void *take(size_t bytes);
+  /// Keeps `block` of `bytes` for take, or frees it when the cache would then
+  /// hold more than `limit` bytes.
+  void give(void *block, size_t bytes, int64_t limit);
+  /// Frees every kept block.
+  void clear();
+  int64_t cachedBytes() const { return cached_; }
+  /// False in sanitized builds: give frees at once.
+  static bool enabled();
+
+private:
+  std::unordered_map<size_t, std::vector<void *>> free_;
+  int64_t cached_ = 0;
+};
 
 /// Live and peak bytes per category; the total's peak is the peak of the sum at
 /// one instant, not the sum of the peaks.
@@ -28,6 +64,8 @@ public:
   int64_t liveTotal() const { return liveTotal_; }
   int64_t peakTotal() const { return peakTotal_; }
 
+  BlockCache cache; ///< allocateStorage and release go through it
+
 private:
   int64_t live_[PIPE_MEM_CATEGORIES] = {};
   int64_t peak_[PIPE_MEM_CATEGORIES] = {};
@@ -40,6 +78,7 @@ private:
 struct Storage {
   void *data = nullptr;
   int64_t bytes = 0; ///< what the account charges (0 for program constants)
+  size_t capacity = 0; ///< the block's size (header and 64-byte rounding included)
   int32_t category = PIPE_MEM_WORKSPACE;
   int32_t references = 0;
   int32_t savedSlots = 0; ///< saved slots holding it; SAVED while > 0

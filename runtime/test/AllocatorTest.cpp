@@ -2,12 +2,17 @@
 //
 // Live and peak bytes per category through the C ABI: allocations, views that
 // share storage, saved slots moving bytes WORKSPACE -> SAVED -> WORKSPACE, the
-// total's peak as the peak of the sum, and the misuse the allocator refuses.
+// total's peak as the peak of the sum, the misuse the allocator refuses, and
+// the cache of freed blocks (reused by size, bounded, invisible to the account).
 //
 //===----------------------------------------------------------------------===//
+#include "Storage.h"
 #include "TestSupport.h"
 
 #include "pipe_runtime.h"
+
+#include <algorithm>
+#include <set>
 
 using namespace piperun;
 using namespace piperun::test;
@@ -199,6 +204,58 @@ TEST(Allocator, FailureNamesRankNodeAndAction) {
   pipe_free(s.r, x);
   pipe_action_end(s.r);
   pipe_step_end(s.r);
+}
+
+TEST(Allocator, AFreedBlockServesTheNextAllocationOfItsSize) {
+  if (!BlockCache::enabled())
+    GTEST_SKIP() << "sanitized build: freed blocks go back to the system at once";
+  Standalone s;
+  pipe_tensor *a = pipe_alloc(s.r, PIPE_F32, PIPE_INTS(1000), PIPE_MEM_WORKSPACE);
+  void *first = a->data;
+  pipe_free(s.r, a);
+  EXPECT_EQ(s.live(PIPE_MEM_WORKSPACE), 0) << "a cached block is not live";
+  pipe_tensor *b = pipe_alloc(s.r, PIPE_F32, PIPE_INTS(10, 100), PIPE_MEM_SAVED);
+  EXPECT_EQ(b->data, first) << "same size, any shape or category";
+  pipe_tensor *c = pipe_alloc(s.r, PIPE_F32, PIPE_INTS(1000), PIPE_MEM_WORKSPACE);
+  EXPECT_NE(c->data, first) << "a live block is never handed out twice";
+  EXPECT_EQ(s.live(PIPE_MEM_SAVED), 4000);
+  EXPECT_EQ(s.live(PIPE_MEM_WORKSPACE), 4000);
+  EXPECT_EQ(s.peak(PIPE_MEM_WORKSPACE), 4000);
+  pipe_free(s.r, b);
+  pipe_free(s.r, c);
+}
+
+TEST(Allocator, TheCacheKeepsNoMoreThanItsLimitAndHandsOutDistinctBlocks) {
+  BlockCache cache;
+  std::vector<void *> blocks;
+  for (int i = 0; i < 8; ++i)
+    blocks.push_back(cache.take(128));
+  EXPECT_EQ(std::set<void *>(blocks.begin(), blocks.end()).size(), 8u);
+  for (void *block : blocks) {
+    ASSERT_NE(block, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(block) % 64, 0u);
+    cache.give(block, 128, 512); // room for four
+  }
+  if (!BlockCache::enabled()) {
+    EXPECT_EQ(cache.cachedBytes(), 0);
+    return;
+  }
+  EXPECT_EQ(cache.cachedBytes(), 512);
+  std::set<void *> again;
+  for (int i = 0; i < 4; ++i)
+    again.insert(cache.take(128));
+  EXPECT_EQ(again.size(), 4u);
+  for (void *block : again)
+    EXPECT_NE(std::find(blocks.begin(), blocks.end(), block), blocks.end());
+  EXPECT_EQ(cache.cachedBytes(), 0);
+  void *other = cache.take(192);
+  EXPECT_EQ(again.count(other), 0u) << "another size is a fresh block";
+  for (void *block : again)
+    cache.give(block, 128, 1 << 20);
+  cache.give(other, 192, 1 << 20);
+  EXPECT_EQ(cache.cachedBytes(), 4 * 128 + 192);
+  cache.clear();
+  EXPECT_EQ(cache.cachedBytes(), 0);
 }
 
 } // namespace

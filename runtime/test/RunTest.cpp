@@ -12,7 +12,11 @@
 
 #include <chrono>
 #include <mutex>
+#include <set>
 #include <stdexcept>
+
+#include <pthread.h>
+#include <sched.h>
 
 using namespace piperun;
 using namespace piperun::test;
@@ -239,6 +243,61 @@ std::string runFailing(const char *mode, double timeout, double *seconds) {
                            {{failingSetup, firstRankStep}, {failingSetup, secondRankStep}}, 2, {});
   });
   return failure;
+}
+
+// --- Each rank's thread on its own CPUs. ------------------------------------
+
+std::mutex cpuMutex;
+std::vector<std::vector<int>> cpusSeen;
+
+/// The CPUs the calling thread may run on.
+std::vector<int> allowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  pthread_getaffinity_np(pthread_self(), sizeof(set), &set);
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set))
+      cpus.push_back(cpu);
+  return cpus;
+}
+
+void recordCpus(pipe_rank *r) {
+  pipe_step_begin(r);
+  std::lock_guard<std::mutex> lock(cpuMutex);
+  cpusSeen[static_cast<size_t>(reportOf(r).rank)] = allowedCpus();
+  pipe_step_end(r);
+}
+
+TEST(Run, RankCpusAreDisjointSetsOfTheAllowedCpus) {
+  const std::vector<int> allowed = allowedCpus();
+  const int n = static_cast<int>(allowed.size());
+  EXPECT_EQ(rankCpus(1, n), std::vector<std::vector<int>>{allowed});
+  EXPECT_TRUE(rankCpus(n + 1, 1).empty()) << "more ranks than CPUs: nothing pinned";
+  EXPECT_TRUE(rankCpus(1, n + 1).empty());
+  EXPECT_TRUE(rankCpus(0, 1).empty());
+  const std::vector<std::vector<int>> one = rankCpus(n, 1);
+  ASSERT_EQ(static_cast<int>(one.size()), n);
+  for (int k = 0; k < n; ++k)
+    EXPECT_EQ(one[static_cast<size_t>(k)], std::vector<int>{allowed[static_cast<size_t>(k)]});
+}
+
+TEST(Run, EachRankThreadRunsOnItsOwnCpusWhenThereAreEnough) {
+  const std::vector<std::vector<int>> expected = rankCpus(2, 1);
+  if (expected.empty())
+    GTEST_SKIP() << "fewer than two CPUs: ranks are not pinned";
+  for (bool pin : {true, false}) {
+    cpusSeen.assign(2, {});
+    RunSettings settings = settingsFor(2);
+    settings.pinThreads = pin;
+    ASSERT_EQ(runInThreads(settings, {{noSetup, recordCpus}, {noSetup, recordCpus}}, 1, {}), "");
+    if (pin) {
+      EXPECT_EQ(cpusSeen, expected);
+    } else {
+      EXPECT_EQ(cpusSeen[0], allowedCpus()) << "unpinned: every CPU the process may use";
+      EXPECT_EQ(cpusSeen[1], allowedCpus());
+    }
+  }
 }
 
 TEST(RunFailure, AFailingRankStopsTheOthersAtOnce) {

@@ -3,6 +3,7 @@
 //   pipe-run OUT [--steps N] [--seed S] [--transport threads|mpi] [--data FILE.npz]
 //                [--timeout SECONDS] [--save-weights FILE.npz] [--save-grads FILE.npz]
 //                [--trace FILE] [--model FILE] [--summary FILE] [--write-profile FILE]
+//                [--no-pin]
 //
 // Compiles and loads OUT/rankK.cpp, runs the steps (threads in this process, or
 // one rank per MPI process), prints the loss per step, then memory and period
@@ -45,12 +46,14 @@ struct Options {
   std::string summary; ///< "" = OUT/measured.json
   std::string profile; ///< --write-profile; "" = none
   double timeout = 60;
+  bool pin = true; ///< --no-pin: rank threads wherever the system puts them
 };
 
 const char *const kUsage =
     "usage: pipe-run OUT [--steps N] [--seed S] [--transport threads|mpi] [--data FILE.npz]\n"
     "                [--timeout SECONDS] [--save-weights FILE.npz] [--save-grads FILE.npz]\n"
-    "                [--trace FILE] [--model FILE] [--summary FILE] [--write-profile FILE]\n";
+    "                [--trace FILE] [--model FILE] [--summary FILE] [--write-profile FILE]\n"
+    "                [--no-pin]\n";
 
 /// Under mpirun every process would print the same start-up error: only the
 /// first does.
@@ -87,6 +90,10 @@ Options parseOptions(int argc, char **argv) {
       if (!options.out.empty())
         usageError("unexpected argument '" + arg + "' (one output directory only)");
       options.out = arg;
+      continue;
+    }
+    if (arg == "--no-pin") {
+      options.pin = false;
       continue;
     }
     size_t equals = arg.find('=');
@@ -314,9 +321,13 @@ int main(int argc, char **argv) {
       die(e.what());
     }
     settings.kernelThreads = std::max(1, static_cast<int>(cores) / program.ranks);
+    settings.pinThreads = options.pin;
     facts.threadsPerRank = settings.kernelThreads;
-    std::printf("pipe-run: %d rank(s) as threads, %lld step(s), %d kernel thread(s) per rank\n",
-                program.ranks, static_cast<long long>(options.steps), settings.kernelThreads);
+    const bool pinned =
+        options.pin && !rankCpus(program.ranks, settings.kernelThreads).empty();
+    std::printf("pipe-run: %d rank(s) as threads, %lld step(s), %d kernel thread(s) per rank%s\n",
+                program.ranks, static_cast<long long>(options.steps), settings.kernelThreads,
+                pinned ? ", each rank on its own CPUs" : "");
     std::fflush(stdout);
     std::string failure = runInThreads(settings, programs, options.steps, hooks);
     if (!failure.empty()) {
