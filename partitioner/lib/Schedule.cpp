@@ -248,13 +248,18 @@ std::vector<std::vector<Action>> generalPatternOrder(const Problem &problem, con
 /// and the list scheduler of greedySchedule with those caps.
 Schedule generalOneFOneB(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
                          const StageGraph &graph, int microbatches,
-                         std::optional<SimulationResult> *simulated) {
+                         std::optional<SimulationResult> *simulated, GeneralOrder *taken) {
   const int stages = allocation.numStages();
   std::vector<int> caps;
   for (int s = 0; s < stages; ++s)
     caps.push_back(std::max(1, std::min(stages - s, microbatches)));
-  auto greedy = [&] { return greedySchedule(problem, allocation, graph, kind, microbatches, caps); };
-  if (kind == ScheduleKind::ZeroBubble)
+  const GeneralOrder asked = taken ? *taken : GeneralOrder::Choose;
+  auto greedy = [&] {
+    if (taken)
+      *taken = GeneralOrder::List;
+    return greedySchedule(problem, allocation, graph, kind, microbatches, caps);
+  };
+  if (kind == ScheduleKind::ZeroBubble || asked == GeneralOrder::List)
     return greedy();
   const double bottleneck = bottleneckPeriod(problem, graph);
   if (bottleneck <= 0)
@@ -270,14 +275,19 @@ Schedule generalOneFOneB(ScheduleKind kind, const Problem &problem, const Alloca
     pattern.kind = kind;
     pattern.microbatches = microbatches;
     pattern.actions = std::move(order);
-    if (factor == 1.0)
+    if (factor == 1.0 || asked == GeneralOrder::Pattern) {
+      if (taken)
+        *taken = GeneralOrder::Pattern;
       return pattern;
+    }
     Schedule listed = greedy();
     SimulationResult a = simulate(problem, allocation, pattern, graph);
     SimulationResult b = simulate(problem, allocation, listed, graph);
     const bool patternWins = a.completed && (!b.completed || a.iterationMs < b.iterationMs);
     if (simulated)
       *simulated = std::move(patternWins ? a : b);
+    if (taken)
+      *taken = patternWins ? GeneralOrder::Pattern : GeneralOrder::List;
     return patternWins ? pattern : listed;
   }
   return greedy();
@@ -481,7 +491,7 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
 
 Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
                           const StageGraph &graph, int microbatches,
-                          std::optional<SimulationResult> *simulated) {
+                          std::optional<SimulationResult> *simulated, GeneralOrder *order) {
   Schedule schedule;
   schedule.kind = kind;
   schedule.microbatches = microbatches;
@@ -509,7 +519,7 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
   case ScheduleKind::OneFOneBStash:
   case ScheduleKind::Periodic: {
     if (kind != ScheduleKind::Periodic && !allocation.oneStagePerGpu())
-      return generalOneFOneB(kind, problem, allocation, graph, microbatches, simulated);
+      return generalOneFOneB(kind, problem, allocation, graph, microbatches, simulated, order);
     requireOneStagePerGpu(kind, allocation);
     if (!allocation.stageOrders.empty()) {
       if (kind == ScheduleKind::Periodic)
@@ -597,12 +607,14 @@ SimulationResult simulatePlan(const Problem &problem, const Allocation &allocati
   const StageGraph graph = buildStageGraph(problem, allocation);
   // A schedule the generator simulated already (to choose it) is not simulated again.
   std::optional<SimulationResult> simulated;
-  Schedule schedule = generateSchedule(kind, problem, allocation, graph, m, &simulated);
+  // On a general allocation, 2m micro-batches follow the kind of order chosen for m.
+  GeneralOrder order = GeneralOrder::Choose;
+  Schedule schedule = generateSchedule(kind, problem, allocation, graph, m, &simulated, &order);
   SimulationResult result =
       simulated ? std::move(*simulated) : simulate(problem, allocation, schedule, graph);
   if (result.completed) {
     simulated.reset();
-    Schedule longer = generateSchedule(kind, problem, allocation, graph, 2 * m, &simulated);
+    Schedule longer = generateSchedule(kind, problem, allocation, graph, 2 * m, &simulated, &order);
     const SimulationResult twice =
         simulated ? std::move(*simulated) : simulate(problem, allocation, longer, graph);
     if (twice.completed)

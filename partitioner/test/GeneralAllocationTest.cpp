@@ -326,6 +326,53 @@ TEST(GeneralAllocation, SchedulesOfRandomGeneralAllocationsPassTheChecker) {
   EXPECT_EQ(checked, 600);
 }
 
+// The period of a general allocation is the marginal cost of micro-batches under
+// one kind of order: the one the generator chose for m micro-batches (periodic
+// pattern or list scheduler) is generated for 2m too, even where choosing again at
+// 2m would take the other kind (the period would then be of no schedule).
+TEST(GeneralAllocation, ThePeriodIsThatOfTheOrderChosenForMMicrobatches) {
+  std::mt19937 rng(11);
+  int mixed = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int layers = 4 + static_cast<int>(rng() % 8);
+    const int gpus = 2 + static_cast<int>(rng() % 2);
+    Problem problem = trial % 2 ? randomDag(rng, layers, gpus) : randomChain(rng, layers, gpus);
+    problem.platform.memoryBytesPerGpu = kInfinity;
+    const int m = 2 + static_cast<int>(rng() % 6);
+    problem.training.microbatches = m;
+    const std::vector<int> order = topologicalOrder(problem);
+    std::vector<int> map;
+    for (int i = 0; i < layers; ++i)
+      map.push_back(static_cast<int>(rng() % static_cast<unsigned>(gpus)));
+    const Allocation allocation = allocationOfMap(problem, order, map);
+    if (allocation.oneStagePerGpu())
+      continue;
+    const StageGraph graph = buildStageGraph(problem, allocation);
+    const ScheduleKind kind = ScheduleKind::OneFOneB;
+    GeneralOrder atM = GeneralOrder::Choose, atTwiceM = GeneralOrder::Choose;
+    const Schedule shorter = generateSchedule(kind, problem, allocation, graph, m, nullptr, &atM);
+    generateSchedule(kind, problem, allocation, graph, 2 * m, nullptr, &atTwiceM);
+    ASSERT_NE(atM, GeneralOrder::Choose);
+    if (atM == atTwiceM)
+      continue;
+    ++mixed;
+    const std::string name = "trial " + std::to_string(trial);
+    GeneralOrder same = atM;
+    const Schedule longer = generateSchedule(kind, problem, allocation, graph, 2 * m, nullptr, &same);
+    EXPECT_EQ(same, atM) << name;
+    const SimulationResult a = simulate(problem, allocation, shorter, graph);
+    const SimulationResult b = simulate(problem, allocation, longer, graph);
+    ASSERT_TRUE(a.completed && b.completed) << name;
+    double marginal = (b.iterationMs - a.iterationMs) / m;
+    for (double busy : a.gpuBusyMs)
+      marginal = std::max(marginal, busy / m);
+    const SimulationResult plan = simulatePlan(problem, allocation, kind);
+    EXPECT_NEAR(plan.periodMs, marginal, 1e-9 * marginal) << name;
+    EXPECT_NEAR(plan.iterationMs, a.iterationMs, 1e-9 * a.iterationMs) << name;
+  }
+  EXPECT_GT(mixed, 0) << "no allocation whose order kind differs between m and 2m";
+}
+
 TEST(GeneralAllocation, HeuristicIsValidAndNeverBelowTheExactOptimum) {
   if (!haveMipSolver())
     GTEST_SKIP() << "built without CBC";

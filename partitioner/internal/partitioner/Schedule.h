@@ -87,15 +87,24 @@ std::optional<PeriodicPattern> oneFOneBPattern(const Problem &problem,
 /// uses the list-scheduling order of greedySchedule (Simulator.h).
 Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
                           int microbatches);
+/// Which order 1F1B (flush or stash) on a general allocation took: the periodic
+/// pattern or the list scheduler's; Choose when it is for the generator to decide.
+enum class GeneralOrder { Choose, Pattern, List };
+
 /// The same with the allocation's stage graph given (buildStageGraph(problem, allocation)).
 /// Where the generator simulated the schedule it returns (to choose between two
-/// orders), `simulated` receives that simulation.
+/// orders), `simulated` receives that simulation. With `order`, 1F1B on a general
+/// allocation takes the order it names (the pattern when one exists, else the list
+/// scheduler's) instead of choosing, and it is set to the order taken.
 Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
                           const StageGraph &graph, int microbatches,
-                          std::optional<SimulationResult> *simulated = nullptr);
+                          std::optional<SimulationResult> *simulated = nullptr,
+                          GeneralOrder *order = nullptr);
 
 /// Generates `kind` for the allocation (generateSchedule), simulates m micro-batches and
 /// measures the period as the marginal cost of micro-batches: (time(2m) - time(m)) / m.
+/// On a general allocation, the order chosen for m micro-batches (pattern or list)
+/// is the one generated for 2m, so that the period is that of one kind of order.
 SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,
                               ScheduleKind kind, Schedule *scheduleOut = nullptr);
 
