@@ -257,7 +257,7 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model,
 
 std::optional<CutPartition> boundedMinMaxPartition(const StageModel &model,
                                                    MinMaxOptions options) {
-  if (options.upperBoundMs == kInfinity && model.lattice().numCuts() > 1500)
+  if (options.upperBoundMs == kInfinity)
     options.upperBoundMs = greedyUpperBound(model, options);
   return minMaxPartition(model, options);
 }

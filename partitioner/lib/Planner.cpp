@@ -327,8 +327,10 @@ static void addKPeriodicOrders(const Problem &problem, PlanningReport &report,
             [](const auto &a, const auto &b) { return a.first < b.first; });
   if (candidates.size() > kKPeriodicCandidates)
     candidates.resize(kKPeriodicCandidates);
-  std::optional<PlanResult> best;
-  std::string from;
+  // The candidates whose memory keeps a stage below 1F1B's counts; each of them
+  // and each k gets an equal share of the budget, and the searches run on threads
+  // (independent, and reduced below in the same order as one after the other).
+  std::vector<const PlanResult *> binding;
   for (const auto &candidate : candidates) {
     const PlanResult &base = *candidate.second;
     const int stages = base.allocation.numStages();
@@ -337,18 +339,27 @@ static void addKPeriodicOrders(const Problem &problem, PlanningReport &report,
     bool binds = false;
     for (int s = 0; s < stages; ++s)
       binds |= caps[static_cast<size_t>(s)] < std::min(stages - s, problem.training.microbatches);
-    if (!binds)
-      continue;
+    if (binds)
+      binding.push_back(&base);
+  }
+  constexpr int kFirstK = 2, kLastK = 4, kCount = kLastK - kFirstK + 1;
+  const std::vector<WordScheduleResult> searched = mapOnThreads<WordScheduleResult>(
+      binding.size() * kCount, options.threads, [&](size_t job) {
+        const Allocation &allocation = binding[job / kCount]->allocation;
+        const long long evaluations = static_cast<long long>(
+            kKPeriodicActionBudget /
+            (3.0 * static_cast<double>(candidates.size()) * allocation.numStages() * 36));
+        return bestWordSchedule(problem, allocation, kFirstK + static_cast<int>(job % kCount),
+                                kBestWordScheduleLimit, evaluations);
+      });
+  std::optional<PlanResult> best;
+  std::string from;
+  for (size_t c = 0; c < binding.size(); ++c) {
+    const PlanResult &base = *binding[c];
     WordScheduleResult orders;
-    // Each candidate and k gets an equal share of the budget.
-    const long long evaluations = static_cast<long long>(
-        kKPeriodicActionBudget / (3.0 * static_cast<double>(candidates.size()) * stages * 36));
-    for (int k = 2; k <= 4; ++k) {
-      WordScheduleResult result = bestWordSchedule(problem, base.allocation, k,
-                                                   kBestWordScheduleLimit, evaluations);
-      if (result.periodMs < orders.periodMs)
-        orders = std::move(result);
-    }
+    for (size_t k = 0; k < kCount; ++k)
+      if (searched[c * kCount + k].periodMs < orders.periodMs)
+        orders = searched[c * kCount + k];
     if (orders.orders.empty())
       continue;
     Allocation allocation = base.allocation;

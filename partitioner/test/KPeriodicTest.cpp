@@ -212,6 +212,21 @@ TEST(KPeriodic, TwoPeriodicOrdersBeatEveryOnePeriodicOrderUnderTheseCaps) {
   EXPECT_NE(json.str().find("\"stage_orders\""), std::string::npos);
   ReplayCheck check = orThrow(replayPlan(problem, json.str()));
   EXPECT_TRUE(check.ok()) << (check.mismatches.empty() ? "" : check.mismatches[0]);
+  // The searches (candidates x k) run on threads with the plan of one after the other.
+  for (int threads : {1, 4}) {
+    PlanOptions options;
+    options.threads = threads;
+    PlanningReport again = planOrThrow(problem, options);
+    ASSERT_NE(again.best(), nullptr);
+    EXPECT_EQ(again.best()->algorithm, "k-periodic") << threads;
+    EXPECT_EQ(again.best()->notes, report.best()->notes) << threads;
+    EXPECT_EQ(again.best()->periodMs, report.best()->periodMs) << threads;
+    ASSERT_EQ(again.best()->allocation.stageOrders.size(), 3u);
+    for (size_t s = 0; s < 3; ++s)
+      EXPECT_EQ(toString(again.best()->allocation.stageOrders[s]),
+                toString(report.best()->allocation.stageOrders[s]))
+          << threads;
+  }
   PlanOptions options;
   options.improveByKPeriodicOrders = false;
   for (const PlanResult &result : planOrThrow(problem, options).results)
