@@ -78,6 +78,29 @@ double StageModel::memoryBytes(const StageTerms &stage, int inFlight, bool recom
          (recompute ? stage.savedBytes : 0.0) + stage.workspaceBytes;
 }
 
+bool StageModel::memoryNeverBinds(int inFlight) const {
+  const double limit = memoryLimit();
+  if (limit == kInfinity)
+    return true;
+  if (problem_.training.recompute == RecomputePolicy::All)
+    return false;
+  const CutLattice &l = lattice_;
+  const size_t empty = static_cast<size_t>(l.emptyCut()), full = static_cast<size_t>(l.fullCut());
+  // Each term is the largest any stage can have: a stage's parameters, saved
+  // values and workspace are those of some of the network's layers; the shared
+  // parameters it reads are among all of them; each of its two cuts is a cut.
+  StageTerms widest;
+  widest.parameterBytes = l.params[full] - l.params[empty];
+  for (double bytes : l.sharedParameters.bytes)
+    widest.readParameterBytes += bytes;
+  widest.savedBytes = l.savedBetween(l.emptyCut(), l.fullCut());
+  widest.workspaceBytes = l.workspaceBetween(l.emptyCut(), l.fullCut());
+  for (double bytes : l.cutBytes)
+    widest.inBytes = std::max(widest.inBytes, bytes);
+  widest.outBytes = widest.inBytes;
+  return memoryBytes(widest, inFlight, false) <= limit * (1 + 1e-12);
+}
+
 std::vector<bool> recomputeVariants(RecomputePolicy policy) {
   switch (policy) {
   case RecomputePolicy::None:

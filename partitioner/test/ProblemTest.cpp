@@ -5,6 +5,7 @@
 #include "partitioner/Error.h"
 #include "partitioner/Problem.h"
 #include "partitioner/Linearize.h"
+#include "partitioner/StageModel.h"
 #include "partitioner/Problem.h"
 
 #include <gtest/gtest.h>
@@ -92,6 +93,66 @@ TEST(Problem, ChainLatticeWorkspaceIsTheLargestOfTheRange) {
         ASSERT_EQ(lattice.workspaceBetween(from, to), largest) << layers << ": " << from << ".." << to;
       }
   }
+}
+
+TEST(Problem, WhenMemoryNeverBindsEveryStageFits) {
+  // StageModel::memoryNeverBinds against every stage of chain and ideal lattices of
+  // random networks with workspace, shared saved values and shared parameters, at
+  // limits around the stages' largest need (so that the answer is both ways).
+  std::mt19937 rng(17);
+  int never = 0, binds = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int layers = 2 + static_cast<int>(rng() % 9);
+    Problem problem = trial % 2 ? testing::randomDag(rng, layers, 4) : testing::randomChain(rng, layers, 4);
+    testing::addRandomWorkspace(rng, problem);
+    if (trial % 3 == 0)
+      testing::addRandomSharedSaved(rng, problem);
+    if (trial % 4 == 0)
+      testing::addRandomSharedParameters(rng, problem);
+    const ScheduleKind kinds[] = {ScheduleKind::OneFOneB, ScheduleKind::OneFOneBStash};
+    problem.training.schedule = kinds[trial % 2];
+    problem.training.recompute = trial % 5 == 0 ? RecomputePolicy::Auto : RecomputePolicy::None;
+    problem.platform.memoryBytesPerGpu = kInfinity;
+    orThrow(problem.finalize());
+    std::vector<CutLattice> lattices = {chainLattice(problem, topologicalOrder(problem))};
+    if (auto ideals = idealLattice(problem, 5000))
+      lattices.push_back(*ideals);
+    for (const CutLattice &lattice : lattices) {
+      // A stage is a pair of nested cuts (from a subset of to, not equal).
+      auto stage = [&](int from, int to) {
+        if (lattice.size[static_cast<size_t>(to)] <= lattice.size[static_cast<size_t>(from)])
+          return false;
+        for (int l = 0; l < layers; ++l)
+          if (lattice.contains(from, l) && !lattice.contains(to, l))
+            return false;
+        return true;
+      };
+      const StageModel unbounded(problem, lattice);
+      const int inFlight = 1 + static_cast<int>(rng() % 4);
+      double largest = 0;
+      for (int from = 0; from < lattice.fullCut(); ++from)
+        for (int to = from + 1; to <= lattice.fullCut(); ++to)
+          if (stage(from, to))
+            largest = std::max(largest, unbounded.memoryBytes(from, to, inFlight));
+      for (double scale : {0.9, 1.0, 1.5, 3.0, 10.0}) {
+        Problem limited = problem;
+        limited.platform.memoryBytesPerGpu = largest * scale;
+        const StageModel model(limited, lattice);
+        if (!model.memoryNeverBinds(inFlight)) {
+          ++binds;
+          continue;
+        }
+        ++never;
+        for (int from = 0; from < lattice.fullCut(); ++from)
+          for (int to = from + 1; to <= lattice.fullCut(); ++to)
+            if (stage(from, to))
+              ASSERT_TRUE(model.fits(from, to, inFlight))
+                  << "trial " << trial << ": stage " << from << ".." << to << " at " << scale;
+      }
+    }
+  }
+  EXPECT_GT(never, 100);
+  EXPECT_GT(binds, 100);
 }
 
 TEST(Problem, RejectsMalformedGraphsWithTheLineAndNode) {

@@ -127,6 +127,14 @@ public:
   }
   StageChoice choose(const StageTerms &stage, int inFlight, int gpu, bool checkMemory) const;
 
+  /// True when every stage of the lattice, kept as it is (not recomputing), fits
+  /// with `inFlight` micro-batches alive: a bound from the whole network (all its
+  /// parameters and saved values, every shared parameter read again, its largest
+  /// workspace, the largest cut received and sent) is within the limit. A DP may
+  /// then leave memory unchecked and find the same partition. False under
+  /// RecomputePolicy::All, whose stages always recompute.
+  bool memoryNeverBinds(int inFlight) const;
+
   const CutLattice &lattice() const { return lattice_; }
   const Problem &problem() const { return problem_; }
   /// True when every transfer is priced alike, whichever GPUs it joins.
