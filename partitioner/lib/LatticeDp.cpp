@@ -212,10 +212,15 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model,
     return options.pipeDreamFilter ? std::max(0, k - 1)
                                    : positionalInFlight(options.inFlightRule, k, m);
   };
-  // Where no stage can overflow, even at the most micro-batches a position keeps,
-  // the checks are left out: the same partition, and about half the DP's time.
-  const bool memoryAware = options.memoryAware &&
-                           (options.pipeDreamFilter || !model.memoryNeverBinds(inFlightAt(stages)));
+  const double maxWork = options.upperBoundMs == kInfinity
+                             ? kInfinity
+                             : options.upperBoundMs * (1 + 1e-9) * maxSpeed(problem);
+  // Where no stage the DP prices can overflow, even at the most micro-batches a
+  // position keeps, the checks are left out: the same partition, in about half the
+  // time.
+  const bool memoryAware =
+      options.memoryAware &&
+      (options.pipeDreamFilter || !model.memoryNeverBinds(inFlightAt(stages), maxWork));
   // The DPs price one stage (from, to) at every position k in a row: its terms are
   // read from the lattice once.
   int pricedFrom = -1, pricedTo = -1;
@@ -236,9 +241,7 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model,
     }
     return priced->choose(inFlightAt(k), gpu, memoryAware).periodMs;
   };
-  double maxWork = options.upperBoundMs == kInfinity
-                       ? kInfinity
-                       : options.upperBoundMs * (1 + 1e-9) * maxSpeed(problem);
+
   // A stage keeps at least one copy of its activations (PipeDream's filter: none).
   const double maxStageBytes =
       memoryAware && !options.pipeDreamFilter ? limit : kInfinity;

@@ -78,27 +78,45 @@ double StageModel::memoryBytes(const StageTerms &stage, int inFlight, bool recom
          (recompute ? stage.savedBytes : 0.0) + stage.workspaceBytes;
 }
 
-bool StageModel::memoryNeverBinds(int inFlight) const {
+bool StageModel::memoryNeverBinds(int inFlight, double maxWork) const {
   const double limit = memoryLimit();
   if (limit == kInfinity)
     return true;
   if (problem_.training.recompute == RecomputePolicy::All)
     return false;
   const CutLattice &l = lattice_;
-  const size_t empty = static_cast<size_t>(l.emptyCut()), full = static_cast<size_t>(l.fullCut());
-  // Each term is the largest any stage can have: a stage's parameters, saved
-  // values and workspace are those of some of the network's layers; the shared
-  // parameters it reads are among all of them; each of its two cuts is a cut.
-  StageTerms widest;
-  widest.parameterBytes = l.params[full] - l.params[empty];
+  double sharedRead = 0, largestCut = 0;
   for (double bytes : l.sharedParameters.bytes)
-    widest.readParameterBytes += bytes;
-  widest.savedBytes = l.savedBetween(l.emptyCut(), l.fullCut());
-  widest.workspaceBytes = l.workspaceBetween(l.emptyCut(), l.fullCut());
+    sharedRead += bytes;
   for (double bytes : l.cutBytes)
-    widest.inBytes = std::max(widest.inBytes, bytes);
-  widest.outBytes = widest.inBytes;
-  return memoryBytes(widest, inFlight, false) <= limit * (1 + 1e-12);
+    largestCut = std::max(largestCut, bytes);
+  // The most a stage between `from` and `to` can need, or any stage inside it: its
+  // parameters, saved values and workspace are at most those of its range (each
+  // grows with the range), the shared parameters it reads are among all of them,
+  // and each of its two cuts is a cut.
+  auto fitsWithin = [&](int from, int to) {
+    StageTerms widest;
+    widest.parameterBytes =
+        l.params[static_cast<size_t>(to)] - l.params[static_cast<size_t>(from)];
+    widest.readParameterBytes = sharedRead;
+    widest.savedBytes = l.savedBetween(from, to);
+    widest.workspaceBytes = l.workspaceBetween(from, to);
+    widest.inBytes = widest.outBytes = largestCut;
+    return memoryBytes(widest, inFlight, false) <= limit * (1 + 1e-12);
+  };
+  if (!l.isChain || maxWork == kInfinity)
+    return fitsWithin(l.emptyCut(), l.fullCut());
+  // Each start's longest stage within maxWork (the ends only move forward).
+  int to = l.emptyCut();
+  for (int from = l.emptyCut(); from < l.fullCut(); ++from) {
+    to = std::max(to, from);
+    while (to < l.fullCut() &&
+           l.work[static_cast<size_t>(to) + 1] - l.work[static_cast<size_t>(from)] <= maxWork)
+      ++to;
+    if (to > from && !fitsWithin(from, to))
+      return false;
+  }
+  return true;
 }
 
 std::vector<bool> recomputeVariants(RecomputePolicy policy) {

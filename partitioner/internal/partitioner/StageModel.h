@@ -127,13 +127,15 @@ public:
   }
   StageChoice choose(const StageTerms &stage, int inFlight, int gpu, bool checkMemory) const;
 
-  /// True when every stage of the lattice, kept as it is (not recomputing), fits
-  /// with `inFlight` micro-batches alive: a bound from the whole network (all its
-  /// parameters and saved values, every shared parameter read again, its largest
-  /// workspace, the largest cut received and sent) is within the limit. A DP may
+  /// True when every stage of the lattice doing at most `maxWork` of work, kept as
+  /// it is (not recomputing), fits with `inFlight` micro-batches alive: a bound is
+  /// within the limit, from the whole network (all its parameters and saved values,
+  /// every shared parameter read again, its largest workspace, the largest cut
+  /// received and sent) or, on a chain with `maxWork` finite, from the longest
+  /// stage within it starting at each cut. A DP that prices only such stages may
   /// then leave memory unchecked and find the same partition. False under
   /// RecomputePolicy::All, whose stages always recompute.
-  bool memoryNeverBinds(int inFlight) const;
+  bool memoryNeverBinds(int inFlight, double maxWork = kInfinity) const;
 
   const CutLattice &lattice() const { return lattice_; }
   const Problem &problem() const { return problem_; }
