@@ -1,4 +1,5 @@
-// The registry of algorithms: one line per algorithm.
+// The registry of algorithms (one line per algorithm), and what a planning run's
+// algorithms share.
 #include "partitioner/Algorithm.h"
 
 namespace partitioner {
@@ -27,6 +28,19 @@ const Algorithm *findAlgorithm(const std::string &name) {
     if (algorithm->name() == name)
       return algorithm.get();
   return nullptr;
+}
+
+const std::optional<CutLattice> *IdealLatticeCache::find(const Problem &problem,
+                                                         size_t maxCuts) {
+  if (&problem != &problem_)
+    return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!built_) {
+    lattice_ = idealLattice(problem_, maxCuts);
+    maxCuts_ = maxCuts;
+    built_ = true;
+  }
+  return maxCuts == maxCuts_ ? &lattice_ : nullptr;
 }
 
 std::vector<AlgorithmInfo> listAlgorithms() {

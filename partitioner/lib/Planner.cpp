@@ -498,7 +498,8 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
       algorithms.push_back(algorithm);
   }
 
-  const AlgorithmContext context{options, report.bounds};
+  IdealLatticeCache ideals(problem); // the DAG's downsets, enumerated once
+  const AlgorithmContext context{options, report.bounds, &ideals};
   auto runAlgorithm = [&](const Algorithm *algorithm) {
     const auto start = std::chrono::steady_clock::now();
     AlgorithmOutput output;

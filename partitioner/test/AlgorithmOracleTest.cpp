@@ -619,5 +619,40 @@ TEST(AlgorithmOracle, IlpEqualsBruteForceOverMonotoneAllocations) {
   }
 }
 
+// The downsets shared through IdealLatticeCache: the same lattice for every
+// caller of the planning run's problem (none for another problem or limit), and
+// the same plans as when each algorithm enumerates its own.
+TEST(AlgorithmOracle, TheDownsetsOfARunAreEnumeratedOnceWithTheSamePlans) {
+  std::mt19937 rng(31);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int layers = 4 + static_cast<int>(rng() % 20);
+    const int gpus = 2 + static_cast<int>(rng() % 3);
+    Problem problem = randomDag(rng, layers, gpus);
+    PlanOptions options;
+    options.maxDownsets = trial % 2 ? 8 : 100000; // too many, or the lattice
+    const LowerBounds bounds = computeLowerBounds(problem);
+    IdealLatticeCache cache(problem);
+    const std::optional<CutLattice> *first = cache.find(problem, options.maxDownsets);
+    ASSERT_NE(first, nullptr);
+    EXPECT_EQ(cache.find(problem, options.maxDownsets), first);
+    EXPECT_EQ(cache.find(problem, options.maxDownsets + 1), nullptr);
+    const Problem copy = problem;
+    EXPECT_EQ(cache.find(copy, options.maxDownsets), nullptr);
+    EXPECT_EQ(first->has_value(), idealLattice(problem, options.maxDownsets).has_value());
+    const AlgorithmContext shared{options, bounds, &cache}, alone{options, bounds};
+    for (const char *name : {"balanced", "pipedream", "madpipe", "interleaved"}) {
+      const Algorithm *algorithm = findAlgorithm(name);
+      ASSERT_NE(algorithm, nullptr);
+      const AlgorithmOutput a = algorithm->run(problem, shared), b = algorithm->run(problem, alone);
+      const std::string what = std::string(name) + " trial " + std::to_string(trial);
+      ASSERT_EQ(a.allocation.has_value(), b.allocation.has_value()) << what;
+      EXPECT_EQ(a.notes, b.notes) << what;
+      EXPECT_EQ(a.predictedPeriodMs, b.predictedPeriodMs) << what;
+      if (a.allocation)
+        EXPECT_EQ(a.allocation->stageOfLayer, b.allocation->stageOfLayer) << what;
+    }
+  }
+}
+
 } // namespace
 } // namespace partitioner::testing

@@ -7,9 +7,11 @@
 
 #include "partitioner/Allocation.h"
 #include "partitioner/Bounds.h"
+#include "partitioner/CutLattice.h"
 #include "partitioner/Planner.h"
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,9 +30,30 @@ struct AlgorithmOutput {
   std::optional<ScheduleKind> schedule;
 };
 
+/// The ideal lattice (downsets) of one problem, built once for every algorithm of
+/// a planning run that asks for it: enumerating a DAG's downsets up to the limit
+/// is the same work for each (0.17 s on a 2,000-node DAG that has too many), and
+/// the algorithms may ask from several threads at once.
+class IdealLatticeCache {
+public:
+  explicit IdealLatticeCache(const Problem &problem) : problem_(problem) {}
+  /// idealLattice(problem, maxCuts), built on the first call; nullptr when
+  /// `problem` is not the cache's (an algorithm planning a changed copy) or
+  /// `maxCuts` differs from the first call's.
+  const std::optional<CutLattice> *find(const Problem &problem, size_t maxCuts);
+
+private:
+  const Problem &problem_;
+  std::mutex mutex_;
+  bool built_ = false;
+  size_t maxCuts_ = 0;
+  std::optional<CutLattice> lattice_;
+};
+
 struct AlgorithmContext {
   const PlanOptions &options;
   const LowerBounds &bounds;
+  IdealLatticeCache *ideals = nullptr; ///< none: each algorithm builds its own
 };
 
 class Algorithm {

@@ -99,12 +99,20 @@ inline AlgorithmOutput solveOnLattices(
   const StageModel chainModel(problem, chain);
   std::optional<CutPartition> best = solve(chainModel, kInfinity);
   const CutLattice *bestLattice = &chain;
-  std::optional<CutLattice> ideals;
-  std::vector<CutLattice> lattices; // orders tried by the local search (kept alive)
+  std::optional<CutLattice> own;     // the ideal lattice, when no cache holds it
+  const CutLattice *ideals = nullptr; // the ideal lattice, when it is used
+  std::vector<CutLattice> lattices;  // orders tried by the local search (kept alive)
   std::ostringstream notes;
   notes << "chain of " << problem.layers.size() << " layers";
   if (context.options.dagAware && !problem.isChain()) {
-    ideals = idealLattice(problem, context.options.maxDownsets);
+    const std::optional<CutLattice> *built =
+        context.ideals ? context.ideals->find(problem, context.options.maxDownsets) : nullptr;
+    if (!built) {
+      own = idealLattice(problem, context.options.maxDownsets);
+      built = &own;
+    }
+    if (*built)
+      ideals = &**built;
     std::ostringstream tooMany;
     if (!ideals) {
       tooMany << "more than " << context.options.maxDownsets << " downsets";
@@ -113,7 +121,7 @@ inline AlgorithmOutput solveOnLattices(
       // Many blocks in series: few downsets each, but quadratically many stages.
       tooMany << ideals->numCuts() << " downsets, more than " << kMaxDownsetStages
               << " stages between them";
-      ideals.reset();
+      ideals = nullptr;
     }
     if (ideals) {
       const StageModel idealModel(problem, *ideals);
@@ -122,7 +130,7 @@ inline AlgorithmOutput solveOnLattices(
       notes << "DAG-aware cuts over " << ideals->numCuts() << " downsets";
       if (dag && (!best || dag->periodMs < best->periodMs * (1 - 1e-12))) {
         best = dag;
-        bestLattice = &*ideals;
+        bestLattice = ideals;
       }
     } else {
       notes << " (" << tooMany.str();
