@@ -9,6 +9,10 @@
 #include "partitioner/KPeriodic.h"
 #include "partitioner/Parallel.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -622,6 +626,14 @@ Expected<PlanResult> evaluateAllocation(const Problem &problem, const Allocation
     validateAllocation(problem, allocation);
     return evaluateUnderPolicyOrThrow(problem, allocation, kind, bounds);
   });
+}
+
+void reuseFreedMemory() {
+#if defined(__GLIBC__)
+  constexpr int kLargestReused = 32 << 20; // glibc's own ceiling for the threshold
+  mallopt(M_MMAP_THRESHOLD, kLargestReused);
+  mallopt(M_TRIM_THRESHOLD, 8 * kLargestReused);
+#endif
 }
 
 } // namespace partitioner

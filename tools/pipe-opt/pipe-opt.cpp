@@ -9,6 +9,7 @@
 #include "pipe/Dialect/Pipe/Transforms/Partition.h"
 #include "pipe/Import/Onnx/OnnxImporter.h"
 #include "pipe/InitAll.h"
+#include "partitioner/Planner.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -271,6 +272,7 @@ static LogicalResult runOnModel(DialectRegistry &registry,
 }
 
 int main(int argc, char **argv) {
+  partitioner::reuseFreedMemory();
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllExtensions(registry);

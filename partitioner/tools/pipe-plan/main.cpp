@@ -490,6 +490,7 @@ int run(int argc, char **argv) {
 } // namespace
 
 int main(int argc, char **argv) {
+  partitioner::reuseFreedMemory();
   try {
     return run(argc, argv);
   } catch (const UsageError &error) {
