@@ -285,7 +285,7 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   // looks its keys up one by one, and stage_of has one per node (60,000 on a large
   // chain: seconds to parse).
   nlohmann::json planOut = nlohmann::json::parse(planJson.str());
-  planOut["settings"] = nlohmann::json::parse(settingsJson(*outcome, options).dump());
+  planOut["settings"] = nlohmann::json(settingsJson(*outcome, options));
   planOut["model"] = {{"name", llvm::sys::path::stem(options.modelPath).str()},
                       {"parameters", outcome->parameters},
                       {"forward_flops", outcome->forwardFlops},

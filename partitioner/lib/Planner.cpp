@@ -14,16 +14,11 @@
 #endif
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
-#include <exception>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 namespace partitioner {
 
@@ -409,70 +404,6 @@ std::string noPlanReason(const PlanningReport &report) {
   return reason;
 }
 
-/// `run` of each algorithm, on up to `threads` threads at once (0: one per core),
-/// the results in the algorithms' order; `onResult` sees each on this thread as soon
-/// as it and those before it are done. An exception of `run` is thrown here, once
-/// every thread has stopped.
-static std::vector<PlanResult>
-runEach(const std::vector<const Algorithm *> &algorithms, int threads,
-        const std::function<PlanResult(const Algorithm *)> &run,
-        const std::function<void(const PlanResult &)> &onResult) {
-  const size_t count = algorithms.size();
-  const size_t workers = std::min(count, static_cast<size_t>(threadCount(threads)));
-  std::vector<PlanResult> results(count);
-  if (workers <= 1) {
-    for (size_t i = 0; i < count; ++i) {
-      results[i] = run(algorithms[i]);
-      if (onResult)
-        onResult(results[i]);
-    }
-    return results;
-  }
-  std::vector<std::exception_ptr> errors(count);
-  std::vector<bool> done(count, false);
-  std::mutex mutex;
-  std::condition_variable finished;
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (size_t w = 0; w < workers; ++w)
-    pool.emplace_back([&] {
-      for (size_t i = next++; i < count; i = next++) {
-        PlanResult result;
-        std::exception_ptr error;
-        try {
-          result = run(algorithms[i]);
-        } catch (...) {
-          error = std::current_exception();
-        }
-        std::lock_guard<std::mutex> lock(mutex);
-        results[i] = std::move(result);
-        errors[i] = error;
-        done[i] = true;
-        finished.notify_all();
-      }
-    });
-  std::exception_ptr firstError;
-  for (size_t i = 0; i < count; ++i) {
-    {
-      std::unique_lock<std::mutex> lock(mutex);
-      finished.wait(lock, [&] { return done[i]; });
-    }
-    if (errors[i] && !firstError)
-      firstError = errors[i];
-    if (!firstError && onResult) {
-      try {
-        onResult(results[i]);
-      } catch (...) {
-        firstError = std::current_exception();
-      }
-    }
-  }
-  for (std::thread &thread : pool)
-    thread.join();
-  if (firstError)
-    std::rethrow_exception(firstError);
-  return results;
-}
 
 PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
   Problem problem = input;
@@ -536,7 +467,15 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
     result.plannerSeconds = algorithmSeconds;
     return result;
   };
-  for (PlanResult &result : runEach(algorithms, options.threads, runAlgorithm, options.onResult))
+  // Each algorithm on a thread of its own (up to options.threads); onResult sees
+  // the results on this thread, in the algorithms' order, as soon as they are done.
+  for (PlanResult &result : mapOnThreads<PlanResult>(
+           algorithms.size(), options.threads,
+           [&](size_t i) { return runAlgorithm(algorithms[i]); },
+           [&](size_t, const PlanResult &result) {
+             if (options.onResult)
+               options.onResult(result);
+           }))
     report.results.push_back(std::move(result));
   chooseBest(problem, report, options);
   if (options.improveByBoundaryMoves && report.chosen >= 0) {

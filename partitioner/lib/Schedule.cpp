@@ -245,7 +245,9 @@ std::vector<std::vector<Action>> generalPatternOrder(const Problem &problem, con
 /// First choice: the 1-periodic pattern above at the bottleneck period (its replay runs
 /// at that period or faster when links do not contend). Otherwise (fragmented slots or
 /// too many copies), the faster in simulation of the pattern at a slightly longer period
-/// and the list scheduler of greedySchedule with those caps.
+/// and the list scheduler of greedySchedule with those caps. `taken` (optional):
+/// an order asked for instead of choosing, and set to the order returned
+/// (generateSchedule's GeneralOrder).
 Schedule generalOneFOneB(ScheduleKind kind, const Problem &problem, const Allocation &allocation,
                          const StageGraph &graph, int microbatches,
                          std::optional<SimulationResult> *simulated, GeneralOrder *taken) {

@@ -5,7 +5,6 @@
 #include "partitioner/PlannerImpl.h"
 #include "partitioner/Schedule.h"
 #include "partitioner/Error.h"
-#include "partitioner/Error.h"
 #include "partitioner/LatticeDp.h"
 #include "partitioner/Output.h"
 #include "partitioner/Parallel.h"
@@ -133,6 +132,54 @@ TEST(Planner, ReportsEachAlgorithmAsItFinishes) {
   ASSERT_EQ(seen.size(), report.results.size());
   for (size_t i = 0; i < seen.size(); ++i)
     EXPECT_EQ(seen[i], report.results[i].algorithm);
+}
+
+TEST(Planner, MapOnThreadsReportsInOrderAndThrowsTheFirstError) {
+  for (int threads : {1, 2, 4}) {
+    // Later indices finish first; ready still sees 0, 1, 2, ... on this thread.
+    std::vector<size_t> seen;
+    const std::thread::id caller = std::this_thread::get_id();
+    const std::vector<int> squares = mapOnThreads<int>(
+        6, threads,
+        [](size_t i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(6 - static_cast<int>(i)));
+          return static_cast<int>(i * i);
+        },
+        [&](size_t i, const int &value) {
+          EXPECT_EQ(std::this_thread::get_id(), caller);
+          EXPECT_EQ(value, static_cast<int>(i * i));
+          seen.push_back(i);
+        });
+    EXPECT_EQ(squares, (std::vector<int>{0, 1, 4, 9, 16, 25})) << threads;
+    EXPECT_EQ(seen, (std::vector<size_t>{0, 1, 2, 3, 4, 5})) << threads;
+    // fn throws at 2 and 4: the error of 2 is thrown, after ready saw 0 and 1 only.
+    seen.clear();
+    try {
+      mapOnThreads<int>(
+          6, threads,
+          [](size_t i) -> int {
+            if (i == 2 || i == 4)
+              throw Error("failed at " + std::to_string(i));
+            return 0;
+          },
+          [&](size_t i, const int &) { seen.push_back(i); });
+      ADD_FAILURE() << "no exception with " << threads << " threads";
+    } catch (const Error &error) {
+      EXPECT_STREQ(error.what(), "failed at 2") << threads;
+    }
+    EXPECT_EQ(seen, (std::vector<size_t>{0, 1})) << threads;
+    // ready throws at 1: that is the error, and ready sees nothing after it.
+    seen.clear();
+    EXPECT_THROW(mapOnThreads<int>(
+                     4, threads, [](size_t) { return 0; },
+                     [&](size_t i, const int &) {
+                       seen.push_back(i);
+                       if (i == 1)
+                         throw Error("ready failed");
+                     }),
+                 Error);
+    EXPECT_EQ(seen, (std::vector<size_t>{0, 1})) << threads;
+  }
 }
 
 TEST(Planner, RunsAlgorithmsOnThreadsWithTheSameResults) {
