@@ -113,6 +113,14 @@ StageGraph buildStageGraph(const Problem &problem, const Allocation &allocation)
   graph.predecessors.resize(static_cast<size_t>(stages));
   graph.successors.resize(static_cast<size_t>(stages));
   graph.layers.resize(static_cast<size_t>(stages));
+  {
+    std::vector<size_t> count(static_cast<size_t>(stages), 0);
+    for (int s : allocation.stageOfLayer)
+      if (s >= 0 && s < stages)
+        ++count[static_cast<size_t>(s)];
+    for (size_t s = 0; s < count.size(); ++s)
+      graph.layers[s].reserve(count[s]);
+  }
   graph.recompute.assign(static_cast<size_t>(stages), false);
   for (int s = 0; s < stages; ++s)
     graph.recompute[static_cast<size_t>(s)] = allocation.recomputes(s);
@@ -132,6 +140,15 @@ StageGraph buildStageGraph(const Problem &problem, const Allocation &allocation)
   }
   // A shared saved value: one copy in each stage holding one of its keepers.
   for (const SharedSaved &value : problem.sharedSaved) {
+    if (value.layers.empty())
+      continue;
+    const int first = allocation.stageOfLayer[static_cast<size_t>(value.layers.front())];
+    if (std::all_of(value.layers.begin(), value.layers.end(), [&](int layer) {
+          return allocation.stageOfLayer[static_cast<size_t>(layer)] == first;
+        })) {
+      graph.savedBytes[static_cast<size_t>(first)] += value.bytes; // kept by one stage
+      continue;
+    }
     std::set<int> keeping;
     for (int layer : value.layers)
       keeping.insert(allocation.stageOfLayer[static_cast<size_t>(layer)]);
@@ -156,6 +173,11 @@ StageGraph buildStageGraph(const Problem &problem, const Allocation &allocation)
   std::map<std::pair<int, int>, double> edges;
   for (const Tensor &tensor : problem.tensors) {
     const int from = allocation.stageOfLayer[static_cast<size_t>(tensor.producer)];
+    // Most tensors stay in their producer's stage: no set for them.
+    if (std::all_of(tensor.consumers.begin(), tensor.consumers.end(), [&](int consumer) {
+          return allocation.stageOfLayer[static_cast<size_t>(consumer)] == from;
+        }))
+      continue;
     std::set<int> consumingStages;
     for (int consumer : tensor.consumers) {
       int to = allocation.stageOfLayer[static_cast<size_t>(consumer)];

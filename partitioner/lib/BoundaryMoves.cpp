@@ -64,7 +64,11 @@ std::optional<PlanResult> improvingEvaluation(const Problem &problem, const Allo
                                               Objective objective, double target) {
   try {
     if (problem.training.recompute == RecomputePolicy::None) {
-      const SimulationResult simulation = simulatePlan(problem, trial, kind);
+      // Judging iteration times, the m micro-batches tell: the 2m that measure
+      // the period are run only for a trial that improves.
+      const SimulationResult simulation = objective == Objective::IterationTime
+                                              ? simulateIteration(problem, trial, kind)
+                                              : simulatePlan(problem, trial, kind);
       if (!simulation.completed)
         return std::nullopt;
       const double value =

@@ -15,10 +15,9 @@ Key keyOf(const Action &a) { return {static_cast<int>(a.kind), a.stage, a.microb
 } // namespace
 
 namespace {
-CheckReport checkScheduleOrThrow(const Problem &problem, const Allocation &allocation,
+CheckReport checkScheduleOrThrow(const Problem &problem, const StageGraph &graph,
                                  const Schedule &schedule) {
   CheckReport report;
-  const StageGraph graph = buildStageGraph(problem, allocation);
   std::map<Key, int> seen;
   for (size_t g = 0; g < schedule.actions.size(); ++g)
     for (const Action &a : schedule.actions[g]) {
@@ -106,7 +105,18 @@ CheckReport checkScheduleOrThrow(const Problem &problem, const Allocation &alloc
 CheckReport checkSchedule(const Problem &problem, const Allocation &allocation,
                           const Schedule &schedule) {
   try {
-    return checkScheduleOrThrow(problem, allocation, schedule);
+    return checkScheduleOrThrow(problem, buildStageGraph(problem, allocation), schedule);
+  } catch (const Error &e) {
+    CheckReport report;
+    report.violations.push_back(e.what());
+    return report;
+  }
+}
+
+CheckReport checkSchedule(const Problem &problem, const StageGraph &graph,
+                          const Schedule &schedule) {
+  try {
+    return checkScheduleOrThrow(problem, graph, schedule);
   } catch (const Error &e) {
     CheckReport report;
     report.violations.push_back(e.what());
@@ -116,8 +126,12 @@ CheckReport checkSchedule(const Problem &problem, const Allocation &allocation,
 
 CheckReport checkTimeline(const Problem &problem, const Allocation &allocation,
                           const Schedule &schedule, const std::vector<TimedAction> &timeline) {
+  return checkTimeline(problem, buildStageGraph(problem, allocation), schedule, timeline);
+}
+
+CheckReport checkTimeline(const Problem &problem, const StageGraph &graph,
+                          const Schedule &schedule, const std::vector<TimedAction> &timeline) {
   CheckReport report;
-  const StageGraph graph = buildStageGraph(problem, allocation);
   const double eps = 1e-6;
   std::map<Key, const TimedAction *> byKey;
   std::vector<std::vector<const TimedAction *>> perGpu(static_cast<size_t>(problem.platform.gpus));

@@ -88,11 +88,17 @@ double maxSpeed(const Problem &problem) {
 
 /// Generic "from the end" min-max DP: value(A, k) = min over B of
 /// max(value(B, k-1), cost(A, B, k, gpu)), gpu = P - k.
+/// `costPerWork` > 0 promises cost(A, B, ...) >= (work(B) - work(A)) x costPerWork
+/// (a stage is never faster than its work on the fastest GPU). Work only grows with
+/// B, so once that bound reaches value(A, k) no larger B can improve it: the stage
+/// is not priced there (after the crossing of cost and value(B, k-1), about half of
+/// a row's stages on long chains).
 template <class Cost>
 std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool exact,
                                        double maxWork, bool tieBreak, Cost cost,
                                        double maxStageBytes = kInfinity,
-                                       double keepOnlyBelow = kInfinity) {
+                                       double keepOnlyBelow = kInfinity,
+                                       double costPerWork = 0) {
   const CutLattice &lattice = model.lattice();
   const Problem &problem = model.problem();
   const size_t cuts = lattice.numCuts();
@@ -103,14 +109,19 @@ std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool
   std::vector<int> choice(cuts * width, -1);
   value[static_cast<size_t>(full) * width] = 0;
   LargerCuts larger(lattice, problem.training.stateMultiplier, maxStageBytes);
+  // The bound, a hair low so that rounding never makes it exceed the cost.
+  const double boundPerWork = costPerWork * (1 - 1e-12);
   for (int from = full - 1; from >= 0; --from) {
     double *row = &value[static_cast<size_t>(from) * width];
     int *rowChoice = &choice[static_cast<size_t>(from) * width];
+    const double fromWork = lattice.work[static_cast<size_t>(from)];
     larger.forEach(from, maxWork, [&](int to) {
       const double *next = &value[static_cast<size_t>(to) * width];
+      const double least = (lattice.work[static_cast<size_t>(to)] - fromWork) * boundPerWork;
       for (int k = 1; k <= stages; ++k) {
-        // max(next, cost) cannot beat row[k] when next does not.
-        if (next[k - 1] == kInfinity || next[k - 1] >= row[k])
+        // max(next, cost) cannot beat row[k] when next does not, nor when the
+        // least the cost can be does not.
+        if (next[k - 1] == kInfinity || next[k - 1] >= row[k] || least >= row[k])
           continue;
         double c = cost(from, to, k, gpus - k);
         if (c == kInfinity)
@@ -139,13 +150,16 @@ std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool
     // Second pass: at the optimal bottleneck, fewest bytes crossing stage boundaries
     // (then fewer stages): no degenerate stages unless they are truly better.
     const double limit = best * (1 + kRelativeTolerance) + 1e-12;
+    // No stage above the bottleneck: none with more work than it allows.
+    const double limitWork =
+        costPerWork > 0 ? std::min(maxWork, limit / boundPerWork) : maxWork;
     std::vector<double> bytes(cuts * width, kInfinity);
     std::vector<int> bytesChoice(cuts * width, -1);
     bytes[static_cast<size_t>(full) * width] = 0;
     for (int from = full - 1; from >= 0; --from) {
       double *row = &bytes[static_cast<size_t>(from) * width];
       int *rowChoice = &bytesChoice[static_cast<size_t>(from) * width];
-      larger.forEach(from, maxWork, [&](int to) {
+      larger.forEach(from, limitWork, [&](int to) {
         const double *next = &bytes[static_cast<size_t>(to) * width];
         const double crossing = to == full ? 0.0 : lattice.cutBytes[static_cast<size_t>(to)];
         for (int k = 1; k <= stages; ++k) {
@@ -218,14 +232,31 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model,
   // Where no stage the DP prices can overflow, even at the most micro-batches a
   // position keeps, the checks are left out: the same partition, in about half the
   // time.
+  // PipeDream's filter never binds when the whole network's stash, at the most
+  // stages after one, fits: every stage holds no more than the network does.
+  auto stashNeverBinds = [&] {
+    const CutLattice &lattice = model.lattice();
+    const StageTerms whole = model.terms(lattice.emptyCut(), lattice.fullCut());
+    return (stages - 1) * (whole.savedBytes + whole.readParameterBytes + whole.parameterBytes) <=
+           limit;
+  };
   const bool memoryAware =
-      options.memoryAware &&
-      (options.pipeDreamFilter || !model.memoryNeverBinds(inFlightAt(stages), maxWork));
+      options.memoryAware && (options.pipeDreamFilter
+                                  ? !stashNeverBinds()
+                                  : !model.memoryNeverBinds(inFlightAt(stages), maxWork));
+  // Memory unchecked, no recomputation, one speed, one link class between the
+  // GPUs: a stage costs the same at every position, read straight from the lattice
+  // (a stage at k = gpus that is not the first, on GPU 0 after the link from a
+  // GPU -1, prices a cell no partition reads).
+  const bool uniform = !memoryAware && problem.training.recompute != RecomputePolicy::All &&
+                       model.oneSpeed() && model.pipelineLinksAlike();
   // The DPs price one stage (from, to) at every position k in a row: its terms are
   // read from the lattice once.
   int pricedFrom = -1, pricedTo = -1;
   std::optional<PricedStage> priced;
   auto cost = [&](int from, int to, int k, int gpu) {
+    if (uniform)
+      return model.uniformPeriodMs(from, to);
     if (from != pricedFrom || to != pricedTo) {
       priced.emplace(model, from, to);
       pricedFrom = from;
@@ -246,7 +277,7 @@ std::optional<CutPartition> minMaxPartition(const StageModel &model,
   const double maxStageBytes =
       memoryAware && !options.pipeDreamFilter ? limit : kInfinity;
   auto result = minMaxCore(model, stages, options.exactStageCount, maxWork, options.tieBreak, cost,
-                           maxStageBytes, options.keepOnlyBelowMs);
+                           maxStageBytes, options.keepOnlyBelowMs, 1 / maxSpeed(problem));
   if (result) {
     const size_t count = result->gpus.size();
     for (size_t i = 0; i < count; ++i) {

@@ -93,9 +93,11 @@ PlanResult evaluateOrThrow(const Problem &problem, const Allocation &input, Sche
     allocation.recompute.clear();
   result.allocation = allocation;
   result.lowerBoundMs = bounds.bestMs;
+  StageGraph graph; // built once: the simulation and both checks read it
   try {
     validateAllocation(problem, allocation);
-    result.simulation = simulatePlan(problem, allocation, kind, &result.schedule);
+    graph = buildStageGraph(problem, allocation);
+    result.simulation = simulatePlan(problem, allocation, graph, kind, &result.schedule);
   } catch (const Error &error) {
     result.reason = error.what();
     return result;
@@ -104,7 +106,6 @@ PlanResult evaluateOrThrow(const Problem &problem, const Allocation &input, Sche
     result.reason = result.simulation.error;
     return result;
   }
-  const StageGraph graph = buildStageGraph(problem, allocation);
   for (int s = 0; s < graph.numStages; ++s) {
     StageMetrics stage;
     const size_t i = static_cast<size_t>(s);
@@ -146,8 +147,8 @@ PlanResult evaluateOrThrow(const Problem &problem, const Allocation &input, Sche
     }
     result.gpus.push_back(metrics);
   }
-  CheckReport check = checkSchedule(problem, allocation, result.schedule);
-  CheckReport timing = checkTimeline(problem, allocation, result.schedule, result.simulation.timeline);
+  CheckReport check = checkSchedule(problem, graph, result.schedule);
+  CheckReport timing = checkTimeline(problem, graph, result.schedule, result.simulation.timeline);
   for (const auto &v : timing.violations)
     check.violations.push_back(v);
   if (!check.ok()) {

@@ -605,8 +605,27 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
 
 SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,
                               ScheduleKind kind, Schedule *scheduleOut) {
-  const int m = problem.training.microbatches;
+  return simulatePlan(problem, allocation, buildStageGraph(problem, allocation), kind,
+                      scheduleOut);
+}
+
+SimulationResult simulateIteration(const Problem &problem, const Allocation &allocation,
+                                   ScheduleKind kind) {
   const StageGraph graph = buildStageGraph(problem, allocation);
+  std::optional<SimulationResult> simulated;
+  GeneralOrder order = GeneralOrder::Choose;
+  Schedule schedule = generateSchedule(kind, problem, allocation, graph,
+                                       problem.training.microbatches, &simulated, &order);
+  SimulationResult result =
+      simulated ? std::move(*simulated) : simulate(problem, allocation, schedule, graph);
+  result.periodMs = 0;
+  return result;
+}
+
+SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,
+                              const StageGraph &graph, ScheduleKind kind,
+                              Schedule *scheduleOut) {
+  const int m = problem.training.microbatches;
   // A schedule the generator simulated already (to choose it) is not simulated again.
   std::optional<SimulationResult> simulated;
   // On a general allocation, 2m micro-batches follow the kind of order chosen for m.

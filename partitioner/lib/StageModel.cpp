@@ -18,6 +18,8 @@ StageModel::StageModel(const Problem &problem, const CutLattice &lattice)
     : problem_(problem), lattice_(lattice) {
   const Platform &platform = problem.platform;
   const LinkSpec &intra = platform.intraNode, &inter = platform.interNode;
+  oneSpeed_ = std::all_of(platform.speed.begin(), platform.speed.end(),
+                          [&](double value) { return value == platform.speed.front(); });
   oneLinkClass_ = intra.bandwidthBytesPerSecond == inter.bandwidthBytesPerSecond &&
                   intra.latencyMs == inter.latencyMs;
   if (!oneLinkClass_) {
@@ -26,8 +28,12 @@ StageModel::StageModel(const Problem &problem, const CutLattice &lattice)
     for (int gpu = -1; gpu < platform.gpus; ++gpu)
       oneLinkClass_ &= &platform.linkBetween(gpu, gpu + 1) == &platform.linkBetween(-1, 0);
   }
-  if (oneLinkClass_) {
-    const LinkSpec &link = platform.linkBetween(-1, 0);
+  for (int gpu = 0; gpu + 1 < platform.gpus; ++gpu)
+    pipelineLinksAlike_ &= &platform.linkBetween(gpu, gpu + 1) == &platform.linkBetween(0, 1);
+  pipelineLinksAlike_ |= oneLinkClass_;
+  if (pipelineLinksAlike_) {
+    const LinkSpec &link =
+        oneLinkClass_ ? platform.linkBetween(-1, 0) : platform.linkBetween(0, 1);
     cutTransferMs_.reserve(lattice.numCuts());
     for (double bytes : lattice.cutBytes)
       cutTransferMs_.push_back(link.transferMs(bytes));
@@ -153,11 +159,7 @@ StageChoice StageModel::choose(const StageTerms &stage, int inFlight, int gpu,
 
 PricedStage::PricedStage(const StageModel &model, int from, int to)
     : model_(model), from_(from), to_(to), terms_(model.timeTerms(from, to)),
-      largestFit_{-2, -2} {
-  const Platform &platform = model.problem().platform;
-  oneSpeed_ = std::all_of(platform.speed.begin(), platform.speed.end(),
-                          [&](double value) { return value == platform.speed.front(); });
-  oneLinkClass_ = model.oneLinkClass();
+      oneSpeed_(model.oneSpeed()), oneLinkClass_(model.oneLinkClass()), largestFit_{-2, -2} {
   for (auto &variant : period_)
     std::fill(std::begin(variant), std::end(variant), -1.0);
 }

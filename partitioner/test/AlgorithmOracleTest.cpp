@@ -262,6 +262,13 @@ TEST(AlgorithmOracle, ChainDynamicProgramsEqualBruteForce) {
       addRandomSharedSaved(rng, problem);
     if (trial % 5 == 1)
       addRandomSharedParameters(rng, problem);
+    if (trial % 4 == 3) {
+      // Every GPU in one node, a slower link beyond the last; links slow enough
+      // that transfers often bound the stages.
+      problem.platform.gpusPerNode = gpus;
+      problem.platform.intraNode.bandwidthBytesPerSecond /= 20;
+      orThrow(problem.finalize());
+    }
     const CutLattice lattice = chainLattice(problem, topologicalOrder(problem));
     std::vector<std::vector<std::vector<int>>> candidates, exact;
     for (const auto &sizes : allCompositions(layers, gpus)) {
@@ -552,6 +559,45 @@ TEST(AlgorithmOracle, ParamsSplitEqualsBruteForce) {
     }
     EXPECT_EQ(at, n);
     EXPECT_DOUBLE_EQ(best, worst) << "trial " << trial;
+  }
+}
+
+// The split's cells are found by binary search; the plain scan over every earlier
+// cut, taking the earliest of the best, is the oracle (zero weights make ties).
+TEST(AlgorithmOracle, ParamsSplitIsTheScanWithItsEarliestCuts) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 120);
+    const int parts = 1 + static_cast<int>(rng() % 12);
+    std::vector<double> weights;
+    for (int i = 0; i < n; ++i)
+      weights.push_back(rng() % 3 == 0 ? 0.0 : static_cast<double>(rng() % 50) * 0.1);
+    const int k = std::min(parts, n);
+    std::vector<double> prefix(static_cast<size_t>(n) + 1, 0);
+    for (int i = 0; i < n; ++i)
+      prefix[static_cast<size_t>(i) + 1] = prefix[static_cast<size_t>(i)] + weights[static_cast<size_t>(i)];
+    // best[q][j], from[q][j]: the first j items in q parts.
+    std::vector<std::vector<double>> best(static_cast<size_t>(k) + 1,
+                                          std::vector<double>(static_cast<size_t>(n) + 1, kInfinity));
+    std::vector<std::vector<int>> from(best.size(), std::vector<int>(best[0].size(), -1));
+    best[0][0] = 0;
+    for (int q = 1; q <= k; ++q)
+      for (int j = q; j <= n - (k - q); ++j)
+        for (int i = q - 1; i < j; ++i) {
+          const double v = std::max(best[static_cast<size_t>(q - 1)][static_cast<size_t>(i)],
+                                    prefix[static_cast<size_t>(j)] - prefix[static_cast<size_t>(i)]);
+          if (v < best[static_cast<size_t>(q)][static_cast<size_t>(j)]) {
+            best[static_cast<size_t>(q)][static_cast<size_t>(j)] = v;
+            from[static_cast<size_t>(q)][static_cast<size_t>(j)] = i;
+          }
+        }
+    std::vector<int> expected(static_cast<size_t>(k));
+    for (int q = k, j = n; q >= 1; --q) {
+      const int i = from[static_cast<size_t>(q)][static_cast<size_t>(j)];
+      expected[static_cast<size_t>(q - 1)] = j - i;
+      j = i;
+    }
+    EXPECT_EQ(minMaxSplitSizes(weights, parts), expected) << "trial " << trial;
   }
 }
 

@@ -161,6 +161,48 @@ TEST(Problem, WhenMemoryNeverBindsEveryStageFits) {
   EXPECT_GT(binds, 100);
 }
 
+TEST(Problem, TheUniformPeriodIsThePeriodAtEveryGpu) {
+  // StageModel::uniformPeriodMs (the memory-blind DPs' shortcut) against periodMs of
+  // every stage of chain and ideal lattices at every GPU its transfers allow, where
+  // every GPU has one speed and the links between the GPUs one class (one link
+  // class, or every GPU in one node with a slower link beyond it): the same number,
+  // bit for bit.
+  std::mt19937 rng(23);
+  int compared = 0;
+  for (int trial = 0; trial < 100; ++trial) {
+    const int layers = 2 + static_cast<int>(rng() % 9);
+    Problem problem = trial % 2 ? testing::randomDag(rng, layers, 4) : testing::randomChain(rng, layers, 4);
+    if (trial % 4 < 2)
+      problem.platform.interNode = problem.platform.intraNode;
+    else
+      problem.platform.gpusPerNode = problem.platform.gpus; // a slower link after the last
+    problem.platform.speed.clear(); // every GPU at speed 1, or all at 1.7
+    if (trial % 3 == 0)
+      problem.platform.speed.assign(static_cast<size_t>(problem.platform.gpus), 1.7);
+    orThrow(problem.finalize());
+    std::vector<CutLattice> lattices = {chainLattice(problem, topologicalOrder(problem))};
+    if (auto ideals = idealLattice(problem, 5000))
+      lattices.push_back(*ideals);
+    for (const CutLattice &lattice : lattices) {
+      const StageModel model(problem, lattice);
+      ASSERT_TRUE(model.oneSpeed() && model.pipelineLinksAlike()) << "trial " << trial;
+      ASSERT_EQ(model.oneLinkClass(), trial % 4 < 2) << "trial " << trial;
+      const int gpus = problem.platform.gpus;
+      for (int from = 0; from < lattice.fullCut(); ++from)
+        for (int to = from + 1; to <= lattice.fullCut(); ++to)
+          for (int gpu = 0; gpu < gpus; ++gpu) {
+            if ((from != lattice.emptyCut() && gpu == 0) ||
+                (to != lattice.fullCut() && gpu == gpus - 1))
+              continue; // a transfer from or to a GPU the platform does not have
+            ++compared;
+            ASSERT_EQ(model.uniformPeriodMs(from, to), model.periodMs(from, to, gpu))
+                << "trial " << trial << ": stage " << from << ".." << to << " on GPU " << gpu;
+          }
+    }
+  }
+  EXPECT_GT(compared, 500);
+}
+
 TEST(Problem, RejectsMalformedGraphsWithTheLineAndNode) {
   std::string message = errorOf([] { orThrow(readProblemFile(dataPath("malformed_graph.txt"))); });
   EXPECT_NE(message.find("malformed_graph.txt:2"), std::string::npos) << message;

@@ -15,7 +15,9 @@
 
 #include <cstring>
 #include <map>
+#include <string_view>
 #include <tuple>
+#include <unordered_map>
 
 using namespace pipe::onnx_import;
 
@@ -145,16 +147,25 @@ std::vector<std::string> pipe::onnx_import::inferenceExportSigns(llvm::StringRef
                    std::vector<int64_t>(data.tensor.dims().begin(), data.tensor.dims().end()),
                    data.rawLength}]
           .push_back(&data);
+  // Each initializer is paired with the first earlier one of its group holding the
+  // same bytes; only those with the same hash of the bytes are compared (a chain of
+  // 20,000 blocks has 20,000 weights of one shape).
   std::vector<std::string> duplicates;
-  for (const auto &[signature, group] : bySignature)
-    for (size_t i = 1; i < group.size(); ++i)
-      for (size_t j = 0; j < i; ++j)
-        if (!std::memcmp(group[i]->rawBytes, group[j]->rawBytes,
-                         static_cast<size_t>(group[i]->rawLength))) {
-          duplicates.push_back("'" + group[j]->tensor.name() + "' and '" +
-                               group[i]->tensor.name() + "'");
+  for (const auto &[signature, group] : bySignature) {
+    std::unordered_map<size_t, std::vector<const InitializerData *>> byHash;
+    for (const InitializerData *data : group) {
+      const size_t length = static_cast<size_t>(data->rawLength);
+      std::vector<const InitializerData *> &same =
+          byHash[std::hash<std::string_view>()(std::string_view(data->rawBytes, length))];
+      for (const InitializerData *earlier : same)
+        if (!std::memcmp(data->rawBytes, earlier->rawBytes, length)) {
+          duplicates.push_back("'" + earlier->tensor.name() + "' and '" + data->tensor.name() +
+                               "'");
           break;
         }
+      same.push_back(data);
+    }
+  }
   if (!duplicates.empty())
     signs.push_back(std::to_string(duplicates.size()) +
                     " pairs of weights hold the same values (" + sample(duplicates) +

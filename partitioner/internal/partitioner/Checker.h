@@ -19,6 +19,12 @@ namespace partitioner {
 /// action's duration, dependencies with their minimal transfer time, per-GPU order.
 CheckReport checkTimeline(const Problem &problem, const Allocation &allocation,
                           const Schedule &schedule, const std::vector<TimedAction> &timeline);
+/// checkSchedule and checkTimeline on the allocation's stage graph (buildStageGraph),
+/// built once by a caller that simulates the plan too.
+CheckReport checkSchedule(const Problem &problem, const StageGraph &graph,
+                          const Schedule &schedule);
+CheckReport checkTimeline(const Problem &problem, const StageGraph &graph,
+                          const Schedule &schedule, const std::vector<TimedAction> &timeline);
 
 } // namespace partitioner
 

@@ -107,6 +107,16 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
 /// is the one generated for 2m, so that the period is that of one kind of order.
 SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,
                               ScheduleKind kind, Schedule *scheduleOut = nullptr);
+/// The same on the allocation's stage graph (buildStageGraph), built once by callers
+/// that also check the plan.
+SimulationResult simulatePlan(const Problem &problem, const Allocation &allocation,
+                              const StageGraph &graph, ScheduleKind kind,
+                              Schedule *scheduleOut = nullptr);
+/// The first half of simulatePlan: m micro-batches only, so its iteration time,
+/// memory and completion are simulatePlan's, and its periodMs is not measured (0).
+/// Half the work for a search that judges iteration times.
+SimulationResult simulateIteration(const Problem &problem, const Allocation &allocation,
+                                   ScheduleKind kind);
 
 } // namespace partitioner
 

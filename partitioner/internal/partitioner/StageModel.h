@@ -111,7 +111,7 @@ public:
     return recompute ? work + forwardMs(stage, gpu) : work;
   }
   double commMs(const StageTerms &stage, int gpu) const {
-    if (!cutTransferMs_.empty()) // every link alike: per cut, computed once
+    if (oneLinkClass_) // every link alike: per cut, computed once
       return (stage.first ? 0.0 : cutTransferMs_[static_cast<size_t>(stage.fromCut)]) +
              (stage.last ? 0.0 : cutTransferMs_[static_cast<size_t>(stage.toCut)]);
     return (stage.first ? 0.0 : transferMs(stage.inBytes, gpu - 1)) +
@@ -141,6 +141,25 @@ public:
   const Problem &problem() const { return problem_; }
   /// True when every transfer is priced alike, whichever GPUs it joins.
   bool oneLinkClass() const { return oneLinkClass_; }
+  /// True when every GPU has the same speed.
+  bool oneSpeed() const { return oneSpeed_; }
+  /// True when the links between consecutive GPUs 0..gpus-1 are of one class (as
+  /// when all are in one node, where the link from the last GPU to a next node's
+  /// differs): every transfer of a pipeline of stages on GPUs in order.
+  bool pipelineLinksAlike() const { return pipelineLinksAlike_; }
+  /// periodMs(from, to, gpu) without recomputation, when oneSpeed() and
+  /// pipelineLinksAlike(), for a stage whose transfers join GPUs of the platform
+  /// (first, or on GPU 1 or later; last, or before the last GPU), as every stage of
+  /// the DPs' pipelines from the end: the same number, read from the lattice's
+  /// prefix sums and the cuts' transfer times (the memory-blind DPs price tens of
+  /// millions of stages).
+  double uniformPeriodMs(int from, int to) const {
+    const size_t a = static_cast<size_t>(from), b = static_cast<size_t>(to);
+    const double compute = (lattice_.work[b] - lattice_.work[a]) / problem_.platform.speedOf(0);
+    const double comm = (from == lattice_.emptyCut() ? 0.0 : cutTransferMs_[a]) +
+                        (to == lattice_.fullCut() ? 0.0 : cutTransferMs_[b]);
+    return std::max(compute, comm);
+  }
 
 private:
   /// `bytes` sent from gpu to gpu+1 (or back).
@@ -151,7 +170,9 @@ private:
   const Problem &problem_;
   const CutLattice &lattice_;
   bool oneLinkClass_ = true;
-  /// With one link class: the transfer time of each cut's bytes.
+  bool oneSpeed_ = true;
+  bool pipelineLinksAlike_ = true;
+  /// With pipelineLinksAlike_: the transfer time of each cut's bytes.
   std::vector<double> cutTransferMs_;
 };
 
