@@ -27,8 +27,32 @@ using namespace pipe::pipeline;
 #define GET_ATTRDEF_CLASSES
 #include "pipe/Dialect/Pipe/IR/PipeAttrs.cpp.inc"
 
+/// The first NameLoc in `loc` or nested in it, in the order Location::walk visits
+/// them (the location, then its parts in order), without the walker's callbacks
+/// and cache: the lowering asks this of every op.
+static NameLoc firstNameLoc(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name;
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location part : fused.getLocations())
+      if (NameLoc name = firstNameLoc(part))
+        return name;
+    return {};
+  }
+  if (auto call = dyn_cast<CallSiteLoc>(loc)) {
+    if (NameLoc name = firstNameLoc(call.getCallee()))
+      return name;
+    return firstNameLoc(call.getCaller());
+  }
+  if (auto opaque = dyn_cast<OpaqueLoc>(loc))
+    return firstNameLoc(opaque.getFallbackLocation());
+  if (isa<FileLineColRange, UnknownLoc>(loc))
+    return {};
+  return loc->findInstanceOf<NameLoc>(); // a location kind not listed above
+}
+
 StringRef pipe::pipeline::nodeNameOf(Location loc) {
-  if (auto name = loc->findInstanceOf<NameLoc>())
+  if (NameLoc name = firstNameLoc(loc))
     return name.getName().getValue();
   if (auto fused = dyn_cast<FusedLoc>(loc))
     if (auto tag = dyn_cast_or_null<StringAttr>(fused.getMetadata()))
