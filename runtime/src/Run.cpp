@@ -25,9 +25,12 @@ namespace piperun {
 
 namespace {
 
-/// Barriers wait twice the receive timeout, so that a rank stuck in a receive
-/// fails first and its message names the peer and the tag.
-double barrierTimeout(const pipe_rank *r) { return 2 * r->settings.timeoutSeconds; }
+/// Barriers wait twice the receive timeout and 5 s more, so that a rank stuck in
+/// a receive fails first and its message names the peer and the tag: under MPI
+/// its MPI_Abort must also reach the rank waiting in the barrier, which took
+/// over a second on a loaded 2-core machine (the waiting rank then reported its
+/// own timeout as a second error).
+double barrierTimeout(const pipe_rank *r) { return 2 * r->settings.timeoutSeconds + 5; }
 
 void runBody(pipe_rank *r, const RankProgram &program, int64_t steps, const RunHooks &hooks) {
   Transport &transport = *r->transport;
