@@ -18,6 +18,7 @@
 #include <mutex>
 #include <thread>
 
+#include <cstring>
 #include <pthread.h>
 #include <sched.h>
 
@@ -72,16 +73,17 @@ std::string messageOf(int rank, std::exception_ptr error) {
   }
 }
 
-/// Keeps the calling thread on `cpus` (nothing when empty). A failure leaves it
-/// where it was: pinning is an aid to steady timing, not a condition of the run.
-void pinCallingThread(const std::vector<int> &cpus) {
+/// Keeps the calling thread on `cpus` (nothing when empty): 0, or the error. A
+/// failure leaves it where it was: pinning is an aid to steady timing, not a
+/// condition of the run.
+int pinCallingThread(const std::vector<int> &cpus) {
   if (cpus.empty())
-    return;
+    return 0;
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int cpu : cpus)
     CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
 } // namespace
@@ -161,7 +163,8 @@ std::string runInThreads(const RunSettings &settings, const std::vector<RankProg
   for (int k = 0; k < n; ++k)
     threads.emplace_back([shared, k, steps, mine = cpus.empty() ? std::vector<int>{}
                                                                  : cpus[static_cast<size_t>(k)]] {
-      pinCallingThread(mine);
+      if (int error = pinCallingThread(mine); error != 0 && shared->hooks.notPinned)
+        shared->hooks.notPinned(k, std::strerror(error));
       std::string failure;
       try {
         runBody(shared->ranks[k], shared->programs[k], steps, shared->hooks);

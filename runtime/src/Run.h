@@ -94,6 +94,9 @@ struct RunHooks {
   std::function<void(int rank, const StepRecord &step)> stepEnded;
   /// After the last step, on the rank's thread, while the rank still exists.
   std::function<void(pipe_rank *rank)> finished;
+  /// runInThreads could not keep the rank's thread on its CPUs (settings.pinThreads):
+  /// on the rank's thread, before its set-up, with the system's reason.
+  std::function<void(int rank, const std::string &reason)> notPinned;
 };
 
 /// Runs programs[k] as rank k, one thread each, for `steps` steps. Returns ""

@@ -10,6 +10,7 @@
 
 #include "pipe_runtime.h"
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <set>
@@ -290,7 +291,12 @@ TEST(Run, EachRankThreadRunsOnItsOwnCpusWhenThereAreEnough) {
     cpusSeen.assign(2, {});
     RunSettings settings = settingsFor(2);
     settings.pinThreads = pin;
-    ASSERT_EQ(runInThreads(settings, {{noSetup, recordCpus}, {noSetup, recordCpus}}, 1, {}), "");
+    std::atomic<int> notPinned{0};
+    RunHooks hooks;
+    hooks.notPinned = [&](int, const std::string &) { ++notPinned; };
+    ASSERT_EQ(runInThreads(settings, {{noSetup, recordCpus}, {noSetup, recordCpus}}, 1, hooks),
+              "");
+    EXPECT_EQ(notPinned, 0) << "the hook reports only a failure to pin";
     if (pin) {
       EXPECT_EQ(cpusSeen, expected);
     } else {

@@ -285,6 +285,13 @@ int main(int argc, char **argv) {
   std::mutex printing;
   std::vector<Collected> collected(static_cast<size_t>(program.ranks));
   RunHooks hooks;
+  hooks.notPinned = [&](int rank, const std::string &reason) {
+    std::lock_guard<std::mutex> lock(printing);
+    std::fprintf(stderr,
+                 "pipe-run: warning: rank %d runs where the system puts it (its CPUs could not "
+                 "be set: %s); its times may vary more\n",
+                 rank, reason.c_str());
+  };
   hooks.stepEnded = [&](int rank, const StepRecord &step) {
     // The rank that computed the loss reports the step; without a loss, rank 0.
     if (!step.hasLoss && !(program.loss.empty() && rank == 0))
