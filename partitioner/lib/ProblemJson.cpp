@@ -173,8 +173,16 @@ Expected<Problem> readProblemJson(std::istream &in, const std::string &name) {
   return catchErrors([&] { return parseProblemJson(in, name); });
 }
 
-void writeProblemJson(const Problem &problem, std::ostream &out) {
+void writeProblemJson(const Problem &problem, std::ostream &out,
+                      const std::vector<std::pair<std::string, std::string>> &extraFields) {
   json document;
+  for (const auto &[key, text] : extraFields) {
+    try {
+      document[key] = json::parse(text);
+    } catch (const json::exception &error) {
+      throw Error("problem JSON field '" + key + "' is not JSON: " + error.what());
+    }
+  }
   document["name"] = problem.name;
   json layers = json::array();
   for (const Layer &layer : problem.layers) {

@@ -265,8 +265,12 @@ double readerStateMultiplier(const TrainingSettings &settings);
 // profiles people already have (PipeDream / DAPPLE graph.txt). Readers check
 // every field and finalize() the problem; `name` names it in messages.
 Expected<Problem> readProblemJson(std::istream &in, const std::string &name);
-/// Writes `problem` as problem JSON (round-trips through readProblemJson).
-void writeProblemJson(const Problem &problem, std::ostream &out);
+/// Writes `problem` as problem JSON (round-trips through readProblemJson), with
+/// `extraFields` as more top-level fields, each a (key, JSON text) pair: what a
+/// caller keeps beside the problem, such as the main job's settings (readers
+/// ignore unknown fields only where the format says so: `settings` is one).
+void writeProblemJson(const Problem &problem, std::ostream &out,
+                      const std::vector<std::pair<std::string, std::string>> &extraFields = {});
 /// One layer per node, one tensor per node output, platform and training at their
 /// defaults. Nodes whose description starts with "Input" are data sources and cost
 /// nothing (as in the reference evaluator).
