@@ -15,8 +15,18 @@ Key keyOf(const Action &a) { return {static_cast<int>(a.kind), a.stage, a.microb
 } // namespace
 
 namespace {
-CheckReport checkScheduleOrThrow(const Problem &problem, const StageGraph &graph,
-                                 const Schedule &schedule) {
+/// check(), or a report whose one violation is the error it threw.
+template <class Check> CheckReport catchAsViolation(Check check) {
+  try {
+    return check();
+  } catch (const Error &e) {
+    CheckReport report;
+    report.violations.push_back(e.what());
+    return report;
+  }
+}
+
+CheckReport checkScheduleOrThrow(const StageGraph &graph, const Schedule &schedule) {
   CheckReport report;
   std::map<Key, int> seen;
   for (size_t g = 0; g < schedule.actions.size(); ++g)
@@ -102,26 +112,14 @@ CheckReport checkScheduleOrThrow(const Problem &problem, const StageGraph &graph
 }
 } // namespace
 
-CheckReport checkSchedule(const Problem &problem, const Allocation &allocation,
-                          const Schedule &schedule) {
-  try {
-    return checkScheduleOrThrow(problem, buildStageGraph(problem, allocation), schedule);
-  } catch (const Error &e) {
-    CheckReport report;
-    report.violations.push_back(e.what());
-    return report;
-  }
+CheckReport checkSchedule(const StageGraph &graph, const Schedule &schedule) {
+  return catchAsViolation([&] { return checkScheduleOrThrow(graph, schedule); });
 }
 
-CheckReport checkSchedule(const Problem &problem, const StageGraph &graph,
+CheckReport checkSchedule(const Problem &problem, const Allocation &allocation,
                           const Schedule &schedule) {
-  try {
-    return checkScheduleOrThrow(problem, graph, schedule);
-  } catch (const Error &e) {
-    CheckReport report;
-    report.violations.push_back(e.what());
-    return report;
-  }
+  return catchAsViolation(
+      [&] { return checkScheduleOrThrow(buildStageGraph(problem, allocation), schedule); });
 }
 
 CheckReport checkTimeline(const Problem &problem, const Allocation &allocation,

@@ -147,7 +147,7 @@ PlanResult evaluateOrThrow(const Problem &problem, const Allocation &input, Sche
     }
     result.gpus.push_back(metrics);
   }
-  CheckReport check = checkSchedule(problem, graph, result.schedule);
+  CheckReport check = checkSchedule(graph, result.schedule);
   CheckReport timing = checkTimeline(problem, graph, result.schedule, result.simulation.timeline);
   for (const auto &v : timing.violations)
     check.violations.push_back(v);

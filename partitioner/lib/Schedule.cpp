@@ -609,15 +609,27 @@ SimulationResult simulatePlan(const Problem &problem, const Allocation &allocati
                       scheduleOut);
 }
 
+namespace {
+/// `count` micro-batches of `kind`'s schedule, generated and simulated (a schedule
+/// the generator simulated already, to choose it, is not simulated again); the
+/// schedule goes to `scheduleOut`. `order` carries the kind of general order chosen
+/// from one call to the next.
+SimulationResult simulateMicrobatches(const Problem &problem, const Allocation &allocation,
+                                      const StageGraph &graph, ScheduleKind kind, int count,
+                                      GeneralOrder &order, Schedule &scheduleOut) {
+  std::optional<SimulationResult> simulated;
+  scheduleOut = generateSchedule(kind, problem, allocation, graph, count, &simulated, &order);
+  return simulated ? std::move(*simulated) : simulate(problem, allocation, scheduleOut, graph);
+}
+} // namespace
+
 SimulationResult simulateIteration(const Problem &problem, const Allocation &allocation,
                                    ScheduleKind kind) {
-  const StageGraph graph = buildStageGraph(problem, allocation);
-  std::optional<SimulationResult> simulated;
   GeneralOrder order = GeneralOrder::Choose;
-  Schedule schedule = generateSchedule(kind, problem, allocation, graph,
-                                       problem.training.microbatches, &simulated, &order);
+  Schedule schedule;
   SimulationResult result =
-      simulated ? std::move(*simulated) : simulate(problem, allocation, schedule, graph);
+      simulateMicrobatches(problem, allocation, buildStageGraph(problem, allocation), kind,
+                           problem.training.microbatches, order, schedule);
   result.periodMs = 0;
   return result;
 }
@@ -626,18 +638,15 @@ SimulationResult simulatePlan(const Problem &problem, const Allocation &allocati
                               const StageGraph &graph, ScheduleKind kind,
                               Schedule *scheduleOut) {
   const int m = problem.training.microbatches;
-  // A schedule the generator simulated already (to choose it) is not simulated again.
-  std::optional<SimulationResult> simulated;
   // On a general allocation, 2m micro-batches follow the kind of order chosen for m.
   GeneralOrder order = GeneralOrder::Choose;
-  Schedule schedule = generateSchedule(kind, problem, allocation, graph, m, &simulated, &order);
+  Schedule schedule;
   SimulationResult result =
-      simulated ? std::move(*simulated) : simulate(problem, allocation, schedule, graph);
+      simulateMicrobatches(problem, allocation, graph, kind, m, order, schedule);
   if (result.completed) {
-    simulated.reset();
-    Schedule longer = generateSchedule(kind, problem, allocation, graph, 2 * m, &simulated, &order);
+    Schedule longer;
     const SimulationResult twice =
-        simulated ? std::move(*simulated) : simulate(problem, allocation, longer, graph);
+        simulateMicrobatches(problem, allocation, graph, kind, 2 * m, order, longer);
     if (twice.completed)
       result.periodMs = (twice.iterationMs - result.iterationMs) / m;
     else

@@ -305,30 +305,7 @@ public:
                          bool isStatic);
   Value call(OpBuilder &b, Location loc, StringRef callee, ArrayRef<Arg> args,
              bool returnsTensor);
-
-private:
-  /// The attributes of a call, made once each: a literal argument's text, an
-  /// operand's position, the callee's name (a rank's program makes about a
-  /// hundred thousand calls).
-  Attribute literal(StringRef text);
-  Attribute position(size_t index);
-  llvm::StringMap<Attribute> literals;
-  SmallVector<Attribute> positions;
-  llvm::StringMap<StringAttr> callees;
 };
-
-Attribute RankEmitter::literal(StringRef text) {
-  auto [it, inserted] = literals.try_emplace(text);
-  if (inserted)
-    it->second = emitc::OpaqueAttr::get(builder.getContext(), text);
-  return it->second;
-}
-
-Attribute RankEmitter::position(size_t index) {
-  while (positions.size() <= index)
-    positions.push_back(builder.getIndexAttr(static_cast<int64_t>(positions.size())));
-  return positions[index];
-}
 
 FailureOr<std::string> RankEmitter::constantArray(Operation *where, DenseElementsAttr data) {
   if (auto it = constants.find(data); it != constants.end())
@@ -391,20 +368,17 @@ Value RankEmitter::call(OpBuilder &b, Location loc, StringRef callee, ArrayRef<A
   SmallVector<Attribute> order;
   for (const Arg &arg : args) {
     if (arg.value) {
-      order.push_back(position(operands.size()));
+      order.push_back(b.getIndexAttr(operands.size()));
       operands.push_back(arg.value);
     } else {
-      order.push_back(literal(arg.text));
+      order.push_back(emitc::OpaqueAttr::get(b.getContext(), arg.text));
     }
   }
   SmallVector<Type> results;
   if (returnsTensor)
     results.push_back(tensorType);
-  auto [name, inserted] = callees.try_emplace(callee);
-  if (inserted)
-    name->second = b.getStringAttr(callee);
-  auto op = emitc::CallOpaqueOp::create(b, loc, results, name->second, b.getArrayAttr(order),
-                                        ArrayAttr(), operands);
+  auto op = emitc::CallOpaqueOp::create(b, loc, results, callee, operands,
+                                        b.getArrayAttr(order), ArrayAttr());
   return returnsTensor ? op.getResult(0) : Value();
 }
 

@@ -21,8 +21,7 @@ CheckReport checkTimeline(const Problem &problem, const Allocation &allocation,
                           const Schedule &schedule, const std::vector<TimedAction> &timeline);
 /// checkSchedule and checkTimeline on the allocation's stage graph (buildStageGraph),
 /// built once by a caller that simulates the plan too.
-CheckReport checkSchedule(const Problem &problem, const StageGraph &graph,
-                          const Schedule &schedule);
+CheckReport checkSchedule(const StageGraph &graph, const Schedule &schedule);
 CheckReport checkTimeline(const Problem &problem, const StageGraph &graph,
                           const Schedule &schedule, const std::vector<TimedAction> &timeline);
 
