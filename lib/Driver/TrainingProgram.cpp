@@ -98,11 +98,15 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
         receivedBytes = std::max({receivedBytes, programMemory.forwardReceived[s],
                                   programMemory.backwardReceived[s]});
       }
-    double saved = 0, comm = 0, workspaceBytes = 0;
+    double saved = 0, comm = 0, commReserved = 0, plannedBuffers = 0, workspaceBytes = 0;
     if (static_cast<size_t>(rank) < best.simulation.memory.size()) {
       const partitioner::GpuMemory &planned = best.simulation.memory[rank];
       saved = planned.keptPeakBytes;
-      comm = planned.bufferBytes;
+      // What the runtime holds along the plan's timeline; the plan reserved its
+      // buffers per cut tensor, and the rank must fit the larger of the two.
+      comm = planned.messageBytes;
+      plannedBuffers = planned.bufferBytes;
+      commReserved = std::max(plannedBuffers, comm);
       // The runtime counts what a recomputing stage computes again as workspace.
       workspaceBytes =
           planned.workspaceBytes + (planned.activationPeakBytes - planned.keptPeakBytes);
@@ -111,7 +115,7 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
     // workspace, with the plan's in-flight counts, stay within the limit.
     const double limit = outcome.problem.platform.memoryBytesPerGpu;
     const double needed = parameters + gradients + optimizerState + std::max(saved, programSaved) +
-                          comm + std::max(workspaceBytes, programWorkspace);
+                          commReserved + std::max(workspaceBytes, programWorkspace);
     if (needed > limit * (1 + 1e-9)) {
       const partitioner::ByteUnits units = outcome.problem.platform.byteUnits;
       auto bytes = [&](double b) { return partitioner::formatBytes(b, units); };
@@ -120,7 +124,10 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
                                  << bytes(limit) << " per GPU (saved activations: "
                                  << bytes(programSaved) << " in the program, " << bytes(saved)
                                  << " planned; workspace: " << bytes(programWorkspace)
-                                 << " in the program, " << bytes(workspaceBytes) << " planned)";
+                                 << " in the program, " << bytes(workspaceBytes)
+                                 << " planned; messages: " << bytes(comm)
+                                 << " held at once on the plan's timeline, "
+                                 << bytes(plannedBuffers) << " planned)";
       // Planning with the shortfall taken off the limit leaves that room, when
       // anything is left: in whole bytes, rounded down, so that the value given
       // back is never above it (a size rounded to two decimals could be).
@@ -148,8 +155,10 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
                       {{"saved", "the plan's simulated peak of in-flight saved activations "
                                  "(a recomputing stage's: its inputs; what it computes again "
                                  "is workspace)"},
-                       {"comm", "the plan: an activation and a gradient buffer per cut "
-                                "tensor, on each side"},
+                       {"comm", "the plan's simulated timeline: each message from its "
+                                "producer's end until its consumer takes it (and the "
+                                "sender's action then running ends), each received one "
+                                "as its consumer starts"},
                        {"workspace", "the plan: the largest workspace of the rank's layers "
                                      "(a layer run alone: values not saved, kernel scratch), "
                                      "plus what its recomputing stages compute again"}}},

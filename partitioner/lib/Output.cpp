@@ -134,6 +134,18 @@ void writeTable(const Problem &problem, const PlanningReport &report, std::ostre
           << recomputing
           << " (keep only their inputs per micro-batch in flight; the backward runs the "
              "forward again, included in time ms)\n";
+    std::string messages;
+    for (size_t g = 0; g < best->gpus.size(); ++g) {
+      const GpuMemory &memory = best->gpus[g].breakdown;
+      if (memory.messageBytes > memory.bufferBytes * (1 + 1e-9))
+        messages += (messages.empty() ? "GPU " : ", GPU ") + std::to_string(g) + " " +
+                    formatBytes(memory.messageBytes, units) + " (reserved " +
+                    formatBytes(memory.bufferBytes, units) + ")";
+    }
+    if (!messages.empty())
+      out << "messages: along the simulated timeline a runtime whose sends never block holds "
+             "more than the buffers reserved per cut tensor: "
+          << messages << "\n";
     out << "period " << milliseconds(best->periodMs)
         << " ms, iteration (m=" << problem.training.microbatches << ") "
         << milliseconds(best->iterationMs) << " ms, bubble " << fixed(100 * best->bubbleFraction, 1)
@@ -335,6 +347,7 @@ json planJsonDocument(const Problem &problem, const PlanningReport &report, bool
     item["memory_breakdown"] = {{"state", gpu.breakdown.stateBytes},
                                 {"extra_weight_versions", gpu.breakdown.extraWeightBytes},
                                 {"communication_buffers", gpu.breakdown.bufferBytes},
+                                {"messages_held", gpu.breakdown.messageBytes},
                                 {"activations_peak", gpu.breakdown.activationPeakBytes},
                                 {"workspace", gpu.breakdown.workspaceBytes}};
     metrics.push_back(item);

@@ -344,6 +344,70 @@ std::vector<double> heldPeaks(const std::vector<TimedAction> &timeline,
   }
   return peak;
 }
+
+/// Peak per GPU of the bytes of messages the runtime holds along `timeline`
+/// (docs/partitioner.md, "Memory of a GPU"): a sent tensor from the end of its
+/// producer until its consumer takes it, and then until the sending GPU's
+/// action in progress (if any) ends; a received tensor as its consumer starts.
+std::vector<double> messagePeaks(const StageGraph &graph,
+                                 const std::vector<TimedAction> &timeline, bool splitBackward,
+                                 int gpus, int microbatches) {
+  ActionTable start(graph.numStages, microbatches, -1);
+  std::vector<std::vector<const TimedAction *>> onGpu(static_cast<size_t>(gpus));
+  for (const TimedAction &t : timeline) {
+    start.at(t.action) = t.startMs;
+    onGpu[static_cast<size_t>(t.gpu)].push_back(&t);
+  }
+  for (auto &list : onGpu)
+    std::sort(list.begin(), list.end(), [](const TimedAction *a, const TimedAction *b) {
+      return a->startMs < b->startMs;
+    });
+  // A rank frees a taken buffer at once when it waits, else when its action ends.
+  auto released = [&](int gpu, double taken) {
+    const auto &list = onGpu[static_cast<size_t>(gpu)];
+    auto after = std::upper_bound(list.begin(), list.end(), taken,
+                                  [](double t, const TimedAction *a) { return t < a->startMs; });
+    if (after != list.begin() && taken < (*std::prev(after))->endMs)
+      return (*std::prev(after))->endMs;
+    return taken;
+  };
+  struct Event {
+    double time;
+    int order; // at equal times: allocations, then sent buffers freed, then received ones
+    int gpu;
+    double bytes;
+  };
+  std::vector<Event> events;
+  const ActionKind gradientTaker = splitBackward ? ActionKind::BackwardInput : ActionKind::Backward;
+  for (const TimedAction &t : timeline) {
+    const size_t s = static_cast<size_t>(t.action.stage);
+    const bool forward = t.action.kind == ActionKind::Forward;
+    if (!forward && t.action.kind != gradientTaker)
+      continue;
+    for (const auto &edge : forward ? graph.successors[s] : graph.predecessors[s]) {
+      const Action taker{forward ? ActionKind::Forward : gradientTaker, edge.stage,
+                         t.action.microbatch};
+      const double taken = start.at(taker);
+      if (taken < 0)
+        continue;
+      const int to = graph.gpu[static_cast<size_t>(edge.stage)];
+      events.push_back({t.endMs, 0, t.gpu, edge.bytes});
+      events.push_back({released(t.gpu, taken), 1, t.gpu, -edge.bytes});
+      events.push_back({taken, 0, to, edge.bytes});
+      events.push_back({taken, 2, to, -edge.bytes});
+    }
+  }
+  std::sort(events.begin(), events.end(), [](const Event &a, const Event &b) {
+    return std::tie(a.time, a.order) < std::tie(b.time, b.order);
+  });
+  std::vector<double> held(static_cast<size_t>(gpus), 0), peak(held);
+  for (const Event &e : events) {
+    const size_t g = static_cast<size_t>(e.gpu);
+    held[g] += e.bytes;
+    peak[g] = std::max(peak[g], held[g]);
+  }
+  return peak;
+}
 } // namespace
 
 std::vector<double> peakHeldBytes(const PlanResult &plan, const std::vector<double> &bytesPerStage) {
@@ -496,6 +560,12 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
     memory.activationPeakBytes = std::max(memory.activationPeakBytes, gpuActivation[g]);
     gpuKept[g] += e.keptBytes;
     memory.keptPeakBytes = std::max(memory.keptPeakBytes, gpuKept[g]);
+  }
+  if (problem.training.communicationBuffers) {
+    const std::vector<double> held =
+        messagePeaks(graph, result.timeline, schedule.splitBackward, gpus, m);
+    for (int g = 0; g < gpus; ++g)
+      result.memory[static_cast<size_t>(g)].messageBytes = held[static_cast<size_t>(g)];
   }
   for (int s = 0; s < stages; ++s) {
     const size_t g = static_cast<size_t>(graph.gpu[static_cast<size_t>(s)]);

@@ -3,6 +3,7 @@
 // every schedule it is given by the generators passes the checker.
 #include "TestUtil.h"
 
+#include "partitioner/Allocation.h"
 #include "partitioner/Checker.h"
 #include "partitioner/LatticeDp.h"
 #include "partitioner/Linearize.h"
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 
 namespace partitioner::testing {
 namespace {
@@ -295,6 +297,124 @@ TEST(Simulator, TransfersDelayConsumersAndSharePorts) {
   ASSERT_EQ(result.transfers.size(), 2u);
   EXPECT_FALSE(result.transfers[0].gradient);
   EXPECT_TRUE(result.transfers[1].gradient);
+}
+
+TEST(Simulator, MessagesHeldFollowTheTimeline) {
+  // Stage 0 (1 ms forward) feeds stage 1 (3 ms forward) 100-byte activations,
+  // free links. Under GPipe stage 0 sends at 1, 2, 3, 4 ms and stage 1 takes them
+  // as its forwards start, at 1, 4, 7, 10 ms: the first while stage 0 computes
+  // (freed when that forward ends, at 2 ms), the others while it waits. At 4 ms
+  // stage 0 holds three (the second, taken then, and the two behind it), one more
+  // than the two per cut tensor the plan reserves. Under 1F1B it holds at most
+  // the activation in flight and the gradient it receives.
+  Problem problem = uniformPipeline(2, 4, 1, 1);
+  problem.layers[1].forwardMs = 3;
+  problem.layers[1].backwardMs = 3;
+  problem.training.communicationBuffers = true;
+  orThrow(problem.finalize());
+  ASSERT_EQ(problem.tensors.size(), 1u);
+  SimulationResult gpipe = simulatePlan(problem, onePerGpu(2), ScheduleKind::GPipe);
+  ASSERT_TRUE(gpipe.completed) << gpipe.error;
+  EXPECT_DOUBLE_EQ(gpipe.memory[0].messageBytes, 300);
+  EXPECT_DOUBLE_EQ(gpipe.memory[0].bufferBytes, 200);
+  SimulationResult oneF = simulatePlan(problem, onePerGpu(2), ScheduleKind::OneFOneB);
+  ASSERT_TRUE(oneF.completed) << oneF.error;
+  for (const GpuMemory &memory : oneF.memory) {
+    EXPECT_DOUBLE_EQ(memory.messageBytes, 200);
+    // Reserved beside the peak, not in it.
+    EXPECT_DOUBLE_EQ(memory.peakBytes, memory.stateBytes + memory.extraWeightBytes +
+                                           memory.bufferBytes + memory.activationPeakBytes +
+                                           memory.workspaceBytes);
+  }
+  problem.training.communicationBuffers = false;
+  EXPECT_EQ(simulatePlan(problem, onePerGpu(2), ScheduleKind::GPipe).memory[0].messageBytes, 0);
+}
+
+/// The peak of the messages a GPU holds, evaluated at every instant where one is
+/// sent or taken, straight from the rule: a sent tensor from its producer's end
+/// until its consumer starts, or until the end of the sender's action running
+/// then; a received one at its consumer's start.
+std::vector<double> messagesHeldByInstant(const Problem &problem, const PlanResult &plan) {
+  const StageGraph graph = buildStageGraph(problem, plan.allocation);
+  const auto &timeline = plan.simulation.timeline;
+  const ActionKind taker =
+      plan.schedule.splitBackward ? ActionKind::BackwardInput : ActionKind::Backward;
+  struct Message {
+    int from, to;
+    double sent, taken, freed, bytes;
+  };
+  std::vector<Message> messages;
+  for (const TimedAction &producer : timeline) {
+    const bool forward = producer.action.kind == ActionKind::Forward;
+    if (!forward && producer.action.kind != taker)
+      continue;
+    const size_t s = static_cast<size_t>(producer.action.stage);
+    for (const auto &edge : forward ? graph.successors[s] : graph.predecessors[s]) {
+      const Action wanted{forward ? ActionKind::Forward : taker, edge.stage,
+                          producer.action.microbatch};
+      for (const TimedAction &consumer : timeline)
+        if (consumer.action == wanted) {
+          double freed = consumer.startMs;
+          for (const TimedAction &busy : timeline)
+            if (busy.gpu == producer.gpu && busy.startMs <= consumer.startMs &&
+                consumer.startMs < busy.endMs)
+              freed = busy.endMs;
+          messages.push_back({producer.gpu, consumer.gpu, producer.endMs, consumer.startMs,
+                              freed, edge.bytes});
+        }
+    }
+  }
+  std::vector<double> peak(static_cast<size_t>(problem.platform.gpus), 0);
+  for (const Message &at : messages)
+    for (double t : {at.sent, at.taken})
+      for (size_t g = 0; g < peak.size(); ++g) {
+        double held = 0;
+        for (const Message &m : messages) {
+          if (static_cast<size_t>(m.from) == g && m.sent <= t && t <= m.freed)
+            held += m.bytes;
+          if (static_cast<size_t>(m.to) == g && m.taken == t)
+            held += m.bytes;
+        }
+        peak[g] = std::max(peak[g], held);
+      }
+  return peak;
+}
+
+TEST(Simulator, MessagesHeldEqualTheirPeakAtEveryInstant) {
+  std::mt19937 rng(44);
+  int compared = 0, above = 0;
+  for (int trial = 0, trials = scaledTrials(12); trial < trials; ++trial) {
+    const int layers = 5 + static_cast<int>(rng() % 8);
+    const int gpus = 2 + static_cast<int>(rng() % 3);
+    Problem problem = trial % 2 ? randomDag(rng, layers, gpus) : randomChain(rng, layers, gpus);
+    problem.training.microbatches = gpus * (1 + static_cast<int>(rng() % 3));
+    problem.training.communicationBuffers = true;
+    orThrow(problem.finalize());
+    for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZeroBubble,
+                              ScheduleKind::Periodic}) {
+      problem.training.schedule = kind;
+      PlanOptions options;
+      options.algorithms = {"all"};
+      options.ilpTimeLimitSeconds = 1;
+      const PlanningReport report = planOrThrow(problem, options);
+      for (const PlanResult &r : report.results) {
+        if (r.stages.empty() || !r.simulation.completed)
+          continue;
+        const std::vector<double> expected = messagesHeldByInstant(problem, r);
+        for (size_t g = 0; g < expected.size(); ++g) {
+          EXPECT_NEAR(r.simulation.memory[g].messageBytes, expected[g], 1e-6 * expected[g])
+              << "trial " << trial << " " << r.algorithm << " " << toString(kind) << " GPU "
+              << g;
+          above += r.simulation.memory[g].messageBytes > r.simulation.memory[g].bufferBytes;
+          ++compared;
+        }
+      }
+    }
+  }
+  std::cout << compared << " GPUs compared; messages held above the buffers reserved on "
+            << above << "\n";
+  EXPECT_GT(compared, 100);
+  EXPECT_GT(above, 0) << "no instance where the timeline holds more than the reserve";
 }
 
 } // namespace

@@ -3,7 +3,8 @@
 // A send queues a pointer to the sender's buffer in the receiver's mailbox and
 // returns; the receiver copies the bytes out and marks the message received,
 // which is when the sender may free the buffer. Waits wake on arrival, on the
-// hub's stop and on their deadline, so a failing rank stops the others at once.
+// hub's stop and on their deadline, so a failing rank stops the others at once,
+// and when a message the waiting rank sent was taken, so that it frees it then.
 //
 //===----------------------------------------------------------------------===//
 #include "ThreadTransport.h"
@@ -48,18 +49,27 @@ public:
   }
 
   bool receive(const MessageKey &key, double timeoutSeconds,
-               const std::function<void *(size_t)> &buffer) override {
+               const std::function<void *(size_t)> &buffer,
+               const std::function<void()> &taken) override {
     ThreadHub::Mailbox &box = *hub_.mailboxes_[static_cast<size_t>(rank_)];
     std::unique_lock<std::mutex> lock(box.mutex);
     auto deadline = deadlineAfter(timeoutSeconds);
-    auto ready = [&] {
-      if (hub_.stopped())
-        return true;
+    auto there = [&] {
       auto it = box.queues.find(key);
       return it != box.queues.end() && !it->second.empty();
     };
-    if (!box.arrived.wait_until(lock, deadline, ready))
-      return false;
+    uint64_t seen = box.taken;
+    auto ready = [&] { return hub_.stopped() || there() || (taken && box.taken != seen); };
+    for (;;) {
+      if (!box.arrived.wait_until(lock, deadline, ready))
+        return false;
+      if (hub_.stopped() || there())
+        break;
+      seen = box.taken; // a take from here on wakes the wait again
+      lock.unlock();
+      taken();
+      lock.lock();
+    }
     checkStopped();
     auto it = box.queues.find(key);
     std::shared_ptr<ThreadHub::Message> message = it->second.front();
@@ -70,6 +80,13 @@ public:
     void *into = buffer(message->size);
     std::memcpy(into, message->data, message->size);
     message->received.store(true, std::memory_order_release);
+    // Wake the sender if it waits, so that it frees the buffer now.
+    ThreadHub::Mailbox &from = *hub_.mailboxes_[static_cast<size_t>(key.from)];
+    {
+      std::lock_guard<std::mutex> fromLock(from.mutex);
+      ++from.taken;
+    }
+    from.arrived.notify_all();
     return true;
   }
 

@@ -42,6 +42,9 @@ private:
     std::mutex mutex;
     std::condition_variable arrived;
     std::map<MessageKey, std::deque<std::shared_ptr<Message>>> queues;
+    /// Messages this mailbox's rank sent that a receiver has taken (wakes the
+    /// rank's wait so that it frees their buffers).
+    uint64_t taken = 0;
   };
   std::vector<std::unique_ptr<Mailbox>> mailboxes_;
   std::atomic<bool> stopped_{false};

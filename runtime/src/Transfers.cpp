@@ -95,7 +95,7 @@ pipe_tensor *receiveTensor(pipe_rank *r, const MessageKey &key, int32_t dtype,
     if (!storage)
       fail(r, "%s: out of memory for a %zu-byte message", what, size);
     return storage->data;
-  });
+  }, [r] { reapSends(r); });
   const double waited = nowMs(r) - waitStart;
   r->nodeWaitMs += waited;
   r->waitMs += waited;

@@ -64,9 +64,13 @@ public:
   virtual std::unique_ptr<PendingSend> send(const MessageKey &key, const void *data,
                                             size_t size) = 0;
   /// Waits up to `timeoutSeconds` for message `key`; when it is there, asks
-  /// `buffer(size)` where its bytes go and fills it. False on timeout.
+  /// `buffer(size)` where its bytes go and fills it. False on timeout. While it
+  /// waits it calls `taken()` (when set) whenever a message this rank sent may
+  /// have been received since, so that the rank frees those buffers then rather
+  /// than after the wait.
   virtual bool receive(const MessageKey &key, double timeoutSeconds,
-                       const std::function<void *(size_t)> &buffer) = 0;
+                       const std::function<void *(size_t)> &buffer,
+                       const std::function<void()> &taken = {}) = 0;
   /// Throws Stopped when another rank has failed (the MPI transport never
   /// needs to: a failing MPI rank aborts the world).
   virtual void checkStopped() = 0;

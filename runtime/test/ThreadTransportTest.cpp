@@ -71,6 +71,45 @@ TEST(ThreadTransport, ReceiverWaitsForALateSender) {
   sender.join();
 }
 
+TEST(ThreadTransport, AWaitingSenderLearnsAtOnceThatItsMessageWasTaken) {
+  // Rank 0 sends, then waits for an answer that comes 300 ms after rank 1 takes
+  // the message: the wait calls `taken` when the take happens (the rank frees
+  // its buffer then), not after the answer.
+  ThreadHub hub(2);
+  auto zero = hub.transport(0), one = hub.transport(1);
+  const int value = 5, answer = 6;
+  const MessageKey out{0, 1, 1, PIPE_TRANSFER_ACTIVATION, 0};
+  const MessageKey back{1, 0, 1, PIPE_TRANSFER_GRADIENT, 0};
+  auto pending = zero->send(out, &value, sizeof value);
+  std::atomic<double> tookAt{-1};
+  const auto start = Clock::now();
+  std::thread peer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(receiveInt(*one, out), 5);
+    tookAt = secondsSince(start);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto reply = one->send(back, &answer, sizeof answer);
+    while (!reply->done())
+      std::this_thread::yield();
+  });
+  double doneSeenAt = -1;
+  int got = -1;
+  EXPECT_TRUE(zero->receive(
+      back, 5,
+      [&](size_t) { return static_cast<void *>(&got); },
+      [&] {
+        if (doneSeenAt < 0 && pending->done())
+          doneSeenAt = secondsSince(start);
+      }));
+  const double answeredAt = secondsSince(start);
+  peer.join();
+  EXPECT_EQ(got, 6);
+  ASSERT_GE(doneSeenAt, 0) << "the wait never reported the take";
+  EXPECT_GE(doneSeenAt, tookAt.load());
+  EXPECT_LT(doneSeenAt, tookAt.load() + 0.2) << "answer at " << answeredAt << " s";
+  EXPECT_GE(answeredAt, tookAt.load() + 0.29);
+}
+
 TEST(ThreadTransport, TimeoutHonoursTheDeadline) {
   ThreadHub hub(2);
   auto one = hub.transport(1);

@@ -109,7 +109,10 @@ struct TimedTransfer {
 struct GpuMemory {
   double stateBytes = 0;       ///< parameters x state multiplier
   double extraWeightBytes = 0; ///< weight versions beyond the first
-  double bufferBytes = 0;      ///< communication buffers
+  double bufferBytes = 0;      ///< communication buffers, kBuffersPerCutTensor per cut tensor
+  /// Peak of the message bytes held at once along the simulated timeline, as the
+  /// runtime holds them (docs/partitioner.md, "Memory of a GPU"); not in peakBytes.
+  double messageBytes = 0;
   /// The largest workspace of the GPU's stages (it runs one at a time).
   double workspaceBytes = 0;
   double activationPeakBytes = 0;
