@@ -79,6 +79,7 @@ struct pipe_rank {
   std::vector<piperun::StepRecord> steps;
   bool inAction = false;
   piperun::ActionRecord action;
+  double waitMsAtActionBegin = 0; ///< waitMs when the running action began
   std::vector<piperun::ActionRecord> actions;
 
   std::vector<piperun::OutstandingSend> sends;

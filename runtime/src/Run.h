@@ -54,6 +54,9 @@ struct ActionRecord {
   int32_t kind = 0, stage = -1, microbatch = -1;
   int64_t step = 0;
   double startMs = 0, endMs = 0;
+  /// Time blocked in receives during the action: its inputs were all in at
+  /// startMs + waitMs at the latest (the plan's start of the action).
+  double waitMs = 0;
 };
 
 /// Time spent after pipe_node(id) until the next pipe_node or action end,

@@ -88,6 +88,7 @@ void pipe_action_begin(pipe_rank *r, int32_t kind, int32_t stage, int32_t microb
   reapSends(r);
   r->inAction = true;
   r->action = ActionRecord{kind, stage, microbatch, r->step, nowMs(r), 0};
+  r->waitMsAtActionBegin = r->waitMs;
 }
 
 void pipe_action_end(pipe_rank *r) {
@@ -96,6 +97,7 @@ void pipe_action_end(pipe_rank *r) {
   closeNode(r);
   reapSends(r);
   r->action.endMs = nowMs(r);
+  r->action.waitMs = r->waitMs - r->waitMsAtActionBegin;
   r->actions.push_back(r->action);
   r->inAction = false;
 }

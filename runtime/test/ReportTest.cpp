@@ -37,17 +37,46 @@ std::vector<ActionRecord> firstStageStep(int64_t step, double origin, double uni
 
 TEST(MeasuredPeriod, SteadyStateGapsOfOneFOneB) {
   RankReport report;
-  // Step 0 is slow (left out). In step 1 (1.5 ms actions) F1 anchors the steady
-  // state, and F2 and F3 each start two actions (3 ms) after the forward before.
+  // Step 0 is slow (left out). In step 1 (1.5 ms actions) the steady state is
+  // F2 and F3, after the first backward: two actions (3 ms) apart. B0 waited
+  // 4 ms for the last stage's gradient (the pipeline's fill): the gap F1 -> F2
+  // holds it and is not steady.
   for (const ActionRecord &a : firstStageStep(0, 0, 5))
     report.actions.push_back(a);
-  for (const ActionRecord &a : firstStageStep(1, 100, 1.5))
+  std::vector<ActionRecord> step = firstStageStep(1, 100, 1.5);
+  for (size_t i = 2; i < step.size(); ++i) {
+    step[i].startMs += i == 2 ? 0 : 4;
+    step[i].endMs += 4;
+  }
+  step[2].waitMs = 4;
+  for (const ActionRecord &a : step)
     report.actions.push_back(a);
   std::optional<MeasuredPeriod> period = measurePeriod({report});
   ASSERT_TRUE(period.has_value());
   EXPECT_TRUE(period->steady);
-  EXPECT_EQ(period->gaps, 2);
-  EXPECT_DOUBLE_EQ(period->ms, 3.0) << "(F3 - F1) / 2 = (107.5 - 101.5) / 2";
+  EXPECT_EQ(period->gaps, 1);
+  EXPECT_DOUBLE_EQ(period->ms, 3.0) << "F3 - F2 = 111.5 - 108.5";
+}
+
+TEST(MeasuredPeriod, AForwardStartsWhenItsInputsAreIn) {
+  // The second stage of two, F0 B0 F1 B1 F2 B2, 1 ms of work each: F1 begins
+  // at 2 ms and waits 2 ms for its activation, F2 begins at 6 ms and waits 4 ms.
+  // The steady forwards start at 4 and 10 ms: 6 ms apart, not the 4 ms between
+  // their action begins.
+  RankReport report;
+  const double begins[] = {0, 1, 2, 5, 6, 11};
+  const double waits[] = {0, 0, 2, 0, 4, 0};
+  for (int i = 0; i < 6; ++i) {
+    ActionRecord a = action(i % 2 ? PIPE_ACTION_BACKWARD : PIPE_ACTION_FORWARD, 1, i / 2, 0,
+                            begins[i], begins[i] + waits[i] + 1);
+    a.waitMs = waits[i];
+    report.actions.push_back(a);
+  }
+  std::optional<MeasuredPeriod> period = measurePeriod({report});
+  ASSERT_TRUE(period.has_value());
+  EXPECT_TRUE(period->steady);
+  EXPECT_EQ(period->gaps, 1);
+  EXPECT_DOUBLE_EQ(period->ms, 6.0) << "F2 starts at 6 + 4, F1 at 2 + 2";
 }
 
 TEST(MeasuredPeriod, GpipeHasNoSteadyStateAndAveragesEveryGap) {
@@ -78,6 +107,7 @@ TEST(Report, RoundTripsBetweenRanks) {
   report.waitMs = 1.25;
   report.steps.push_back({2, 1.5, 2.5, true, 0.75});
   report.actions.push_back(action(PIPE_ACTION_BACKWARD_WEIGHT, 1, 2, 2, 1.5, 1.75));
+  report.actions.back().waitMs = 0.125;
   report.nodes.push_back({4, "fc1", 0.5, 8, true, {0.125, 0.25}, {0, 0.125}});
   RankReport back = decodeReport(encodeReport(report));
   EXPECT_EQ(back.rank, 3);
@@ -89,6 +119,7 @@ TEST(Report, RoundTripsBetweenRanks) {
   EXPECT_TRUE(back.steps[0].hasLoss);
   ASSERT_EQ(back.actions.size(), 1u);
   EXPECT_EQ(actionName(back.actions[0]), "W2@s1");
+  EXPECT_EQ(back.actions[0].waitMs, 0.125);
   ASSERT_EQ(back.nodes.size(), 1u);
   EXPECT_EQ(back.nodes[0].name, "fc1");
   EXPECT_EQ(back.nodes[0].calls, 8);

@@ -2,7 +2,8 @@
 //
 // The memory table compares each category's measured peak with program.json's
 // prediction; the period is measured as the plan defines it (forward starts of
-// a stage one period apart in the steady state); the trace uses the plan's
+// a stage one period apart in the steady state, an action starting when its
+// inputs are in); the trace uses the plan's
 // trace layout so both open side by side in Perfetto. The printed report and
 // measured.json render one RunSummary; the profile is the compiler's
 // --profile format, per micro-batch.
@@ -57,7 +58,9 @@ std::string formatBytes(double bytes) {
 }
 
 std::optional<MeasuredPeriod> measurePeriod(const std::vector<RankReport> &reports) {
-  // Per (step, stage): forward starts in time order and the first backward's.
+  // Per (step, stage): forward starts in time order and the first backward's. An
+  // action starts, as the plan has it, when its inputs are in: after the time it
+  // waited in receives (its action began before them).
   struct Lane {
     std::vector<double> forwards;
     double firstBackward = 1e300;
@@ -67,10 +70,11 @@ std::optional<MeasuredPeriod> measurePeriod(const std::vector<RankReport> &repor
   for (const RankReport &report : reports)
     for (const ActionRecord &a : report.actions) {
       Lane &lane = lanes[{a.step, a.stage}];
+      const double start = a.startMs + a.waitMs;
       if (a.kind == PIPE_ACTION_FORWARD)
-        lane.forwards.push_back(a.startMs);
+        lane.forwards.push_back(start);
       else if (isBackward(a.kind))
-        lane.firstBackward = std::min(lane.firstBackward, a.startMs);
+        lane.firstBackward = std::min(lane.firstBackward, start);
       lastStep = std::max(lastStep, a.step);
     }
   // The first step also pays for cold caches and first allocations.
@@ -83,14 +87,13 @@ std::optional<MeasuredPeriod> measurePeriod(const std::vector<RankReport> &repor
     std::sort(lane.forwards.begin(), lane.forwards.end());
     allSpan += lane.forwards.back() - lane.forwards.front();
     allGaps += static_cast<int64_t>(lane.forwards.size()) - 1;
-    // Warm-up: forwards before the stage's first backward, but the last of
-    // them anchors the steady state; cool-down has no forwards.
-    size_t anchor = 0;
-    while (anchor + 1 < lane.forwards.size() && lane.forwards[anchor + 1] < lane.firstBackward)
-      ++anchor;
-    size_t gaps = lane.forwards.size() - 1 - anchor;
+    // The steady state: the forwards after the stage's first backward, one
+    // backward and one forward apart. The gap from the last warm-up forward
+    // holds the pipeline's fill (the first backward waits for the last stage).
+    auto first = std::upper_bound(lane.forwards.begin(), lane.forwards.end(), lane.firstBackward);
+    const auto gaps = std::distance(first, lane.forwards.end()) - 1;
     if (gaps > 0) {
-      steadySpan += lane.forwards.back() - lane.forwards[anchor];
+      steadySpan += lane.forwards.back() - *first;
       steadyGaps += static_cast<int64_t>(gaps);
     }
   }
@@ -365,7 +368,11 @@ void writeTrace(const std::string &path, const std::vector<RankReport> &reports)
            {"tid", report.rank},
            {"ts", a.startMs * 1000},
            {"dur", (a.endMs - a.startMs) * 1000},
-           {"args", {{"stage", a.stage}, {"microbatch", a.microbatch}, {"step", a.step}}}});
+           {"args",
+            {{"stage", a.stage},
+             {"microbatch", a.microbatch},
+             {"step", a.step},
+             {"wait_ms", a.waitMs}}}});
     }
   json document;
   document["traceEvents"] = events;
@@ -379,7 +386,7 @@ std::vector<char> encodeReport(const RankReport &report) {
   for (const StepRecord &s : report.steps)
     steps.push_back({s.step, s.startMs, s.endMs, s.hasLoss, s.loss});
   for (const ActionRecord &a : report.actions)
-    actions.push_back({a.kind, a.stage, a.microbatch, a.step, a.startMs, a.endMs});
+    actions.push_back({a.kind, a.stage, a.microbatch, a.step, a.startMs, a.endMs, a.waitMs});
   for (const NodeTime &n : report.nodes)
     nodes.push_back({n.node, n.name, n.ms, n.calls, n.declared, n.forwardMs, n.backwardMs});
   json document = {{"rank", report.rank},
@@ -403,7 +410,7 @@ RankReport decodeReport(const std::vector<char> &bytes) {
   for (const json &s : document.at("steps"))
     report.steps.push_back({s[0], s[1], s[2], s[3], s[4]});
   for (const json &a : document.at("actions"))
-    report.actions.push_back({a[0], a[1], a[2], a[3], a[4], a[5]});
+    report.actions.push_back({a[0], a[1], a[2], a[3], a[4], a[5], a[6]});
   for (const json &n : document.at("nodes"))
     report.nodes.push_back({n.at(0), n.at(1), n.at(2), n.at(3), n.at(4),
                             n.at(5).get<std::vector<double>>(), n.at(6).get<std::vector<double>>()});
