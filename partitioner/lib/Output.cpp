@@ -145,7 +145,10 @@ void writeTable(const Problem &problem, const PlanningReport &report, std::ostre
     if (!messages.empty())
       out << "messages: along the simulated timeline a runtime whose sends never block holds "
              "more than the buffers reserved per cut tensor: "
-          << messages << "\n";
+          << messages
+          << (problem.training.messagesFromTimeline ? "; the memory above charges them"
+                                                    : "; not charged in the memory above")
+          << "\n";
     out << "period " << milliseconds(best->periodMs)
         << " ms, iteration (m=" << problem.training.microbatches << ") "
         << milliseconds(best->iterationMs) << " ms, bubble " << fixed(100 * best->bubbleFraction, 1)

@@ -127,7 +127,8 @@ Problem readDocument(const json &document, const std::string &name) {
   if (root.has("training")) {
     JsonFields t(root.at("training"), name + ": training",
                  {"microbatches", "state_multiplier", "schedule", "weight_policy",
-                  "communication_buffers", "interleave_chunks", "recompute"});
+                  "communication_buffers", "messages_from_timeline", "interleave_chunks",
+                  "recompute"});
     TrainingSettings &training = problem.training;
     training.microbatches =
         static_cast<int>(t.integer("microbatches", training.microbatches, 1, kMaxMicrobatches));
@@ -138,6 +139,8 @@ Problem readDocument(const json &document, const std::string &name) {
       training.weights = orThrow(parseWeightPolicy(t.string("weight_policy", "")));
     training.communicationBuffers =
         t.boolean("communication_buffers", training.communicationBuffers);
+    training.messagesFromTimeline =
+        t.boolean("messages_from_timeline", training.messagesFromTimeline);
     training.interleaveChunks = static_cast<int>(
         t.integer("interleave_chunks", training.interleaveChunks, 1, kMaxInterleaveChunks));
     if (t.has("recompute"))
@@ -237,6 +240,7 @@ void writeProblemJson(const Problem &problem, std::ostream &out,
   training["schedule"] = toString(problem.training.schedule);
   training["weight_policy"] = toString(problem.training.weights);
   training["communication_buffers"] = problem.training.communicationBuffers;
+  training["messages_from_timeline"] = problem.training.messagesFromTimeline;
   training["interleave_chunks"] = problem.training.interleaveChunks;
   training["recompute"] = toString(problem.training.recompute);
   document["training"] = training;

@@ -587,7 +587,10 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
   int used = 0;
   for (int g = 0; g < gpus; ++g) {
     GpuMemory &memory = result.memory[static_cast<size_t>(g)];
-    memory.peakBytes = memory.stateBytes + memory.extraWeightBytes + memory.bufferBytes +
+    const double buffers = problem.training.messagesFromTimeline
+                               ? std::max(memory.bufferBytes, memory.messageBytes)
+                               : memory.bufferBytes;
+    memory.peakBytes = memory.stateBytes + memory.extraWeightBytes + buffers +
                        memory.activationPeakBytes + memory.workspaceBytes;
     if (!schedule.actions[static_cast<size_t>(g)].empty()) {
       ++used;

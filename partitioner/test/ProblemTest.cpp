@@ -247,6 +247,13 @@ TEST(Problem, JsonRoundTripAndErrors) {
   EXPECT_EQ(again.tensors[0].consumers, (std::vector<int>{1, 3}));
   EXPECT_DOUBLE_EQ(again.layers[1].savedBytes, 2e8);
   EXPECT_DOUBLE_EQ(again.platform.memoryBytesPerGpu, 24e9);
+  EXPECT_FALSE(again.training.messagesFromTimeline);
+  problem.training.messagesFromTimeline = true;
+  std::ostringstream charged;
+  writeProblemJson(problem, charged);
+  std::istringstream chargedBack(charged.str());
+  EXPECT_TRUE(orThrow(readProblemJson(chargedBack, "charged")).training.messagesFromTimeline);
+  problem.training.messagesFromTimeline = false;
 
   std::istringstream noLayers(R"({"name": "x"})");
   EXPECT_NE(errorOf([&] { orThrow(readProblemJson(noLayers, "x.json")); }).find("'layers'"), std::string::npos);

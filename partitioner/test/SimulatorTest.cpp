@@ -326,6 +326,13 @@ TEST(Simulator, MessagesHeldFollowTheTimeline) {
                                            memory.bufferBytes + memory.activationPeakBytes +
                                            memory.workspaceBytes);
   }
+  // Charged (messagesFromTimeline, as the main job plans): the peak holds the
+  // larger of the two.
+  problem.training.messagesFromTimeline = true;
+  gpipe = simulatePlan(problem, onePerGpu(2), ScheduleKind::GPipe);
+  const GpuMemory &first = gpipe.memory[0];
+  EXPECT_DOUBLE_EQ(first.peakBytes, first.stateBytes + first.extraWeightBytes + 300 +
+                                        first.activationPeakBytes + first.workspaceBytes);
   problem.training.communicationBuffers = false;
   EXPECT_EQ(simulatePlan(problem, onePerGpu(2), ScheduleKind::GPipe).memory[0].messageBytes, 0);
 }

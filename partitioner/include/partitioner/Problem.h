@@ -207,6 +207,11 @@ struct TrainingSettings {
   /// Count communication buffers in the stage memory: kBuffersPerCutTensor
   /// per cut tensor on each side of the cut.
   bool communicationBuffers = true;
+  /// With communicationBuffers, charge each GPU the larger of those buffers and
+  /// the messages its simulated timeline holds at once (GpuMemory::messageBytes):
+  /// what a runtime whose sends never block holds, the CPU runtime's. The main
+  /// job sets it; the profiles' planners (and their figures) do not.
+  bool messagesFromTimeline = false;
   int interleaveChunks = 2; ///< virtual stages per GPU for the interleaved schedule
   RecomputePolicy recompute = RecomputePolicy::None;
 };

@@ -298,6 +298,9 @@ pipe::pipeline::buildPartitionProblem(ModuleOp module, const PipePartitionOption
   if (!recompute)
     return module.emitError(recompute.error());
   outcome.problem.training.recompute = *recompute;
+  // The programs run on a runtime whose sends never block: a plan must fit the
+  // messages its timeline holds, not only its two buffers per cut tensor.
+  outcome.problem.training.messagesFromTimeline = true;
   if (partitioner::Status status = outcome.problem.finalize(); !status)
     return module.emitError(status.error);
   outcome.linkModel = describeLinks(outcome.problem.platform);
