@@ -519,7 +519,21 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
     addBlockMovesOfChosen(problem, report, options);
   if (options.improveByKPeriodicOrders && askedForBest && report.chosen >= 0)
     addKPeriodicOrders(problem, report, options);
+  // What the report and the plan JSON show of the plans: the chosen ones.
+  for (int chosen : {report.chosen, report.bestByOtherObjective})
+    if (chosen >= 0)
+      recordMessages(problem, report.results[static_cast<size_t>(chosen)]);
   return report;
+}
+
+void recordMessages(const Problem &problem, PlanResult &result) {
+  if (!problem.training.communicationBuffers || problem.training.messagesFromTimeline ||
+      !result.simulation.completed || result.allocation.numStages() == 0)
+    return;
+  recordMessagePeaks(buildStageGraph(problem, result.allocation), result.schedule.splitBackward,
+                     result.simulation);
+  for (size_t g = 0; g < result.gpus.size(); ++g)
+    result.gpus[g].breakdown.messageBytes = result.simulation.memory[g].messageBytes;
 }
 
 void chooseBest(const Problem &problem, PlanningReport &report, const PlanOptions &options) {
@@ -564,7 +578,9 @@ Expected<PlanResult> evaluateAllocation(const Problem &problem, const Allocation
                                         ScheduleKind kind, const LowerBounds &bounds) {
   return catchErrors([&] {
     validateAllocation(problem, allocation);
-    return evaluateUnderPolicyOrThrow(problem, allocation, kind, bounds);
+    PlanResult result = evaluateUnderPolicyOrThrow(problem, allocation, kind, bounds);
+    recordMessages(problem, result);
+    return result;
   });
 }
 

@@ -126,6 +126,7 @@ ReplayCheck replayDocument(const Problem &problem, const nlohmann::json &documen
   ScheduleKind kind = orThrow(parseScheduleKind(plan.string("schedule", "")));
   ReplayCheck check;
   check.replayed = evaluateOrThrow(problem, allocation, kind, computeLowerBounds(problem));
+  recordMessages(problem, check.replayed);
   const PlanResult &r = check.replayed;
   auto compare = [&](const std::string &what, double replayed, double reported) {
     if (!same(replayed, reported)) {

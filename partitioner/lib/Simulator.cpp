@@ -358,10 +358,11 @@ std::vector<double> messagePeaks(const StageGraph &graph,
     start.at(t.action) = t.startMs;
     onGpu[static_cast<size_t>(t.gpu)].push_back(&t);
   }
+  // A GPU's actions are committed in the order they run: sorted already.
+  auto byStart = [](const TimedAction *a, const TimedAction *b) { return a->startMs < b->startMs; };
   for (auto &list : onGpu)
-    std::sort(list.begin(), list.end(), [](const TimedAction *a, const TimedAction *b) {
-      return a->startMs < b->startMs;
-    });
+    if (!std::is_sorted(list.begin(), list.end(), byStart))
+      std::sort(list.begin(), list.end(), byStart);
   // A rank frees a taken buffer at once when it waits, else when its action ends.
   auto released = [&](int gpu, double taken) {
     const auto &list = onGpu[static_cast<size_t>(gpu)];
@@ -378,6 +379,7 @@ std::vector<double> messagePeaks(const StageGraph &graph,
     double bytes;
   };
   std::vector<Event> events;
+  events.reserve(4 * timeline.size());
   const ActionKind gradientTaker = splitBackward ? ActionKind::BackwardInput : ActionKind::Backward;
   for (const TimedAction &t : timeline) {
     const size_t s = static_cast<size_t>(t.action.stage);
@@ -409,6 +411,16 @@ std::vector<double> messagePeaks(const StageGraph &graph,
   return peak;
 }
 } // namespace
+
+void recordMessagePeaks(const StageGraph &graph, bool splitBackward, SimulationResult &result) {
+  int microbatches = 0;
+  for (const TimedAction &t : result.timeline)
+    microbatches = std::max(microbatches, t.action.microbatch + 1);
+  const std::vector<double> held = messagePeaks(graph, result.timeline, splitBackward,
+                                                static_cast<int>(result.memory.size()), microbatches);
+  for (size_t g = 0; g < held.size(); ++g)
+    result.memory[g].messageBytes = held[g];
+}
 
 std::vector<double> peakHeldBytes(const PlanResult &plan, const std::vector<double> &bytesPerStage) {
   return heldPeaks(plan.simulation.timeline, plan.allocation.gpuOfStage,
@@ -561,12 +573,10 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
     gpuKept[g] += e.keptBytes;
     memory.keptPeakBytes = std::max(memory.keptPeakBytes, gpuKept[g]);
   }
-  if (problem.training.communicationBuffers) {
-    const std::vector<double> held =
-        messagePeaks(graph, result.timeline, schedule.splitBackward, gpus, m);
-    for (int g = 0; g < gpus; ++g)
-      result.memory[static_cast<size_t>(g)].messageBytes = held[static_cast<size_t>(g)];
-  }
+  // Charged, the messages are part of every simulation's peak; else they are
+  // only reported, and recordMessagePeaks adds them to the plans that are.
+  if (problem.training.communicationBuffers && problem.training.messagesFromTimeline)
+    recordMessagePeaks(graph, schedule.splitBackward, result);
   for (int s = 0; s < stages; ++s) {
     const size_t g = static_cast<size_t>(graph.gpu[static_cast<size_t>(s)]);
     const double params = graph.parameterBytes[static_cast<size_t>(s)];

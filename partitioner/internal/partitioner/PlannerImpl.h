@@ -19,6 +19,10 @@ PlanningReport planOrThrow(const Problem &problem, const PlanOptions &options = 
 /// overflow (the one that frees the most bytes first) until every GPU fits or none
 /// is left, keeps recomputing every stage instead when that is valid and faster,
 /// then clears each mark whose stage fits without it at no cost in period.
+/// Fills in the messages a plan's timeline holds (GpuMemory::messageBytes, in
+/// its simulation and its GPU metrics) where the simulation left them out: the
+/// problem does not charge them, and the planner reports them for its results.
+void recordMessages(const Problem &problem, PlanResult &result);
 PlanResult evaluateOrThrow(const Problem &problem, const Allocation &allocation,
                            ScheduleKind kind, const LowerBounds &bounds);
 PlanResult evaluateUnderPolicyOrThrow(const Problem &problem, const Allocation &allocation,

@@ -27,6 +27,11 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
 SimulationResult simulate(const Problem &problem, const Allocation &allocation,
                           const Schedule &schedule, const StageGraph &graph);
 
+/// Sets each GPU's messageBytes (GpuMemory) from the simulated timeline: what
+/// simulate() does itself only when the problem charges them
+/// (TrainingSettings::messagesFromTimeline).
+void recordMessagePeaks(const StageGraph &graph, bool splitBackward, SimulationResult &result);
+
 /// Per-GPU order of a 1F1B-like schedule built by list scheduling: each stage runs its
 /// next backward as soon as it can, else its next forward if fewer than caps[s]
 /// micro-batches are alive on it (1F1B with flush: caps = min(S - s, m)), else (B/W
