@@ -5,8 +5,40 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 namespace partitioner {
+
+namespace {
+
+/// The smallest T with sum over layers of saved * min(m, span / T) <= room (0 when
+/// T -> 0 fits already). The sum only falls as T grows: bisection, to a relative
+/// 1e-12, from below (a bound slightly below the threshold stays a bound).
+double averagedMemoryBoundMs(const std::vector<std::pair<double, double>> &kept, int m,
+                             double room) {
+  auto held = [&](double T) {
+    double total = 0;
+    for (const auto &[span, saved] : kept)
+      total += saved * std::min<double>(m, span / T);
+    return total;
+  };
+  double spanWeighted = 0, copies = 0;
+  for (const auto &[span, saved] : kept) {
+    spanWeighted += saved * span;
+    copies += saved * m;
+  }
+  if (copies <= room || spanWeighted <= 0)
+    return 0;
+  double low = 0, high = spanWeighted / room; // held(high) <= room
+  for (int step = 0; step < 200 && high - low > 1e-12 * high; ++step) {
+    const double middle = 0.5 * (low + high);
+    (held(middle) > room ? low : high) = middle;
+  }
+  return low;
+}
+
+} // namespace
 
 LowerBounds computeLowerBounds(const Problem &problem) {
   LowerBounds bounds;
@@ -27,7 +59,8 @@ LowerBounds computeLowerBounds(const Problem &problem) {
   const int m = problem.training.microbatches;
   if (limit < kInfinity) {
     std::vector<double> down = downstreamWork(problem);
-    double stateTotal = 0, spanWeighted = 0;
+    double stateTotal = 0;
+    std::vector<std::pair<double, double>> kept; // (span, saved bytes) of each layer
     // The shared parameters: the owner holds their state, every reader at least the
     // weight and its gradient.
     std::vector<double> read(problem.layers.size(), 0.0);
@@ -44,7 +77,8 @@ LowerBounds computeLowerBounds(const Problem &problem) {
                            layer.workspaceBytes;
       stateTotal += problem.training.stateMultiplier * layer.parameterBytes;
       const double span = down[l] / fastest;
-      spanWeighted += layer.savedBytes * span;
+      if (layer.savedBytes > 0)
+        kept.emplace_back(span, layer.savedBytes);
       if (layer.savedBytes <= 0) {
         if (state > limit) {
           bounds.memoryInfeasible = true;
@@ -69,7 +103,10 @@ LowerBounds computeLowerBounds(const Problem &problem) {
       if (copies < m)
         bounds.memoryMs = std::max(bounds.memoryMs, span / copies);
     }
-    // Averaged over time, every GPU holds at most `limit`.
+    // Averaged over time, every GPU holds at most `limit`: on average a layer keeps
+    // min(m, span / T) copies (an iteration of m micro-batches never has more in
+    // flight; with m = 1 the marginal period overlaps two micro-batches, the memory
+    // holds one), so the smallest T at which they fit.
     const double room = platform.gpus * limit - stateTotal;
     if (room <= 0) {
       bounds.memoryInfeasible = true;
@@ -77,8 +114,8 @@ LowerBounds computeLowerBounds(const Problem &problem) {
                             formatBytes(stateTotal, platform.byteUnits) + ", the " +
                             std::to_string(platform.gpus) + " GPUs hold " +
                             formatBytes(platform.gpus * limit, platform.byteUnits);
-    } else if (spanWeighted > 0) {
-      bounds.memoryMs = std::max(bounds.memoryMs, spanWeighted / room);
+    } else {
+      bounds.memoryMs = std::max(bounds.memoryMs, averagedMemoryBoundMs(kept, m, room));
     }
   }
   // Recomputation keeps fewer copies than Little's law counts (it trades time for

@@ -99,7 +99,12 @@ void writeTable(const Problem &problem, const PlanningReport &report, std::ostre
   out << "lower bound: " << milliseconds(report.bounds.bestMs) << " ms (work/P "
       << milliseconds(report.bounds.workMs) << ", largest layer "
       << milliseconds(report.bounds.largestLayerMs) << ", memory "
-      << milliseconds(report.bounds.memoryMs) << ")\n";
+      << milliseconds(report.bounds.memoryMs);
+  if (report.bounds.generalMs > 0)
+    out << ", every general allocation " << milliseconds(report.bounds.generalMs);
+  out << ")\n";
+  if (!report.bounds.generalNotes.empty())
+    out << "general-allocation bound: " << report.bounds.generalNotes << "\n";
   if (report.bounds.memoryInfeasible)
     out << "memory: no plan can fit: " << report.bounds.memoryReason << "\n";
   out << "\n";
@@ -274,6 +279,10 @@ json planJsonDocument(const Problem &problem, const PlanningReport &report, bool
                                  {"largest_layer", report.bounds.largestLayerMs},
                                  {"memory", report.bounds.memoryMs},
                                  {"best", report.bounds.bestMs}};
+  if (report.bounds.generalMs > 0)
+    document["lower_bounds_ms"]["general"] = report.bounds.generalMs;
+  if (!report.bounds.generalNotes.empty())
+    document["general_bound_notes"] = report.bounds.generalNotes;
   if (report.bounds.memoryInfeasible)
     document["memory_infeasible"] = report.bounds.memoryReason;
   document["tried"] = tried;

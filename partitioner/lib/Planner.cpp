@@ -405,6 +405,24 @@ std::string noPlanReason(const PlanningReport &report) {
   return reason;
 }
 
+/// The bound over every general allocation, up to the chosen period: it raises the
+/// report's bound and every plan's bound and gap.
+static void addGeneralAllocationBound(const Problem &problem, PlanningReport &report, double seconds) {
+  LowerBounds &bounds = report.bounds;
+  const double chosenMs = report.results[static_cast<size_t>(report.chosen)].periodMs;
+  const GeneralAllocationBound general =
+      generalAllocationBound(problem, bounds.bestMs, chosenMs, seconds);
+  bounds.generalNotes = general.notes;
+  if (general.periodMs <= bounds.bestMs)
+    return;
+  bounds.generalMs = general.periodMs;
+  bounds.bestMs = general.periodMs;
+  for (PlanResult &result : report.results) {
+    result.lowerBoundMs = std::max(result.lowerBoundMs, bounds.bestMs);
+    if (result.periodMs < kInfinity)
+      result.gap = result.periodMs / result.lowerBoundMs - 1;
+  }
+}
 
 PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
   Problem problem = input;
@@ -519,6 +537,8 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
     addBlockMovesOfChosen(problem, report, options);
   if (options.improveByKPeriodicOrders && askedForBest && report.chosen >= 0)
     addKPeriodicOrders(problem, report, options);
+  if (options.generalBoundSeconds > 0 && report.chosen >= 0)
+    addGeneralAllocationBound(problem, report, options.generalBoundSeconds);
   // What the report and the plan JSON show of the plans: the chosen ones.
   for (int chosen : {report.chosen, report.bestByOtherObjective})
     if (chosen >= 0)

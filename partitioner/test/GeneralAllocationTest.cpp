@@ -500,6 +500,75 @@ TEST(GeneralAllocation, BestMovesBlocksOfItsChosenPlanAndNeverBeatsEveryMap) {
   std::printf("best's block moves: %d chains, chosen on %d\n", compared, moved);
 }
 
+TEST(GeneralAllocation, BoundOverEveryMapNeverExceedsTheBestSimulatedMap) {
+  // The CBC bound over every general allocation against enumeration of every map
+  // layer -> GPU, each simulated under the chain's schedule: it never exceeds the
+  // best map's period, even when its bisection may look above it (upper = 1.5x the
+  // best), and it is never below the other bounds. On some chains it proves more
+  // than they do, and on some it proves the best map optimal.
+  if (!haveMipSolver())
+    GTEST_SKIP() << "built without CBC";
+  std::mt19937 rng(41);
+  int compared = 0, raised = 0, tight = 0;
+  const int trials = scaledTrials(200);
+  for (int trial = 0; trial < trials; ++trial) {
+    const int layers = 2 + static_cast<int>(rng() % 5); // 2..6
+    const int gpus = 1 + static_cast<int>(rng() % 3);   // 1..3
+    Problem problem = randomSmallChain(rng, layers, gpus, trial);
+    const std::string name = "trial " + std::to_string(trial);
+    const LowerBounds bounds = computeLowerBounds(problem);
+    const double best = bestOverEveryMap(problem, layers, gpus, problem.training.schedule, bounds);
+    if (best == kInfinity)
+      continue; // no map fits
+    const GeneralAllocationBound general =
+        generalAllocationBound(problem, bounds.bestMs, 1.5 * best, 10);
+    EXPECT_EQ(general.unknown, 0) << name << ": " << general.notes;
+    EXPECT_GE(general.periodMs, bounds.bestMs) << name;
+    EXPECT_LE(general.periodMs, best * (1 + 1e-9))
+        << name << ": bound " << general.periodMs << " ms above the best map's " << best
+        << " ms (" << general.notes << ")";
+    ++compared;
+    raised += general.periodMs > bounds.bestMs * 1.001;
+    tight += general.periodMs >= best * 0.99;
+  }
+  EXPECT_GT(compared, trials / 2);
+  EXPECT_GT(raised, 0);
+  std::printf("general-allocation bound: %d chains, above the other bounds on %d, within 1 %% "
+              "of the best map on %d\n",
+              compared, raised, tight);
+}
+
+TEST(GeneralAllocation, PlanWithTheGeneralBoundRaisesEveryGapConsistently) {
+  // plan() with generalBoundSeconds: the report's bound is the largest of its parts,
+  // no valid plan is below it (gap >= 0), and each plan's gap is measured to it.
+  if (!haveMipSolver())
+    GTEST_SKIP() << "built without CBC";
+  std::mt19937 rng(43);
+  int raised = 0;
+  for (int trial = 0; trial < scaledTrials(30); ++trial) {
+    Problem problem = randomSmallChain(rng, 4 + static_cast<int>(rng() % 4), 2 + static_cast<int>(rng() % 2), trial);
+    problem.training.recompute = RecomputePolicy::None;
+    PlanOptions options;
+    options.generalBoundSeconds = 5;
+    const PlanningReport report = planOrThrow(problem, options);
+    if (!report.best())
+      continue;
+    const std::string name = "trial " + std::to_string(trial);
+    const LowerBounds &bounds = report.bounds;
+    EXPECT_FALSE(bounds.generalNotes.empty()) << name;
+    EXPECT_DOUBLE_EQ(bounds.bestMs, std::max({bounds.workMs, bounds.largestLayerMs,
+                                              bounds.memoryMs, bounds.generalMs}))
+        << name;
+    for (const PlanResult &result : report.results)
+      if (result.valid) {
+        EXPECT_GE(result.lowerBoundMs, bounds.bestMs) << name << " " << result.algorithm;
+        EXPECT_GE(result.gap, -1e-9) << name << " " << result.algorithm;
+      }
+    raised += bounds.generalMs > 0;
+  }
+  EXPECT_GT(raised, 0);
+}
+
 TEST(GeneralAllocation, HeuristicOnALargeChainStaysFastAndValid) {
   std::mt19937 rng(8);
   Problem problem = randomChain(rng, 400, 8);

@@ -145,6 +145,12 @@ struct LowerBounds {
   /// downstream critical path, so ceil(span/T) copies (at most m) of s(l) plus its
   /// state must fit one GPU, and the time-averaged total must fit all GPUs.
   double memoryMs = 0;
+  /// Over every general allocation (map layer -> GPU), proven with CBC when
+  /// PlanOptions::generalBoundSeconds asks for it (0: not computed): per-GPU load
+  /// and per-GPU memory by Little's law (docs/partitioner.md, "A bound over every
+  /// general allocation"). Without recomputation only.
+  double generalMs = 0;
+  std::string generalNotes;        ///< how it was obtained (solves, time), or why not
   double bestMs = 0;               ///< the largest of the above
   bool memoryInfeasible = false;   ///< some layer cannot fit even with one copy
   std::string memoryReason;        ///< names the layer and its bytes when infeasible
@@ -198,6 +204,12 @@ struct PlanOptions {
   /// other orders); orders better than the chosen plan join the results as
   /// `k-periodic` (docs/partitioner.md, "k-periodic schedules").
   bool improveByKPeriodicOrders = true;
+  /// When positive: after choosing, prove a lower bound over every general
+  /// allocation (LowerBounds::generalMs) within this many seconds, by bisection
+  /// between the other bounds and the chosen period. It raises the bound, and so
+  /// the gap, of every plan; when it reaches the chosen period, no allocation,
+  /// contiguous or not, beats the chosen plan by more than 0.1 %.
+  double generalBoundSeconds = 0;
   /// Algorithms run at once, each on its own thread (0: one per core of the machine;
   /// 1: one after the other). The results, and the plan chosen, do not depend on it,
   /// except through the time limits of `ilp`, `ilp-general` and `madpipe-span`

@@ -3,6 +3,7 @@
 // keep their names, so that `--algo ilp` and `best` say what is missing
 // instead of failing as unknown, and return no allocation with that reason.
 #include "partitioner/Algorithm.h"
+#include "partitioner/Bounds.h"
 
 namespace partitioner {
 namespace {
@@ -27,6 +28,13 @@ private:
 } // namespace
 
 bool haveMipSolver() { return false; }
+
+GeneralAllocationBound generalAllocationBound(const Problem &, double lowerMs, double, double) {
+  GeneralAllocationBound result;
+  result.periodMs = lowerMs;
+  result.notes = "not computed: this build has no MIP solver (CBC)";
+  return result;
+}
 
 std::unique_ptr<Algorithm> makeIlpAlgorithm() {
   return std::make_unique<UnavailableMip>("ilp", "exact MIP over contiguous allocations");

@@ -69,6 +69,9 @@ const char *kUsage =
     "                          to other GPUs (by default it tries, as block-moves)\n"
     "  --no-k-periodic-orders  best does not search k-periodic orders of its chosen\n"
     "                          plan when memory keeps a stage below 1F1B's counts\n"
+    "  --general-bound S       after choosing, prove within S seconds (CBC) a lower bound\n"
+    "                          over every general allocation, up to the chosen period\n"
+    "                          (reported as the bound 'every general allocation')\n"
     "  --time-limit S          time limit of the ilp and ilp-general MIP solvers and of\n"
     "                          madpipe-span's search over the period (10)\n"
     "  --threads N             algorithms of best / all run at once (0, the default: one\n"
@@ -295,6 +298,8 @@ int run(int argc, char **argv) {
       }
     } else if (arg == "--threads") {
       options.threads = static_cast<int>(parseInteger(arg, value(), 0, 1024));
+    } else if (arg == "--general-bound") {
+      options.generalBoundSeconds = parseDouble(arg, value(), 0.001, 86400);
     } else if (arg == "--time-limit") {
       options.ilpTimeLimitSeconds = parseDouble(arg, value(), 0.001, 86400);
     } else if (arg == "--max-downsets") {
