@@ -210,9 +210,13 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
       return failure();
     problemWritten = true;
     progress.step(llvm::formatv("chain of {0} layers; planning on {1} GPUs with {2} (each MIP "
-                                "stops after {3} s)",
+                                "stops after {3} s{4})",
                                 problem.layers.size(), problem.platform.gpus, plan.algo,
-                                formatSeconds(plan.timeLimit)));
+                                formatSeconds(plan.timeLimit),
+                                plan.generalBound > 0
+                                    ? "; then up to " + formatSeconds(plan.generalBound) +
+                                          " s proving a bound over every general allocation"
+                                    : std::string()));
     return success();
   };
   hooks.onResult = [&](const partitioner::PlanResult &result) {

@@ -20,6 +20,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -55,6 +56,9 @@ LogicalResult pipe::driver::checkMainJobOptions(const MainJobOptions &options,
   if (!(partition.timeLimit > 0 && partition.timeLimit <= 86400))
     return refuse("--time-limit must be a number of seconds in (0, 86400], got " +
                   text(partition.timeLimit));
+  if (!(partition.generalBound >= 0 && partition.generalBound <= 86400))
+    return refuse("--general-bound must be a number of seconds in [0, 86400], got " +
+                  llvm::formatv("{0}", partition.generalBound).str());
   if (auto target = pipe::lookupTarget(partition.target); !target)
     return refuse("--target: " + llvm::toString(target.takeError()));
   if (!pipe::parseComputeDtype(partition.dtype))

@@ -202,8 +202,11 @@ std::string pipe::driver::replayCommand(const std::string &problemPath,
   std::string algorithms = options.plan.algo;
   if (algorithms == "best")
     algorithms += ",madpipe-span";
-  return llvm::formatv("pipe-plan {0} --algo {1} --objective {2} --time-limit {3}", problemPath,
-                       algorithms, options.plan.objective,
-                       formatSeconds(options.plan.timeLimit))
-      .str();
+  std::string command =
+      llvm::formatv("pipe-plan {0} --algo {1} --objective {2} --time-limit {3}", problemPath,
+                    algorithms, options.plan.objective, formatSeconds(options.plan.timeLimit))
+          .str();
+  if (options.plan.generalBound > 0)
+    command += " --general-bound " + formatSeconds(options.plan.generalBound);
+  return command;
 }

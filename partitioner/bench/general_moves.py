@@ -22,7 +22,6 @@ contiguous plan (1 - bound / contig.; at most 0.1 %: contiguous is optimal), and
 import argparse
 import json
 import os
-import re
 import subprocess
 import tempfile
 import time
@@ -120,8 +119,7 @@ def main():
                 bound = bounds.get("best")
                 others = max((bounds.get(key, 0) for key in ("work", "largest_layer", "memory")),
                              default=0)
-                taken = re.search(r"in ([0-9.]+) s", contiguous.get("general_bound_notes", ""))
-                bound_s = float(taken.group(1)) if taken else 0.0
+                bound_s = contiguous.get("general_bound_s", 0.0)
                 row += f"{cell(standalone):>14}{best_s:>8.2f}{contiguous_s - bound_s:>10.2f}"
                 if before and bound:
                     most = 1 - bound / before

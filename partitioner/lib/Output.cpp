@@ -103,8 +103,15 @@ void writeTable(const Problem &problem, const PlanningReport &report, std::ostre
   if (report.bounds.generalMs > 0)
     out << ", every general allocation " << milliseconds(report.bounds.generalMs);
   out << ")\n";
-  if (!report.bounds.generalNotes.empty())
-    out << "general-allocation bound: " << report.bounds.generalNotes << "\n";
+  if (!report.bounds.generalNotes.empty()) {
+    out << "general-allocation bound: " << report.bounds.generalNotes;
+    if (timings) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, " in %.2f s", report.bounds.generalSeconds);
+      out << seconds;
+    }
+    out << "\n";
+  }
   if (report.bounds.memoryInfeasible)
     out << "memory: no plan can fit: " << report.bounds.memoryReason << "\n";
   out << "\n";
@@ -281,8 +288,11 @@ json planJsonDocument(const Problem &problem, const PlanningReport &report, bool
                                  {"best", report.bounds.bestMs}};
   if (report.bounds.generalMs > 0)
     document["lower_bounds_ms"]["general"] = report.bounds.generalMs;
-  if (!report.bounds.generalNotes.empty())
+  if (!report.bounds.generalNotes.empty()) {
     document["general_bound_notes"] = report.bounds.generalNotes;
+    if (timings)
+      document["general_bound_s"] = report.bounds.generalSeconds;
+  }
   if (report.bounds.memoryInfeasible)
     document["memory_infeasible"] = report.bounds.memoryReason;
   document["tried"] = tried;

@@ -413,6 +413,7 @@ static void addGeneralAllocationBound(const Problem &problem, PlanningReport &re
   const GeneralAllocationBound general =
       generalAllocationBound(problem, bounds.bestMs, chosenMs, seconds);
   bounds.generalNotes = general.notes;
+  bounds.generalSeconds = general.seconds;
   if (general.periodMs <= bounds.bestMs)
     return;
   bounds.generalMs = general.periodMs;

@@ -45,7 +45,7 @@ ProblemPlan planProblem(const std::string &problemJson, const std::string &name,
                         long long maxDownsets, bool dagAware, std::optional<int> stages,
                         std::optional<int> microbatches, std::optional<std::string> memory,
                         std::optional<std::string> schedule,
-                        std::optional<std::string> recompute) {
+                        std::optional<std::string> recompute, double generalBoundSeconds) {
   using namespace partitioner;
   // The options first, as pipe-plan checks them before it reads the problem.
   PlanOptions options;
@@ -70,6 +70,13 @@ ProblemPlan planProblem(const std::string &problemJson, const std::string &name,
     throw py::value_error(message.str());
   }
   options.ilpTimeLimitSeconds = timeLimitSeconds;
+  if (!std::isfinite(generalBoundSeconds) || generalBoundSeconds < 0 ||
+      generalBoundSeconds > 86400) {
+    std::ostringstream message;
+    message << "general_bound must be in 0..86400 seconds, got " << generalBoundSeconds;
+    throw py::value_error(message.str());
+  }
+  options.generalBoundSeconds = generalBoundSeconds;
   if (maxDownsets < 0 || maxDownsets > 1000000000)
     throw py::value_error("max_downsets must be in 0..1000000000, got " +
                           std::to_string(maxDownsets));
@@ -181,10 +188,11 @@ PYBIND11_MODULE(_native, m) {
          const std::vector<std::string> &algorithms, const std::string &objective,
          double timeLimit, long long maxDownsets, bool dag, std::optional<int> stages,
          std::optional<int> microbatches, std::optional<std::string> memory,
-         std::optional<std::string> schedule, std::optional<std::string> recompute) {
+         std::optional<std::string> schedule, std::optional<std::string> recompute,
+         double generalBound) {
         ProblemPlan plan = planProblem(problemJson, name, algorithms, objective, timeLimit,
                                        maxDownsets, dag, stages, microbatches, memory, schedule,
-                                       recompute);
+                                       recompute, generalBound);
         py::dict result;
         result["valid"] = plan.valid;
         result["plan_json"] = plan.planJson;
@@ -199,7 +207,7 @@ PYBIND11_MODULE(_native, m) {
       py::arg("max_downsets") = 20000, py::arg("dag") = true,
       py::arg("stages") = py::none(), py::arg("microbatches") = py::none(),
       py::arg("memory") = py::none(), py::arg("schedule") = py::none(),
-      py::arg("recompute") = py::none(),
+      py::arg("recompute") = py::none(), py::arg("general_bound") = 0.0,
       "Plans a problem JSON (text) as `pipe-plan NAME --json FILE --svg FILE` does. Returns a "
       "dict: valid, plan_json (the bytes pipe-plan --json writes), table (what it prints), svg "
       "(empty when no plan is valid) and reason (why no plan is valid). Raises ValueError for "

@@ -420,7 +420,8 @@ def plan_problem(problem: Union[PathLike, str, Mapping[str, Any]],
                  time_limit: float = 10.0, *, stages: Optional[int] = None,
                  microbatches: Optional[int] = None, memory: Optional[str] = None,
                  schedule: Optional[str] = None, recompute: Optional[str] = None,
-                 max_downsets: int = 20000, dag: bool = True) -> Plan:
+                 max_downsets: int = 20000, dag: bool = True,
+                 general_bound: float = 0.0) -> Plan:
     """Plans a problem JSON with the partitioner alone, as `pipe-plan PROBLEM
     --json plan.json --svg schedule.svg` does (docs/partitioner.md).
 
@@ -432,7 +433,9 @@ def plan_problem(problem: Union[PathLike, str, Mapping[str, Any]],
       (--time-limit). stages, microbatches, memory ("16GB"), schedule ("1f1b"),
       recompute ("none", "auto" or "all"): override the problem's (--stages,
       --microbatches, --memory, --schedule, --recompute).
-      max_downsets, dag: --max-downsets, --no-dag.
+      max_downsets, dag: --max-downsets, --no-dag. general_bound: seconds CBC may
+      take, after the choice, to prove a lower bound over every general allocation
+      (--general-bound; 0: none); the plan JSON's lower_bounds_ms then has "general".
 
     Returns a Plan whose to_json() is the plan JSON pipe-plan writes, report its
     table and to_svg() its SVG. Raises ValueError for a bad option or a problem
@@ -454,7 +457,7 @@ def plan_problem(problem: Union[PathLike, str, Mapping[str, Any]],
         algorithms = [a for a in algorithms.split(",") if a]
     result = _native().plan_problem(text, name, list(algorithms), objective, float(time_limit),
                                     max_downsets, dag, stages, microbatches, memory, schedule,
-                                    recompute)
+                                    recompute, float(general_bound))
     if not result["valid"]:
         raise PlanError(result["reason"], [result["reason"]])
     return Plan(result["plan_json"], {"schedule.svg": result["svg"]}, result["table"])

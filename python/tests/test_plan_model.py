@@ -417,6 +417,18 @@ class PlanProblemTest(unittest.TestCase):
             plan_problem(self.problem, recompute="sometimes")
         self.assertIn("none, auto or all", str(caught.exception))
 
+    def test_general_bound_matches_pipe_plan(self):
+        result, json_path, _ = self.pipe_plan("--stages", "2", "--general-bound", "5")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        plan = plan_problem(self.problem, stages=2, general_bound=5)
+        cli = json.loads(read(json_path))
+        self.assertEqual(plan.data["lower_bounds_ms"], cli["lower_bounds_ms"])
+        self.assertTrue(plan.data["general_bound_notes"].startswith("CBC: "))
+        self.assertNotIn("general_bound_notes", plan_problem(self.problem, stages=2).data)
+        with self.assertRaises(ValueError) as caught:
+            plan_problem(self.problem, general_bound=-1)
+        self.assertIn("general_bound must be in 0..86400", str(caught.exception))
+
     def test_infeasible_is_a_plan_error(self):
         result, json_path, _ = self.pipe_plan("--memory", "1KB")
         self.assertEqual(result.returncode, 1)

@@ -150,7 +150,8 @@ struct LowerBounds {
   /// and per-GPU memory by Little's law (docs/partitioner.md, "A bound over every
   /// general allocation"). Without recomputation only.
   double generalMs = 0;
-  std::string generalNotes;        ///< how it was obtained (solves, time), or why not
+  std::string generalNotes;        ///< how it was obtained (CBC's solves), or why not
+  double generalSeconds = 0;       ///< the time it took
   double bestMs = 0;               ///< the largest of the above
   bool memoryInfeasible = false;   ///< some layer cannot fit even with one copy
   std::string memoryReason;        ///< names the layer and its bytes when infeasible

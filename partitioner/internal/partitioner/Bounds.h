@@ -20,7 +20,8 @@ struct GeneralAllocationBound {
   /// found); the bound cannot rise above it.
   double feasibleMs = kInfinity;
   int solves = 0, unknown = 0; ///< CBC solves, and those stopped by the time limit
-  std::string notes;
+  double seconds = 0;          ///< wall-clock time taken
+  std::string notes;           ///< solves and stops (no times: the plan JSON is stable)
 };
 
 /// A lower bound on the period of every general allocation (docs/partitioner.md,

@@ -232,9 +232,10 @@ GeneralAllocationBound generalAllocationBound(const Problem &problem, double low
     result.periodMs = low;
   }
   char text[160];
-  std::snprintf(text, sizeof text, "CBC: %d solves (%d stopped by the time limit) in %.2f s",
-                result.solves, result.unknown, seconds - deadline.remainingSeconds());
+  std::snprintf(text, sizeof text, "CBC: %d solves (%d stopped by the time limit)",
+                result.solves, result.unknown);
   result.notes = text;
+  result.seconds = seconds - deadline.remainingSeconds();
   return result;
 }
 

@@ -329,6 +329,7 @@ LogicalResult pipe::pipeline::planPartition(ModuleOp module, PartitionOutcome &o
     return module.emitError(objective.error());
   planOptions.objective = *objective;
   planOptions.ilpTimeLimitSeconds = options.timeLimit;
+  planOptions.generalBoundSeconds = options.generalBound;
   planOptions.onResult = hooks.onResult;
   auto report = partitioner::plan(outcome.problem, planOptions);
   if (!report) {
@@ -373,6 +374,7 @@ struct PipePartitionPass : pipe::pipeline::impl::PipePartitionBase<PipePartition
     options.profile = profile;
     options.objective = objective;
     options.timeLimit = timeLimit;
+    options.generalBound = generalBound;
     options.recompute = recompute;
     auto outcome = buildPartitionProblem(module, options);
     if (failed(outcome) || (hooks.onProblem && failed(hooks.onProblem(*outcome))) ||

@@ -40,6 +40,7 @@ PipePartitionOptions pipe::pipeline::partitionOptions(const PipePlanPipelineOpti
   partition.profile = options.profile;
   partition.objective = options.objective;
   partition.timeLimit = options.timeLimit;
+  partition.generalBound = options.generalBound;
   partition.recompute = options.recompute;
   return partition;
 }
@@ -90,6 +91,7 @@ struct PipePlanPass : pipe::pipeline::impl::PipePlanPipelineBase<PipePlanPass> {
     values.profile = profile;
     values.objective = objective;
     values.timeLimit = timeLimit;
+    values.generalBound = generalBound;
     values.recompute = recompute;
     values.loss = loss;
     values.train = train;
@@ -104,11 +106,11 @@ struct PipePlanPass : pipe::pipeline::impl::PipePlanPipelineBase<PipePlanPass> {
 
   /// Every option of this pass, in declaration order.
   std::vector<const llvm::cl::Option *> optionList() const {
-    return {&stages,    &memory,   &target,    &microBatchSize, &microbatches,
-            &algo,      &schedule, &dtype,     &optimizer,      &profile,
-            &objective, &timeLimit, &recompute, &loss,          &train,
-            &lr,        &momentum, &beta1,     &beta2,          &eps,
-            &weightDecay};
+    return {&stages,    &memory,    &target,       &microBatchSize, &microbatches,
+            &algo,      &schedule,  &dtype,        &optimizer,      &profile,
+            &objective, &timeLimit, &generalBound, &recompute,      &loss,
+            &train,     &lr,        &momentum,     &beta1,          &beta2,
+            &eps,       &weightDecay};
   }
 
   void runOnOperation() override {

@@ -37,6 +37,9 @@ defvar PipePartitionOptionList = [
   Option<"timeLimit", "time-limit", "double", /*default=*/"10",
          "Wall-clock seconds each MIP algorithm (ilp, ilp-general) and madpipe-span's "
          "search may take">,
+  Option<"generalBound", "general-bound", "double", /*default=*/"0",
+         "After choosing, seconds CBC may take to prove a lower bound over every "
+         "general allocation (map layer -> GPU), up to the chosen period (0: none)">,
   Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
          "Stages that run their forward again in the backward and keep only their "
          "inputs: none, auto (only where a stage would not fit otherwise) or all">,
