@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <cstdio>
 #include <sstream>
 
@@ -111,14 +112,37 @@ std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool
   LargerCuts larger(lattice, problem.training.stateMultiplier, maxStageBytes);
   // The bound, a hair low so that rounding never makes it exceed the cost.
   const double boundPerWork = costPerWork * (1 - 1e-12);
+  // Every stage has at most `stageWork` of work, so k stages from cut A onwards
+  // need work(A..end) <= k x stageWork, and the stages before A, at most
+  // `stages` - k of them, need work(..A) <= (stages - k) x stageWork: rows outside
+  // [first, last] are never finite, or never reached from the empty cut (a reached
+  // row only reads reached rows). A hair of slack keeps rounding from excluding one.
+  auto rowsOf = [&](int from, double stageWork) {
+    const double slack = stageWork * (1 + 1e-9);
+    const double before = lattice.work[static_cast<size_t>(from)] -
+                          lattice.work[static_cast<size_t>(lattice.emptyCut())];
+    const double after = lattice.work[static_cast<size_t>(full)] -
+                         lattice.work[static_cast<size_t>(from)];
+    auto stagesFor = [&](double work) { // the fewest stages of at most `slack` each
+      if (slack == kInfinity || work <= 0)
+        return work > 0 ? 1 : 0;
+      return static_cast<int>(std::min<double>(std::ceil(work / slack), stages + 1));
+    };
+    const int first = std::max(1, stagesFor(after));
+    const int last = stages - (from == lattice.emptyCut() ? 0 : std::max(1, stagesFor(before)));
+    return std::pair<int, int>(first, last);
+  };
   for (int from = full - 1; from >= 0; --from) {
     double *row = &value[static_cast<size_t>(from) * width];
     int *rowChoice = &choice[static_cast<size_t>(from) * width];
     const double fromWork = lattice.work[static_cast<size_t>(from)];
+    const auto [first, last] = rowsOf(from, maxWork);
+    if (first > last)
+      continue;
     larger.forEach(from, maxWork, [&](int to) {
       const double *next = &value[static_cast<size_t>(to) * width];
       const double least = (lattice.work[static_cast<size_t>(to)] - fromWork) * boundPerWork;
-      for (int k = 1; k <= stages; ++k) {
+      for (int k = first; k <= last; ++k) {
         // max(next, cost) cannot beat row[k] when next does not, nor when the
         // least the cost can be does not.
         if (next[k - 1] == kInfinity || next[k - 1] >= row[k] || least >= row[k])
@@ -159,10 +183,13 @@ std::optional<CutPartition> minMaxCore(const StageModel &model, int stages, bool
     for (int from = full - 1; from >= 0; --from) {
       double *row = &bytes[static_cast<size_t>(from) * width];
       int *rowChoice = &bytesChoice[static_cast<size_t>(from) * width];
+      const auto [first, last] = rowsOf(from, limitWork);
+      if (first > last)
+        continue;
       larger.forEach(from, limitWork, [&](int to) {
         const double *next = &bytes[static_cast<size_t>(to) * width];
         const double crossing = to == full ? 0.0 : lattice.cutBytes[static_cast<size_t>(to)];
-        for (int k = 1; k <= stages; ++k) {
+        for (int k = first; k <= last; ++k) {
           if (next[k - 1] == kInfinity)
             continue;
           double v = next[k - 1] + crossing;
