@@ -613,13 +613,15 @@ namespace {
 /// `count` micro-batches of `kind`'s schedule, generated and simulated (a schedule
 /// the generator simulated already, to choose it, is not simulated again); the
 /// schedule goes to `scheduleOut`. `order` carries the kind of general order chosen
-/// from one call to the next.
+/// from one call to the next. Without `withMemory`, times only (simulate).
 SimulationResult simulateMicrobatches(const Problem &problem, const Allocation &allocation,
                                       const StageGraph &graph, ScheduleKind kind, int count,
-                                      GeneralOrder &order, Schedule &scheduleOut) {
+                                      GeneralOrder &order, Schedule &scheduleOut,
+                                      bool withMemory = true) {
   std::optional<SimulationResult> simulated;
   scheduleOut = generateSchedule(kind, problem, allocation, graph, count, &simulated, &order);
-  return simulated ? std::move(*simulated) : simulate(problem, allocation, scheduleOut, graph);
+  return simulated ? std::move(*simulated)
+                   : simulate(problem, allocation, scheduleOut, graph, withMemory);
 }
 } // namespace
 
@@ -646,7 +648,8 @@ SimulationResult simulatePlan(const Problem &problem, const Allocation &allocati
   if (result.completed) {
     Schedule longer;
     const SimulationResult twice =
-        simulateMicrobatches(problem, allocation, graph, kind, 2 * m, order, longer);
+        simulateMicrobatches(problem, allocation, graph, kind, 2 * m, order, longer,
+                             /*withMemory=*/false);
     if (twice.completed)
       result.periodMs = (twice.iterationMs - result.iterationMs) / m;
     else

@@ -434,7 +434,7 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
 }
 
 SimulationResult simulate(const Problem &problem, const Allocation &allocation,
-                          const Schedule &schedule, const StageGraph &graph) {
+                          const Schedule &schedule, const StageGraph &graph, bool withMemory) {
   SimulationResult result;
   const int gpus = problem.platform.gpus;
   const int stages = graph.numStages;
@@ -525,6 +525,21 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
   for (const auto &t : result.transfers)
     makespan = std::max(makespan, t.endMs);
   result.iterationMs = makespan;
+  auto finish = [&] {
+    double busy = 0;
+    int used = 0;
+    for (int g = 0; g < gpus; ++g)
+      if (!schedule.actions[static_cast<size_t>(g)].empty()) {
+        ++used;
+        busy += result.gpuBusyMs[static_cast<size_t>(g)];
+      }
+    result.bubbleFraction = makespan > 0 && used > 0 ? 1 - busy / (used * makespan) : 0;
+    result.completed = true;
+  };
+  if (!withMemory) {
+    finish();
+    return result;
+  }
 
   // Memory: activations live from the start of F to the end of B (or W); a
   // recomputing stage keeps its inputs there, and its recomputed activations from
@@ -593,8 +608,6 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
     memory.workspaceBytes =
         std::max(memory.workspaceBytes, graph.workspaceBytes[static_cast<size_t>(s)]);
   }
-  double busy = 0;
-  int used = 0;
   for (int g = 0; g < gpus; ++g) {
     GpuMemory &memory = result.memory[static_cast<size_t>(g)];
     const double buffers = problem.training.messagesFromTimeline
@@ -602,13 +615,8 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
                                : memory.bufferBytes;
     memory.peakBytes = memory.stateBytes + memory.extraWeightBytes + buffers +
                        memory.activationPeakBytes + memory.workspaceBytes;
-    if (!schedule.actions[static_cast<size_t>(g)].empty()) {
-      ++used;
-      busy += result.gpuBusyMs[static_cast<size_t>(g)];
-    }
   }
-  result.bubbleFraction = makespan > 0 && used > 0 ? 1 - busy / (used * makespan) : 0;
-  result.completed = true;
+  finish();
   return result;
 }
 

@@ -24,8 +24,11 @@ namespace partitioner {
 SimulationResult simulate(const Problem &problem, const Allocation &allocation,
                           const Schedule &schedule);
 /// The same with the allocation's stage graph given (buildStageGraph(problem, allocation)).
+/// Without `withMemory`, the timeline and times only: memory and stageInFlight stay
+/// empty (the 2m-micro-batch run that measures the period needs no memory).
 SimulationResult simulate(const Problem &problem, const Allocation &allocation,
-                          const Schedule &schedule, const StageGraph &graph);
+                          const Schedule &schedule, const StageGraph &graph,
+                          bool withMemory = true);
 
 /// Sets each GPU's messageBytes (GpuMemory) from the simulated timeline: what
 /// simulate() does itself only when the problem charges them
