@@ -81,10 +81,12 @@ TEST(ThreadTransport, AWaitingSenderLearnsAtOnceThatItsMessageWasTaken) {
   const MessageKey out{0, 1, 1, PIPE_TRANSFER_ACTIVATION, 0};
   const MessageKey back{1, 0, 1, PIPE_TRANSFER_GRADIENT, 0};
   auto pending = zero->send(out, &value, sizeof value);
-  std::atomic<double> tookAt{-1};
+  // The take happens inside the receive: between takingAt and tookAt.
+  std::atomic<double> takingAt{-1}, tookAt{-1};
   const auto start = Clock::now();
   std::thread peer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    takingAt = secondsSince(start);
     EXPECT_EQ(receiveInt(*one, out), 5);
     tookAt = secondsSince(start);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -105,7 +107,7 @@ TEST(ThreadTransport, AWaitingSenderLearnsAtOnceThatItsMessageWasTaken) {
   peer.join();
   EXPECT_EQ(got, 6);
   ASSERT_GE(doneSeenAt, 0) << "the wait never reported the take";
-  EXPECT_GE(doneSeenAt, tookAt.load());
+  EXPECT_GE(doneSeenAt, takingAt.load());
   EXPECT_LT(doneSeenAt, tookAt.load() + 0.2) << "answer at " << answeredAt << " s";
   EXPECT_GE(answeredAt, tookAt.load() + 0.29);
 }
