@@ -525,21 +525,17 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
   for (const auto &t : result.transfers)
     makespan = std::max(makespan, t.endMs);
   result.iterationMs = makespan;
-  auto finish = [&] {
-    double busy = 0;
-    int used = 0;
-    for (int g = 0; g < gpus; ++g)
-      if (!schedule.actions[static_cast<size_t>(g)].empty()) {
-        ++used;
-        busy += result.gpuBusyMs[static_cast<size_t>(g)];
-      }
-    result.bubbleFraction = makespan > 0 && used > 0 ? 1 - busy / (used * makespan) : 0;
-    result.completed = true;
-  };
-  if (!withMemory) {
-    finish();
+  double busy = 0;
+  int used = 0;
+  for (int g = 0; g < gpus; ++g)
+    if (!schedule.actions[static_cast<size_t>(g)].empty()) {
+      ++used;
+      busy += result.gpuBusyMs[static_cast<size_t>(g)];
+    }
+  result.bubbleFraction = makespan > 0 && used > 0 ? 1 - busy / (used * makespan) : 0;
+  result.completed = true;
+  if (!withMemory)
     return result;
-  }
 
   // Memory: activations live from the start of F to the end of B (or W); a
   // recomputing stage keeps its inputs there, and its recomputed activations from
@@ -616,7 +612,6 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
     memory.peakBytes = memory.stateBytes + memory.extraWeightBytes + buffers +
                        memory.activationPeakBytes + memory.workspaceBytes;
   }
-  finish();
   return result;
 }
 

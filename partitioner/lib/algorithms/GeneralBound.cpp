@@ -31,8 +31,8 @@ namespace {
 
 enum class Verdict { Feasible, Infeasible, Unknown };
 
-/// The relaxation's items: the layers with their work and span, in the order the
-/// symmetry rows use (largest first).
+/// The relaxation's items: the layers that weigh anything, with their work, state,
+/// saved bytes and span (feasibleAt orders them, largest first, for each T).
 struct Items {
   std::vector<double> work, state, saved, span;
 };
