@@ -307,8 +307,11 @@ SavedForBackward productSaved(const CostQuery &q, Value lhs, unsigned lhsIndex, 
 }
 
 /// The product of a matmul/gemm: the output's last two dims are m x n, the
-/// leading ones are the batch; k is the lhs's contracted dim.
-GemmShape matmulShape(Value out, RankedTensorType lhsType) {
+/// leading ones are the batch; k is the lhs's contracted dim. A batch of
+/// rows times one shared matrix (a rhs of rank <= 2, as in every dense
+/// layer of a sequence model) is one GEMM over all the rows: the kernel
+/// libraries fold the batch into m.
+GemmShape matmulShape(Value out, RankedTensorType lhsType, Value rhs) {
   GemmShape g;
   auto outType = nn::getRankedType(out);
   if (!outType || !outType.hasStaticShape() || !lhsType.hasStaticShape())
@@ -318,6 +321,11 @@ GemmShape matmulShape(Value out, RankedTensorType lhsType) {
   g.m = dims.size() < 2 ? 1 : static_cast<double>(dims[dims.size() - 2]);
   g.batch = g.m * g.n > 0 ? N(out) / (g.m * g.n) : 0;
   g.k = static_cast<double>(lhsType.getShape().back());
+  auto rhsType = nn::getRankedType(rhs);
+  if (rhsType && rhsType.getRank() <= 2 && g.batch > 1) {
+    g.m *= g.batch;
+    g.batch = 1;
+  }
   return g;
 }
 
@@ -376,7 +384,7 @@ struct MatMulRule {
       return c;
     double macs = N(mm.getOutput()) * static_cast<double>(lhsType.getShape().back());
     c.forwardFlops = 2 * macs;
-    c.shape = matmulShape(mm.getOutput(), lhsType);
+    c.shape = matmulShape(mm.getOutput(), lhsType, mm.getRhs());
     c.forwardBytes = streamBytes(op, q);
     c.forwardKernels = 1;
     addProductBackward(c, q, macs, mm.getOutput(), mm.getLhs(), 0, mm.getRhs(), 1);
@@ -405,7 +413,7 @@ struct GemmRule {
     Value out = gemm.getOutput();
     double macs = N(out) * k;
     c.forwardFlops = 2 * macs + (gemm.getC() ? N(out) : 0);
-    c.shape = matmulShape(out, aType);
+    c.shape = matmulShape(out, aType, gemm.getB());
     c.forwardBytes = streamBytes(op, q);
     c.forwardKernels = 1;
     addProductBackward(c, q, macs, out, gemm.getA(), 0, gemm.getB(), 1);

@@ -49,13 +49,14 @@ TRUE_MODELS = {
 TRUE_LAYER_OVERHEAD = (60e-6, 30e-6)  # forward, backward; on the fit's grid
 
 
-def synthetic_samples(rng: random.Random, count: int) -> list:
-    """Times from TRUE_MODELS plus a profiler cost per layer."""
+def synthetic_samples(rng: random.Random, count: int, gemms: int = 12) -> list:
+    """Times from TRUE_MODELS plus a profiler cost per layer; `gemms` GEMM
+    layers, `count` of every other family."""
     samples = []
     keys = [("conv_3x3s1", 0), ("conv_3x3s1", 1), ("gemm", 0), ("normalization", 0),
             ("pooling", 1), ("elementwise", 1)]
     for family, direction in keys:
-        n = count if family != "gemm" else 8  # few GEMMs
+        n = count if family != "gemm" else gemms
         for _ in range(n):
             shape = (1.0, float(rng.choice([49, 196, 784, 3136]) * rng.choice([32, 64, 128])),
                      float(rng.choice([32, 64, 128, 256, 512])),
@@ -96,7 +97,7 @@ class FitTest(unittest.TestCase):
             with self.subTest(key=key):
                 self.assertAlmostEqual(got.overhead_s, true.overhead_s, delta=1e-9)
                 if key[0] == "gemm":
-                    # Eight samples: its times come back.
+                    # Few samples: its times come back.
                     for s in samples:
                         if s.family == "gemm":
                             self.assertAlmostEqual(fitted.measured_prediction(s) / s.seconds,
@@ -109,6 +110,17 @@ class FitTest(unittest.TestCase):
                                            delta=0.005 * true.memory_efficiency)
                     self.assertEqual(got.flop_efficiency, true.flop_efficiency)
                     self.assertAlmostEqual(got.memory_slope, true.memory_slope, delta=1e-9)
+
+    def test_a_family_with_few_samples_keeps_the_roofline(self):
+        few = cal.MIN_FAMILY_SAMPLES - 1
+        samples = synthetic_samples(random.Random(7), 60, gemms=few)
+        fitted = cal.fit(samples, cal.V100_FP32)
+        self.assertEqual(set(fitted.models), set(TRUE_MODELS) - {("gemm", "forward")})
+        # Its samples still take part in the size terms the convolutions
+        # share: those come back as they are.
+        for key in (("conv_3x3s1", "forward"), ("conv_3x3s1", "backward_data")):
+            for g, t in zip(fitted.models[key].log_efficiency, TRUE_MODELS[key].log_efficiency):
+                self.assertAlmostEqual(g, t, delta=0.02)
 
     def test_noisy_times_give_unbiased_medians(self):
         rng = random.Random(3)

@@ -25,6 +25,11 @@
 // BUILTIN: cost @conv target=v100-pytorch
 // BUILTIN: op 'c3' nn.conv {{.*}} family=conv_3x3s1 gemm=1x1024x16x72x1
 // BUILTIN: op 'c1' nn.conv {{.*}} family=conv_1x1 gemm=1x256x16x16x4
+// A dense layer over a batch of rows (a rhs of rank 2) is one GEMM over all
+// of them; a batched product of two batched operands keeps its batch.
+// BUILTIN: cost @sequence target=v100-pytorch
+// BUILTIN: op 'dense' nn.matmul {{.*}} family=gemm gemm=1x384x64x32x1
+// BUILTIN: op 'scores' nn.matmul {{.*}} family=gemm gemm=6x64x64x64x1
 // BADLENGTH: error: target file '{{.*}}bad-calibration.json': calibration: 'gemm.forward.log_efficiency' must be an array of 8 numbers
 // BADFAMILY: error: target file '{{.*}}bad-calibration-family.json': calibration: unknown kernel family 'winograd' (known: gemm, conv_1x1, conv_3x3s1, conv_other, elementwise, normalization, reduction, pooling, data_movement)
 func.func @toy(%x: tensor<100x100xf32>, %big: tensor<1000x1000xf32>) -> (tensor<100x100xf32>, tensor<1000x1000xf32>) {
@@ -44,4 +49,11 @@ func.func @conv(%x: tensor<4x8x16x16xf32>) -> tensor<4x16x8x8xf32> {
   %y = nn.conv %x, %w3 {pads = array<i64: 1, 1, 1, 1>} : (tensor<4x8x16x16xf32>, tensor<16x8x3x3xf32>) -> tensor<4x16x16x16xf32> loc("c3")
   %z = nn.conv %y, %w1 {strides = array<i64: 2, 2>} : (tensor<4x16x16x16xf32>, tensor<16x16x1x1xf32>) -> tensor<4x16x8x8xf32> loc("c1")
   return %z : tensor<4x16x8x8xf32>
+}
+
+func.func @sequence(%x: tensor<6x64x32xf32>, %k: tensor<6x64x64xf32>) -> (tensor<6x64x64xf32>, tensor<6x64x64xf32>) {
+  %w = nn.param "w" {source = #nn.param_source<inline>} : tensor<32x64xf32>
+  %y = nn.matmul %x, %w : (tensor<6x64x32xf32>, tensor<32x64xf32>) -> tensor<6x64x64xf32> loc("dense")
+  %s = nn.matmul %y, %k : (tensor<6x64x64xf32>, tensor<6x64x64xf32>) -> tensor<6x64x64xf32> loc("scores")
+  return %y, %s : tensor<6x64x64xf32>, tensor<6x64x64xf32>
 }
