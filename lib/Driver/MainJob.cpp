@@ -15,6 +15,7 @@
 #include "Report.h"
 
 #include "pipe/Analysis/ChainBuilder.h"
+#include "pipe/Conversion/PipeToEmitC/PipeToEmitC.h"
 #include "pipe/Dialect/NN/IR/NNOps.h"
 #include "pipe/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipe/Dialect/Pipe/Transforms/Partition.h"
@@ -35,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <future>
 #include <optional>
 #include <sstream>
 
@@ -79,6 +81,24 @@ std::string stageModuleText(pipeline::StageOp stage) {
   holder->print(os, verifiedIR());
   os << "\n";
   return text;
+}
+
+/// The texts of pipeline.mlir and of each stage*.mlir.
+struct IrFiles {
+  std::string pipeline;
+  std::vector<std::pair<std::string, std::string>> stages;
+};
+
+IrFiles printIrFiles(ModuleOp module) {
+  IrFiles files;
+  llvm::raw_string_ostream os(files.pipeline);
+  module.print(os, verifiedIR());
+  os << "\n";
+  for (auto pipelineOp : module.getOps<pipeline::PipelineOp>())
+    for (auto stage : pipelineOp.getBody().getOps<pipeline::StageOp>())
+      files.stages.emplace_back(("stage" + llvm::Twine(stage.getIndex()) + ".mlir").str(),
+                                stageModuleText(stage));
+  return files;
 }
 
 /// A model exported for inference plans another network than the one trained:
@@ -255,6 +275,16 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   progress.step(plan.train ? "split into stages with send/recv on every cut; schedule attached; "
                              "backward programs built"
                            : "split into stages with send/recv on every cut; schedule attached");
+  // The IR files are printed on another thread while the programs are lowered:
+  // the lowering reads the module and builds only in its own copy, in dialects
+  // loaded before the printer starts (a context without threads prints them
+  // when they are needed).
+  if (plan.train)
+    loadPipeToEmitCDialects(module.getContext());
+  std::future<IrFiles> irFiles =
+      std::async(module.getContext()->isMultithreadingEnabled() ? std::launch::async
+                                                                : std::launch::deferred,
+                 [module]() { return printIrFiles(module); });
   std::map<std::string, std::string> programFiles;
   if (plan.train) {
     auto built =
@@ -300,11 +330,7 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
                       {"parameters", outcome->parameters},
                       {"forward_flops", outcome->forwardFlops},
                       {"target", outcome->targetName}};
-  std::string pipelineText;
-  llvm::raw_string_ostream pipelineStream(pipelineText);
-  module.print(pipelineStream, verifiedIR());
-  pipelineStream << "\n";
-  pipelineStream.flush();
+  IrFiles ir = irFiles.get();
   // Names are UTF-8 (the importer checks); a model path may not be: replace.
   std::string planText =
       planOut.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -312,13 +338,11 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
       failed(outputs.write(module, "schedule.trace.json", trace.str())) ||
       failed(outputs.write(module, "schedule.svg", svg.str())) ||
       failed(outputs.write(module, "report.txt", report)) ||
-      failed(outputs.write(module, "pipeline.mlir", pipelineText)))
+      failed(outputs.write(module, "pipeline.mlir", ir.pipeline)))
     return failure();
-  for (auto pipelineOp : module.getOps<pipeline::PipelineOp>())
-    for (auto stage : pipelineOp.getBody().getOps<pipeline::StageOp>())
-      if (failed(outputs.write(module, ("stage" + llvm::Twine(stage.getIndex()) + ".mlir").str(),
-                               stageModuleText(stage))))
-        return failure();
+  for (const auto &[name, text] : ir.stages)
+    if (failed(outputs.write(module, name, text)))
+      return failure();
   for (const auto &[name, text] : programFiles)
     if (failed(outputs.write(module, name, text)))
       return failure();

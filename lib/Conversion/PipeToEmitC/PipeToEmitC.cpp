@@ -20,6 +20,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/Threading.h"
 #include "mlir/Target/Cpp/CppEmitter.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
@@ -1585,9 +1586,13 @@ FailureOr<ProgramDescription> pipe::describeProgram(PipelineOp pipeline) {
   return d;
 }
 
+void pipe::loadPipeToEmitCDialects(MLIRContext *context) {
+  context->getOrLoadDialect<emitc::EmitCDialect>();
+}
+
 LogicalResult pipe::lowerPipelineToEmitC(ModuleOp module, ProgramMemory *memory) {
-  // Callers outside a pass manager (the main job) have not loaded it.
-  module.getContext()->getOrLoadDialect<emitc::EmitCDialect>();
+  // Callers outside a pass manager (the main job) may not have loaded them.
+  loadPipeToEmitCDialects(module.getContext());
   SmallVector<PipelineOp> pipelines(module.getOps<PipelineOp>());
   if (pipelines.size() != 1)
     return module.emitError("convert-pipe-to-emitc needs exactly one pipe.pipeline, found ")
@@ -1606,13 +1611,21 @@ LogicalResult pipe::lowerPipelineToEmitC(ModuleOp module, ProgramMemory *memory)
     memory->forwardReceived.assign(stages, 0);
     memory->backwardReceived.assign(stages, 0);
   }
-  for (int64_t rank = 0; rank < tables->ranks; ++rank) {
-    auto file = emitc::FileOp::create(b, pipeline.getLoc(), "rank" + std::to_string(rank));
-    RankEmitter emitter(*tables, rank, file);
-    emitter.memory = memory;
-    if (failed(emitter.emit(pipeline)))
-      return failure();
-  }
+  // One file per rank, each filled on its own thread: an emitter reads the
+  // pipeline and the tables, builds only inside its file, and writes only its
+  // own stages' entries of `memory`.
+  SmallVector<emitc::FileOp> files;
+  for (int64_t rank = 0; rank < tables->ranks; ++rank)
+    files.push_back(
+        emitc::FileOp::create(b, pipeline.getLoc(), "rank" + std::to_string(rank)));
+  LogicalResult emitted = failableParallelForEachN(
+      module.getContext(), 0, files.size(), [&](size_t rank) {
+        RankEmitter emitter(*tables, static_cast<int64_t>(rank), files[rank]);
+        emitter.memory = memory;
+        return emitter.emit(pipeline);
+      });
+  if (failed(emitted))
+    return failure();
   pipeline.erase();
   return success();
 }

@@ -67,6 +67,10 @@ struct ProgramMemory {
   std::vector<double> saved;
 };
 
+/// Loads the dialects the lowering builds in. Loading changes the context, so
+/// a caller that lets other threads read IR while it lowers loads them first.
+void loadPipeToEmitCDialects(mlir::MLIRContext *context);
+
 /// Lowers the module's pipeline in place to one `emitc.file "rankK"` per rank,
 /// and reports the program's memory in `memory` when given.
 mlir::LogicalResult lowerPipelineToEmitC(mlir::ModuleOp module,
