@@ -831,7 +831,8 @@ def _fit_direction(groups: Dict[str, List[Sample]], hw: Hardware, direction: int
 # handful of layers of one shape cannot say how its own efficiency moves with
 # the shape. The CNNs' classifiers, four 1000-output GEMMs, were the GEMM
 # family: extrapolated to BERT-large's GEMMs that fit predicted 1.37x the
-# measured forward and 2.49x the backward (the roofline: 0.90 and 0.96).
+# measured forward and 2.49x the backward (with the GEMMs on the roofline:
+# 0.90 and 0.96).
 MIN_FAMILY_SAMPLES = 10
 
 

@@ -116,8 +116,7 @@ class FitTest(unittest.TestCase):
         samples = synthetic_samples(random.Random(7), 60, gemms=few)
         fitted = cal.fit(samples, cal.V100_FP32)
         self.assertEqual(set(fitted.models), set(TRUE_MODELS) - {("gemm", "forward")})
-        # Its samples still take part in the size terms the convolutions
-        # share: those come back as they are.
+        # The families that keep their models are fitted as before.
         for key in (("conv_3x3s1", "forward"), ("conv_3x3s1", "backward_data")):
             for g, t in zip(fitted.models[key].log_efficiency, TRUE_MODELS[key].log_efficiency):
                 self.assertAlmostEqual(g, t, delta=0.02)
