@@ -665,6 +665,58 @@ TEST(AlgorithmOracle, IlpEqualsBruteForceOverMonotoneAllocations) {
   }
 }
 
+// ilpMinMaxBoundMs (the min-max DP's optimum with every link the fastest) never
+// exceeds the MIP's optimum, which CBC proves unaided, with two link classes
+// where the MIP may leave GPUs empty; `ilp` with the bound reaches the same
+// optimum, and where its warm start meets the bound it answers without CBC.
+TEST(AlgorithmOracle, IlpMinMaxBoundNeverExceedsTheMipOptimum) {
+  if (!haveMipSolver())
+    GTEST_SKIP() << "built without CBC";
+  std::mt19937 rng(77);
+  int withoutCbc = 0, cbcFromTheBound = 0;
+  for (int trial = 0; trial < 160; ++trial) {
+    const int layers = 2 + static_cast<int>(rng() % 7);
+    const int gpus = 2 + static_cast<int>(rng() % 4);
+    Problem problem = trial % 2 ? randomDag(rng, layers, gpus) : randomChain(rng, layers, gpus);
+    if (trial % 4 >= 2)
+      addRandomWorkspace(rng, problem);
+    if (trial % 3 == 1)
+      addRandomSharedSaved(rng, problem);
+    if (trial % 5 == 3)
+      addRandomSharedParameters(rng, problem);
+    if (trial % 7 == 0)
+      problem.training.schedule = ScheduleKind::GPipe;
+    if (trial % 3 == 2) // often no memory limit and fast links: the start then meets the bound
+      problem.platform.memoryBytesPerGpu = kInfinity;
+    if (trial % 3 == 0) // a slow link class: the bound falls below the start
+      problem.platform.interNode.bandwidthBytesPerSecond /= 50;
+    problem.platform.gpusPerNode = 1 + static_cast<int>(rng() % 2);
+    const LowerBounds bounds = computeLowerBounds(problem);
+    PlanOptions options;
+    const AlgorithmContext context{options, bounds};
+    const std::string name = "trial " + std::to_string(trial);
+    const double bound = ilpMinMaxBoundMs(problem, context);
+    if (!problem.platform.speed.empty())
+      EXPECT_EQ(bound, 0) << name << ": GPUs of several speeds";
+    const AlgorithmOutput unaided = runIlp(problem, context, /*minMaxBound=*/false);
+    const AlgorithmOutput aided = runIlp(problem, context, /*minMaxBound=*/true);
+    ASSERT_EQ(unaided.allocation.has_value(), aided.allocation.has_value()) << name;
+    if (!unaided.allocation)
+      continue;
+    ASSERT_NE(unaided.notes.find("CBC: optimal"), std::string::npos) << name << ": " << unaided.notes;
+    ASSERT_NE(aided.notes.find("optimal"), std::string::npos) << name << ": " << aided.notes;
+    EXPECT_LE(bound, unaided.predictedPeriodMs * (1 + 1e-9)) << name;
+    expectNear(unaided.predictedPeriodMs, aided.predictedPeriodMs, name + " optimum");
+    EXPECT_GE(aided.provenLowerBoundMs, bound * (1 - 1e-9)) << name;
+    if (aided.notes.find("without CBC") != std::string::npos)
+      ++withoutCbc;
+    else if (bound > 0)
+      ++cbcFromTheBound;
+  }
+  EXPECT_GE(withoutCbc, 20) << cbcFromTheBound;
+  EXPECT_GE(cbcFromTheBound, 20) << withoutCbc;
+}
+
 // The downsets shared through IdealLatticeCache: the same lattice for every
 // caller of the planning run's problem (none for another problem or limit), and
 // the same plans as when each algorithm enumerates its own.

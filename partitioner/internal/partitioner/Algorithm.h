@@ -28,6 +28,9 @@ struct AlgorithmOutput {
   std::string notes;                     ///< e.g. "DAG-aware cuts (812 downsets)"
   /// Schedule the allocation is meant for; empty = the problem's schedule.
   std::optional<ScheduleKind> schedule;
+  /// The DPs: every DAG-convex split was open to the DP (a chain, or a DAG whose
+  /// downsets were enumerated), so predictedPeriodMs is the optimum of its model.
+  bool everySplit = false;
 };
 
 /// The ideal lattice (downsets) of one problem, built once for every algorithm of
@@ -84,6 +87,17 @@ std::unique_ptr<Algorithm> makeIlpAlgorithm();
 std::unique_ptr<Algorithm> makeGeneralAlgorithm();
 std::unique_ptr<Algorithm> makeGeneralMovesAlgorithm();
 std::unique_ptr<Algorithm> makeIlpGeneralAlgorithm();
+
+/// A lower bound on `ilp`'s objective that its LP relaxation misses: the optimum
+/// of the memory-aware min-max DP over every split with every link as fast as the
+/// fastest (least latency, most bandwidth). 0 where it is no bound: GPUs of
+/// several speeds, recomputation allowed, or too many downsets for the DP to see
+/// every split.
+double ilpMinMaxBoundMs(const Problem &problem, const AlgorithmContext &context);
+/// `ilp` itself; without `minMaxBound` CBC proves its optimum unaided (the tests'
+/// oracle of the bound).
+AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context,
+                       bool minMaxBound);
 
 
 } // namespace partitioner

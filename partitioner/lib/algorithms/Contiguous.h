@@ -172,6 +172,7 @@ inline AlgorithmOutput solveOnLattices(
     return output;
   }
   output.allocation = allocationFromCuts(problem, *bestLattice, *best);
+  output.everySplit = problem.isChain() || ideals != nullptr;
   output.allocation->inFlightLimit = best->inFlight;
   output.allocation->targetPeriodMs = best->periodMs;
   output.predictedPeriodMs = best->periodMs;
