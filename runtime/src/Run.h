@@ -124,6 +124,16 @@ PIPE_EXPORT std::vector<NpyArray> ownedParameters(pipe_rank *rank);
 /// Their accumulated gradients of the last step (--save-grads).
 PIPE_EXPORT std::vector<NpyArray> ownedGradients(pipe_rank *rank);
 
+/// OpenBLAS's kernel set for this process ("Haswell", "SkylakeX", ...).
+PIPE_EXPORT std::string blasKernels();
+/// The kernel set to ask OpenBLAS for (OPENBLAS_CORETYPE, read when the library
+/// loads) where it chose its generic SSE kernels on a CPU with AVX2 or more: a
+/// CPU newer than the library (Debian 12's 0.3.21 takes Emerald Rapids, family
+/// 6 model 207, for a Prescott), whose SSE sgemm is slower and rounds each
+/// product and sum apart. Empty where the library chose well, or the variable
+/// is set.
+PIPE_EXPORT std::string betterBlasKernels();
+
 } // namespace piperun
 
 #endif // PIPE_RUNTIME_RUN_H

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "Report.h"
+#include "Run.h"
 
 #include <cmath>
 #include <cstdio>
@@ -323,6 +324,10 @@ TEST(PipeRun, WritesAProfileOfTheDeclaredNodesPerMicroBatch) {
   EXPECT_EQ(meta.at("statistic"), "median");
   EXPECT_EQ(meta.at("transport"), "threads");
   EXPECT_GE(meta.at("threads_per_rank").get<int>(), 1);
+  // Where OpenBLAS takes this CPU for an SSE-only one (in this process too),
+  // pipe-run runs again with the kernels the CPU's features ask for.
+  const std::string better = betterBlasKernels();
+  EXPECT_EQ(meta.at("blas_kernels"), better.empty() ? blasKernels() : better);
   EXPECT_EQ(opsOf(profile), kRelayNodes);
   for (const auto &[name, times] : profile.at("ops").items()) {
     EXPECT_GE(times.at("forward_ms").get<double>(), 0) << name;

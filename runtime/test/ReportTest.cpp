@@ -173,11 +173,13 @@ TEST(MeasuredProfile, IsTheCompilersProfileFormat) {
   facts.transport = "mpi";
   facts.threadsPerRank = 3;
   facts.steps = 5;
+  facts.blasKernels = "Haswell";
   nlohmann::json document = profileJson({{"fc1", {0.5, 1.25}}}, program, facts);
   EXPECT_EQ(document["ops"]["fc1"]["forward_ms"], 0.5);
   EXPECT_EQ(document["ops"]["fc1"]["backward_ms"], 1.25);
   EXPECT_EQ(document["meta"]["steps_measured"], 4);
   EXPECT_EQ(document["meta"]["threads_per_rank"], 3);
+  EXPECT_EQ(document["meta"]["blas_kernels"], "Haswell");
   EXPECT_EQ(document["meta"]["transport"], "mpi");
   EXPECT_EQ(document["meta"]["microbatches"], 4);
 }

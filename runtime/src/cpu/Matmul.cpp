@@ -5,8 +5,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "KernelSupport.h"
+#include "Run.h"
 
 #include <cblas.h>
+
+#include <cstdlib>
+#include <iterator>
 
 using namespace piperun;
 using namespace piperun::cpu;
@@ -27,6 +31,34 @@ void piperun::cpu::sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t
 }
 
 void piperun::cpu::setBlasThreads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
+
+std::string piperun::blasKernels() {
+  const char *name = openblas_get_corename();
+  return name ? name : "";
+}
+
+std::string piperun::betterBlasKernels() {
+  if (std::getenv("OPENBLAS_CORETYPE"))
+    return "";
+  // OpenBLAS's kernel sets that use no AVX.
+  static const char *const kSse[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem",
+                                     "Atom", "Katmai", "Coppermine", "Northwood", "Banias"};
+  const std::string chosen = blasKernels();
+  if (std::find(std::begin(kSse), std::end(kSse), chosen) == std::end(kSse))
+    return "";
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+  if (avx512 && __builtin_cpu_supports("avx512bf16"))
+    return "Cooperlake";
+  if (avx512)
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "Haswell";
+#endif
+  return "";
+}
 
 namespace {
 

@@ -266,6 +266,7 @@ json summaryJson(const RunSummary &summary) {
           {"target", summary.predictedTarget.empty() ? json(nullptr)
                                                      : json(summary.predictedTarget)},
           {"threads_per_rank", summary.facts.threadsPerRank},
+          {"blas_kernels", summary.facts.blasKernels},
           {"steps", summary.facts.steps},
           {"ranks", ranks},
           {"period_ms",
@@ -335,7 +336,8 @@ json profileJson(const std::map<std::string, NodeProfile> &profile, const Progra
                {"steps_measured", std::max<int64_t>(0, facts.steps - firstMeasuredStep(facts.steps))},
                {"statistic", "median"},
                {"transport", facts.transport},
-               {"threads_per_rank", facts.threadsPerRank}};
+               {"threads_per_rank", facts.threadsPerRank},
+               {"blas_kernels", facts.blasKernels}};
   return {{"meta", meta}, {"ops", ops}};
 }
 

@@ -33,6 +33,7 @@ struct RunFacts {
   std::string transport = "threads"; ///< "threads" or "mpi"
   int threadsPerRank = 1;
   int64_t steps = 0;
+  std::string blasKernels; ///< OpenBLAS's kernel set ("SkylakeX", ...)
 };
 
 /// One memory row of a rank: a category (or "total"), its measured peak and

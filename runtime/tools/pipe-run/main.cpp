@@ -33,6 +33,8 @@
 #include <string>
 #include <thread>
 
+#include <unistd.h>
+
 using namespace piperun;
 
 namespace {
@@ -69,6 +71,38 @@ bool firstProcess() {
     std::fprintf(stderr, "pipe-run: error: %s\n", message.c_str());
   std::fflush(stdout);
   std::exit(1);
+}
+
+/// Set for the second run: the kernels OpenBLAS chose itself.
+constexpr const char *kBlasReplaced = "PIPE_RUN_BLAS_REPLACED";
+
+/// ", OpenBLAS's K kernels" and, where pipe-run asked for them, why.
+std::string blasLine() {
+  std::string line = ", OpenBLAS's " + blasKernels() + " kernels";
+  if (const char *replaced = std::getenv(kBlasReplaced))
+    line += std::string(" (OPENBLAS_CORETYPE set by pipe-run: the library took this CPU for a ") +
+            replaced + ")";
+  return line;
+}
+
+/// Runs pipe-run again with OPENBLAS_CORETYPE set where OpenBLAS took this CPU
+/// for an SSE-only one (betterBlasKernels): its kernels are read when the
+/// library loads, before main. On failure this run goes on with them.
+void askForBetterBlasKernels(char **argv) {
+  const std::string kernels = betterBlasKernels();
+  if (kernels.empty())
+    return;
+  // The run's first line says so (blasLine).
+  setenv(kBlasReplaced, blasKernels().c_str(), 1);
+  setenv("OPENBLAS_CORETYPE", kernels.c_str(), 1);
+  execv("/proc/self/exe", argv);
+  const int error = errno;
+  unsetenv(kBlasReplaced);
+  unsetenv("OPENBLAS_CORETYPE");
+  if (firstProcess())
+    std::fprintf(stderr, "pipe-run: warning: could not run again with OpenBLAS's %s kernels (%s); "
+                 "GEMMs use its %s kernels\n",
+                 kernels.c_str(), std::strerror(error), blasKernels().c_str());
 }
 
 /// An option error: exit status 2, as pipe-opt and pipe-plan use for usage.
@@ -261,6 +295,7 @@ void finish(const Options &options, const ProgramInfo &program, const RunFacts &
 } // namespace
 
 int main(int argc, char **argv) {
+  askForBetterBlasKernels(argv);
   Options options = parseOptions(argc, argv);
   ProgramInfo program;
   RunSettings settings;
@@ -280,6 +315,7 @@ int main(int argc, char **argv) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   RunFacts facts;
   facts.transport = useMpi ? "mpi" : "threads";
+  facts.blasKernels = blasKernels();
   facts.steps = options.steps;
 
   std::mutex printing;
@@ -332,9 +368,9 @@ int main(int argc, char **argv) {
     facts.threadsPerRank = settings.kernelThreads;
     const bool pinned =
         options.pin && !rankCpus(program.ranks, settings.kernelThreads).empty();
-    std::printf("pipe-run: %d rank(s) as threads, %lld step(s), %d kernel thread(s) per rank%s\n",
+    std::printf("pipe-run: %d rank(s) as threads, %lld step(s), %d kernel thread(s) per rank%s%s\n",
                 program.ranks, static_cast<long long>(options.steps), settings.kernelThreads,
-                pinned ? ", each rank on its own CPUs" : "");
+                pinned ? ", each rank on its own CPUs" : "", blasLine().c_str());
     std::fflush(stdout);
     std::string failure = runInThreads(settings, programs, options.steps, hooks);
     if (!failure.empty()) {
@@ -382,8 +418,9 @@ int main(int argc, char **argv) {
   settings.kernelThreads = std::max(1, static_cast<int>(cores) / world->localSize());
   facts.threadsPerRank = settings.kernelThreads;
   if (rank == 0) {
-    std::printf("pipe-run: %d rank(s) over MPI, %lld step(s), %d kernel thread(s) per rank\n",
-                program.ranks, static_cast<long long>(options.steps), settings.kernelThreads);
+    std::printf("pipe-run: %d rank(s) over MPI, %lld step(s), %d kernel thread(s) per rank%s\n",
+                program.ranks, static_cast<long long>(options.steps), settings.kernelThreads,
+                blasLine().c_str());
     std::fflush(stdout);
   }
   std::unique_ptr<Transport> transport = world->transport();
