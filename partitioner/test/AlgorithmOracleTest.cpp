@@ -628,6 +628,22 @@ TEST(AlgorithmOracle, BestKeepsTheBestValidPlanOfAllTried) {
 namespace partitioner::testing {
 namespace {
 
+/// The MIP oracles' instance of `trial`: a random chain (even trials) or DAG of
+/// 2 to 1 + layerChoices layers on minGpus to minGpus + gpuChoices - 1 GPUs, with
+/// a workspace, shared saved values or shared parameters on some trials.
+Problem randomMipProblem(std::mt19937 &rng, int trial, int layerChoices, int minGpus, int gpuChoices) {
+  const int layers = 2 + static_cast<int>(rng() % static_cast<unsigned>(layerChoices));
+  const int gpus = minGpus + static_cast<int>(rng() % static_cast<unsigned>(gpuChoices));
+  Problem problem = trial % 2 ? randomDag(rng, layers, gpus) : randomChain(rng, layers, gpus);
+  if (trial % 4 >= 2)
+    addRandomWorkspace(rng, problem);
+  if (trial % 3 == 1)
+    addRandomSharedSaved(rng, problem);
+  if (trial % 5 == 3)
+    addRandomSharedParameters(rng, problem);
+  return problem;
+}
+
 TEST(AlgorithmOracle, IlpEqualsBruteForceOverMonotoneAllocations) {
   if (!haveMipSolver())
     GTEST_SKIP() << "built without CBC";
@@ -635,15 +651,8 @@ TEST(AlgorithmOracle, IlpEqualsBruteForceOverMonotoneAllocations) {
   const Algorithm *ilp = findAlgorithm("ilp");
   ASSERT_NE(ilp, nullptr);
   for (int trial = 0; trial < 120; ++trial) {
-    const int layers = 2 + static_cast<int>(rng() % 5);
-    const int gpus = 1 + static_cast<int>(rng() % 3);
-    Problem problem = trial % 2 ? randomDag(rng, layers, gpus) : randomChain(rng, layers, gpus);
-    if (trial % 4 >= 2)
-      addRandomWorkspace(rng, problem);
-    if (trial % 3 == 1)
-      addRandomSharedSaved(rng, problem);
-    if (trial % 5 == 3)
-      addRandomSharedParameters(rng, problem);
+    Problem problem = randomMipProblem(rng, trial, /*layerChoices=*/5, /*minGpus=*/1, /*gpuChoices=*/3);
+    const int gpus = problem.platform.gpus;
     // One link class: the MIP may leave stages empty (it then charges more memory, never
     // less), which only matters when link classes differ between GPU pairs.
     problem.platform.interNode = problem.platform.intraNode;
@@ -675,15 +684,7 @@ TEST(AlgorithmOracle, IlpMinMaxBoundNeverExceedsTheMipOptimum) {
   std::mt19937 rng(77);
   int withoutCbc = 0, cbcFromTheBound = 0;
   for (int trial = 0; trial < 160; ++trial) {
-    const int layers = 2 + static_cast<int>(rng() % 7);
-    const int gpus = 2 + static_cast<int>(rng() % 4);
-    Problem problem = trial % 2 ? randomDag(rng, layers, gpus) : randomChain(rng, layers, gpus);
-    if (trial % 4 >= 2)
-      addRandomWorkspace(rng, problem);
-    if (trial % 3 == 1)
-      addRandomSharedSaved(rng, problem);
-    if (trial % 5 == 3)
-      addRandomSharedParameters(rng, problem);
+    Problem problem = randomMipProblem(rng, trial, /*layerChoices=*/7, /*minGpus=*/2, /*gpuChoices=*/4);
     if (trial % 7 == 0)
       problem.training.schedule = ScheduleKind::GPipe;
     if (trial % 3 == 2) // often no memory limit and fast links: the start then meets the bound
