@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -30,13 +31,6 @@ private:
   Clock::time_point start_;
 };
 
-/// Gives CBC what is left of `deadline`, less a tenth of the limit. CBC counts
-/// CPU time unless told otherwise, and on a loaded machine CPU time runs slower
-/// than the clock (a 10 s limit took 18.8 s on a 2-core machine shared with a
-/// build). Its search stops at the limit, but the root node does not always
-/// look at the clock and the clean-up after the stop (final LP solves, undoing
-/// the preprocessing) comes on top: 0.2 to 1.8 s on BERT's 1,386 binaries on
-/// that machine, which the tenth held back covers for limits of 10 s and more.
 /// The MIPs do not model recomputation: with it allowed, what they prove holds
 /// only without it (" without recomputation", or "" under RecomputePolicy::None).
 inline std::string withoutRecomputation(const Problem &problem) {
@@ -45,6 +39,13 @@ inline std::string withoutRecomputation(const Problem &problem) {
              : " without recomputation (which the MIP does not model)";
 }
 
+/// Gives CBC what is left of `deadline`, less a tenth of the limit. CBC counts
+/// CPU time unless told otherwise, and on a loaded machine CPU time runs slower
+/// than the clock (a 10 s limit took 18.8 s on a 2-core machine shared with a
+/// build). Its search stops at the limit, but the root node does not always
+/// look at the clock and the clean-up after the stop (final LP solves, undoing
+/// the preprocessing) comes on top: 0.2 to 1.8 s on BERT's 1,386 binaries on
+/// that machine, which the tenth held back covers for limits of 10 s and more.
 inline void setTimeLimit(Cbc_Model *model, const Deadline &deadline) {
   Cbc_setParameter(model, "timeMode", "elapsed");
   // CBC's preprocessing (CglPreProcess) crashes in postProcess when the time
@@ -85,6 +86,22 @@ inline const double *solutionOf(Cbc_Model *model) {
   if ((!Cbc_isProvenOptimal(model) && Cbc_numberSavedSolutions(model) < 1) || !solution)
     return nullptr;
   return solution;
+}
+
+/// What CBC proved of a solution of value `objective`: "CBC: optimal" (the lower
+/// bound is the objective), or "CBC: stopped by its limit, bound B ms, gap G %"
+/// (the lower bound is `bound`, the best CBC proved).
+inline std::string cbcOutcome(Cbc_Model *model, double objective, double bound,
+                              double &provenLowerBoundMs) {
+  if (Cbc_isProvenOptimal(model)) {
+    provenLowerBoundMs = objective;
+    return "CBC: optimal";
+  }
+  provenLowerBoundMs = bound;
+  char text[128];
+  std::snprintf(text, sizeof text, "CBC: stopped by its limit, bound %.3f ms, gap %.3f %%", bound,
+                bound > 0 ? 100 * (objective / bound - 1) : 0.0);
+  return text;
 }
 
 } // namespace partitioner::detail

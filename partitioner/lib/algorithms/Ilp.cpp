@@ -16,7 +16,6 @@
 #include "CbcUtil.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -382,19 +381,10 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
                                                            : gpus - 1 - usedStages[s]);
   output.allocation = allocation;
   output.predictedPeriodMs = Cbc_getObjValue(model);
-  const double cbcBound = Cbc_getBestPossibleObjValue(model);
   std::ostringstream notes;
-  if (Cbc_isProvenOptimal(model)) {
-    notes << "CBC: optimal";
-    output.provenLowerBoundMs = output.predictedPeriodMs;
-  } else {
-    char text[128];
-    std::snprintf(text, sizeof text, "CBC: time limit, bound %.3f ms, gap %.3f %%", cbcBound,
-                  cbcBound > 0 ? 100 * (output.predictedPeriodMs / cbcBound - 1) : 0.0);
-    notes << text;
-    output.provenLowerBoundMs = cbcBound;
-  }
-  notes << " (" << columns << " columns)";
+  notes << detail::cbcOutcome(model, output.predictedPeriodMs, Cbc_getBestPossibleObjValue(model),
+                              output.provenLowerBoundMs)
+        << " (" << columns << " columns)";
   if (problem.training.recompute != RecomputePolicy::None) {
     notes << detail::withoutRecomputation(problem);
     output.provenLowerBoundMs = 0; // a bound without recomputation, not with it

@@ -453,17 +453,8 @@ public:
     const double bound = std::min(output.predictedPeriodMs,
                                   std::max(0.0, Cbc_getBestPossibleObjValue(model) - eps * cuts));
     std::ostringstream notes;
-    if (Cbc_isProvenOptimal(model)) {
-      notes << "CBC: optimal";
-      output.provenLowerBoundMs = output.predictedPeriodMs;
-    } else {
-      char text[128];
-      std::snprintf(text, sizeof text, "CBC: stopped by its limit, bound %.3f ms, gap %.3f %%", bound,
-                    bound > 0 ? 100 * (output.predictedPeriodMs / bound - 1) : 0.0);
-      notes << text;
-      output.provenLowerBoundMs = bound;
-    }
-    notes << ", " << output.allocation->numStages() << " stages on " << output.allocation->numGpusUsed()
+    notes << detail::cbcOutcome(model, output.predictedPeriodMs, bound, output.provenLowerBoundMs)
+          << ", " << output.allocation->numStages() << " stages on " << output.allocation->numGpusUsed()
           << " GPUs (" << columns << " columns)";
     if (problem.training.recompute != RecomputePolicy::None) {
       notes << detail::withoutRecomputation(problem);

@@ -40,9 +40,9 @@ std::string piperun::blasKernels() {
 std::string piperun::betterBlasKernels() {
   if (std::getenv("OPENBLAS_CORETYPE"))
     return "";
-  // OpenBLAS's kernel sets that use no AVX.
-  static const char *const kSse[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem",
-                                     "Atom", "Katmai", "Coppermine", "Northwood", "Banias"};
+  // The kernel sets of OpenBLAS's x86-64 builds that use no AVX.
+  static const char *const kSse[] = {"Prescott", "Core2",   "Penryn",       "Dunnington", "Nehalem",
+                                     "Atom",     "Opteron", "Opteron_SSE3", "Barcelona",  "Bobcat"};
   const std::string chosen = blasKernels();
   if (std::find(std::begin(kSse), std::end(kSse), chosen) == std::end(kSse))
     return "";
