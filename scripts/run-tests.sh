@@ -55,9 +55,10 @@ else
   failed=$((failed + 1))
 fi
 
-# The runtime's CPU kernels against PyTorch (runtime/test/conformance), over
-# the first libpiperun.so found: $PIPE_RUNTIME_LIB, the top-level build, the
-# runtime's own build.
+# The runtime's kernels against PyTorch (runtime/test/conformance), over the
+# first libpiperun.so found: $PIPE_RUNTIME_LIB, the top-level build, the
+# runtime's own build. Twice: on the CPU backend, and on the emulated device
+# (tensors in device memory the host cannot touch, every kernel staged).
 echo "== runtime kernel conformance"
 runtime_lib=""
 for candidate in "${PIPE_RUNTIME_LIB:-}" "$BUILD_DIR/lib/libpiperun.so" \
@@ -70,20 +71,23 @@ done
 if [ -z "$runtime_lib" ]; then
   echo "libpiperun.so is not built: skipped"
 else
-  if PIPE_RUNTIME_LIB="$runtime_lib" /usr/bin/python3 runtime/test/conformance/run.py \
-       > "$report/kernels.log" 2>&1; then
-    k_ok=1
-  else
-    k_ok=0
-  fi
-  cat "$report/kernels.log"
-  k_ran=$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$report/kernels.log" | tail -1)
-  k_skipped=$(grep -c '\.\.\. skipped' "$report/kernels.log" || true)
-  k_failed=$(grep -c '\.\.\. \(FAIL\|ERROR\)$' "$report/kernels.log" || true)
-  k_ran=${k_ran:-0}
-  if [ "$k_ok" = 0 ] && [ "$k_failed" = 0 ]; then k_failed=1; fi
-  passed=$((passed + k_ran - k_skipped - k_failed))
-  failed=$((failed + k_failed))
+  for backend in cpu emulated; do
+    log="$report/kernels-$backend.log"
+    if PIPE_RUNTIME_LIB="$runtime_lib" /usr/bin/python3 runtime/test/conformance/run.py \
+         --backend "$backend" > "$log" 2>&1; then
+      k_ok=1
+    else
+      k_ok=0
+    fi
+    cat "$log"
+    k_ran=$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+    k_skipped=$(grep -c '\.\.\. skipped' "$log" || true)
+    k_failed=$(grep -c '\.\.\. \(FAIL\|ERROR\)$' "$log" || true)
+    k_ran=${k_ran:-0}
+    if [ "$k_ok" = 0 ] && [ "$k_failed" = 0 ]; then k_failed=1; fi
+    passed=$((passed + k_ran - k_skipped - k_failed))
+    failed=$((failed + k_failed))
+  done
 fi
 
 # cmake --install and examples/downstream built against it (one test).

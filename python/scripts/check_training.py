@@ -132,6 +132,7 @@ class Case:
     seed: int = 0
     extra: Tuple[str, ...] = ()  # more pipe-opt options
     output: str = ""             # train the sub-model that ends at this tensor
+    backend: str = "cpu"         # pipe-run's --backend: cpu, emulated or cuda
 
 
 @dataclasses.dataclass
@@ -324,7 +325,8 @@ def pipe_opt_command(case: Case, pipe_opt: str, out_dir: str) -> List[str]:
 def pipe_run_command(case: Case, pipe_run: str, out_dir: str, data: str, grads: str,
                      weights: str, mpirun: Optional[str]) -> List[str]:
     command = [pipe_run, out_dir, "--steps", str(case.steps), "--data", data,
-               "--save-grads", grads, "--save-weights", weights, "--timeout", "120"]
+               "--save-grads", grads, "--save-weights", weights, "--timeout", "120",
+               "--backend", case.backend]
     if case.transport == "mpi":
         if not mpirun:
             raise ToolError("--transport mpi needs mpirun")
@@ -443,7 +445,8 @@ def format_result(result: Result) -> str:
              f"{plan['algorithm']}, micro-batch {case.micro_batch_size} x {case.microbatches}, "
              f"{case.optimizer} lr {case.lr:g}"
              + (f" eps {case.eps:g}" if case.optimizer in ("adam", "adamw") else "")
-             + f", {case.loss}, {case.transport}; reference torch {result.reference}"]
+             + f", {case.loss}, {case.transport}, backend {case.backend}; reference torch "
+               f"{result.reference}"]
     header = f"{'step':>4}  {'pipe-run':>12}  {'torch':>12}  {'rel. error':>10}"
     if base:
         header += f"  {'torch fp32':>12}  {'rel. error':>10}"
@@ -482,6 +485,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--weight-decay", type=float, default=0.0)
     parser.add_argument("--loss", default="cross-entropy", choices=["cross-entropy", "mse", "output"])
     parser.add_argument("--transport", default="threads", choices=["threads", "mpi"])
+    parser.add_argument("--backend", default="cpu", choices=["cpu", "emulated", "cuda"],
+                        help="pipe-run's backend (default cpu)")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0, help="seed of the data")
     parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE)
@@ -509,7 +514,7 @@ def main(argv: Sequence[str]) -> int:
                 args.microbatches, args.optimizer, args.lr, args.momentum, args.eps,
                 args.weight_decay,
                 args.loss, args.transport, args.steps, args.seed, tuple(args.pipe_opt_arg),
-                args.output)
+                args.output, args.backend)
     dtype = torch.float64 if args.reference == "float64" else torch.float32
     if args.keep:
         shutil.rmtree(args.keep, ignore_errors=True)

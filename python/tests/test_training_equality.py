@@ -24,8 +24,10 @@ one is missing.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -81,6 +83,17 @@ def non_contiguous(rank_of_stage):
         seen.add(rank)
         previous = rank
     return False
+
+
+def cuda_unavailable(pipe_run):
+    """Why pipe-run cannot use a GPU here ("" when it can): its --backend cuda
+    check runs before anything else."""
+    probe = subprocess.run([pipe_run, os.path.join(tempfile.gettempdir(), "no-such-output"),
+                            "--backend", "cuda"], capture_output=True, text=True, timeout=60)
+    marker = "--backend cuda: "
+    if marker in probe.stderr:
+        return "no GPU: " + probe.stderr.split(marker, 1)[1].strip()
+    return ""
 
 
 def schedule_is(name):
@@ -166,6 +179,21 @@ if HAVE_TORCH:
         "gpt2_4_ranks_mpi_adam": (case("gpt2", ranks=4, schedule="1f1b", transport="mpi"),
                                   None),
     }
+    # Device backends: the emulated device (device memory the host cannot
+    # touch, every kernel staged) here, and the same cases on a GPU.
+    DEVICE_CASES = {
+        "gpt2_2_ranks_1f1b_adam": case("gpt2", schedule="1f1b"),
+        "resnet_stage1_2_ranks_1f1b_sgd": case("resnet50", output=RESNET_STAGE1, loss="mse",
+                                               schedule="1f1b", optimizer="sgd"),
+        "transformer_2_ranks_general_plan_adam": case("transformer", algo="general",
+                                                      schedule="1f1b"),
+        "mlp_4_ranks_mpi_momentum": case("mlp", ranks=4, schedule="1f1b", optimizer="momentum",
+                                         lr=0.05, transport="mpi"),
+    }
+    for name, device_case in DEVICE_CASES.items():
+        for backend in ("emulated", "cuda"):
+            CASES[f"{name}_{backend}"] = (
+                dataclasses.replace(device_case, backend=backend), None)
 
 
 def export_composite_ops_model(path):
@@ -365,6 +393,10 @@ class TrainingEqualityTest(unittest.TestCase):
     def run_case(self, c, plan_check=None):
         if c.transport == "mpi" and not check_training.find_mpirun():
             self.skipTest("mpirun is not installed")
+        if c.backend == "cuda":
+            reason = cuda_unavailable(self.pipe_run)
+            if reason:
+                self.skipTest(reason)
         with tempfile.TemporaryDirectory(prefix="training-equality-") as work:
             try:
                 result = check_training.run_case(c, work, TOLERANCE, self.pipe_opt, self.pipe_run)

@@ -457,6 +457,14 @@ PIPE_EXPORT void pipe_k_softmax_cross_entropy_grad(pipe_rank *r, const pipe_tens
 
 /* A rank with no program and no transport: kernels, allocation, accounting. */
 PIPE_EXPORT pipe_rank *pipe_rank_create_standalone(void);
+/* The same on a backend: "cpu", "emulated" (device memory the host cannot
+ * touch, docs/runtime-cuda.md) or "cuda" (GPU 0). NULL when it cannot be
+ * used, with the reason in why[0 .. why_size) (NUL-terminated). */
+PIPE_EXPORT pipe_rank *pipe_rank_create_on(const char *backend, char *why, size_t why_size);
+/* Copies all of `t`'s bytes from host memory at `host` / into host memory at
+ * `host`, wherever the rank keeps its tensors. */
+PIPE_EXPORT void pipe_copy_from_host(pipe_rank *r, pipe_tensor *t, const void *host);
+PIPE_EXPORT void pipe_copy_to_host(pipe_rank *r, void *host, const pipe_tensor *t);
 PIPE_EXPORT void pipe_rank_destroy(pipe_rank *r);
 /* Live and peak bytes of a category so far. */
 PIPE_EXPORT int64_t pipe_memory_live(pipe_rank *r, int32_t category);

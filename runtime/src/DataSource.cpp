@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "DataSource.h"
 
+#include "HostAccess.h"
 #include "Internal.h"
 #include "Rank.h"
 #include "Tensor.h"
@@ -177,10 +178,13 @@ static pipe_tensor *provide(pipe_rank *r, DataRole role, const char *what, int32
     fail(r, "%s: micro-batch %d, index %d", what, microbatch, index);
   pipe_tensor *t = newTensor(r, dtype, shape, PIPE_MEM_WORKSPACE, what);
   try {
+    HostAccess host(r);
+    pipe_tensor *data = host.mirrorOverwrite(t);
     if (r->settings.data)
-      r->settings.data->fill(r, role, index, microbatch, range, t);
+      r->settings.data->fill(r, role, index, microbatch, range, data);
     else
-      fillSynthetic(r, role, index, microbatch, range, t);
+      fillSynthetic(r, role, index, microbatch, range, data);
+    host.commit();
   } catch (...) {
     destroyTensor(r, t);
     throw;

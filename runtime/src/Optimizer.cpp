@@ -7,6 +7,7 @@
 // AdamW: decoupled decay p *= 1 - lr * wd first).
 //
 //===----------------------------------------------------------------------===//
+#include "HostAccess.h"
 #include "Internal.h"
 #include "Rank.h"
 #include "Tensor.h"
@@ -87,22 +88,26 @@ void pipe_update(pipe_rank *r, int32_t id) {
   if (!r->optimizer.set)
     fail(r, "pipe_update: no optimizer (pipe_set_optimizer was not called)");
   const int64_t n = p.value->numel;
-  auto *value = static_cast<float *>(p.value->data);
-  auto *grad = static_cast<const float *>(p.gradient->data);
+  HostAccess host(r);
+  auto *value = static_cast<float *>(host.write(p.value));
+  auto *grad = static_cast<const float *>(host.read(p.gradient));
   ++p.updates;
   switch (r->optimizer.kind) {
   case PIPE_SGD:
     sgd(r->optimizer, n, value, grad, nullptr, false);
     break;
   case PIPE_MOMENTUM:
-    sgd(r->optimizer, n, value, grad, static_cast<float *>(p.state[0]->data), p.updates == 1);
+    sgd(r->optimizer, n, value, grad, static_cast<float *>(host.write(p.state[0])),
+        p.updates == 1);
     break;
   case PIPE_ADAM:
   case PIPE_ADAMW:
     adam(r->optimizer, p.updates, r->optimizer.kind == PIPE_ADAMW, n, value, grad,
-         static_cast<float *>(p.state[0]->data), static_cast<float *>(p.state[1]->data));
+         static_cast<float *>(host.write(p.state[0])),
+         static_cast<float *>(host.write(p.state[1])));
     break;
   }
+  host.commit();
 }
 
 } // extern "C"

@@ -6,6 +6,7 @@
 // trainable parameter and, on its owner, the optimizer state.
 //
 //===----------------------------------------------------------------------===//
+#include "HostAccess.h"
 #include "Internal.h"
 #include "Rank.h"
 #include "Tensor.h"
@@ -91,19 +92,22 @@ void loadBytes(pipe_rank *r, const std::string &name, const std::string &path, i
 /// by the parameter id, so tied copies on several ranks agree.
 void initialise(pipe_rank *r, int32_t id, pipe_tensor *t) {
   if (t->dtype != PIPE_F32 && t->dtype != PIPE_F64) {
-    std::memset(t->data, 0, static_cast<size_t>(tensorBytes(r, t)));
+    zeroTensor(r, t);
     return;
   }
+  HostAccess host(r);
+  void *data = host.overwrite(t);
   int64_t fanIn = t->rank >= 2 ? t->numel / t->shape[0] : t->numel;
   double bound = 1.0 / std::sqrt(static_cast<double>(fanIn > 0 ? fanIn : 1));
   uint64_t key = streamKey(runSeed(r), -1, -1, id);
   for (int64_t i = 0; i < t->numel; ++i) {
     double value = (2 * uniform01(randomBits(key, static_cast<uint64_t>(i))) - 1) * bound;
     if (t->dtype == PIPE_F32)
-      static_cast<float *>(t->data)[i] = static_cast<float>(value);
+      static_cast<float *>(data)[i] = static_cast<float>(value);
     else
-      static_cast<double *>(t->data)[i] = value;
+      static_cast<double *>(data)[i] = value;
   }
+  host.commit();
 }
 
 pipe_tensor *borrowed(pipe_tensor *t) {
@@ -116,8 +120,8 @@ NpyArray arrayOf(pipe_rank *r, const std::string &name, const pipe_tensor *t) {
   array.name = name;
   array.dtype = t->dtype;
   array.shape = shapeVector(t);
-  const char *data = static_cast<const char *>(t->data);
-  array.bytes.assign(data, data + tensorBytes(r, t));
+  array.bytes.resize(static_cast<size_t>(tensorBytes(r, t)));
+  downloadTensor(r, array.bytes.data(), t);
   return array;
 }
 
@@ -195,7 +199,9 @@ void pipe_declare_param(pipe_rank *r, int32_t id, const char *name, int32_t dtyp
     } else if (file.empty()) {
       fail(r, "parameter %s: no model file to read it from", label.c_str());
     }
-    loadBytes(r, label, file, offset, bytes, value->data);
+    HostAccess host(r);
+    loadBytes(r, label, file, offset, bytes, host.overwrite(value));
+    host.commit();
     break;
   }
   case PIPE_SOURCE_INLINE: {
@@ -216,7 +222,7 @@ void pipe_declare_param(pipe_rank *r, int32_t id, const char *name, int32_t dtyp
 
   if (p.trainable) {
     p.gradient = borrowed(newTensor(r, PIPE_F32, shape, PIPE_MEM_GRADIENTS, "pipe_declare_param"));
-    std::memset(p.gradient->data, 0, static_cast<size_t>(tensorBytes(r, p.gradient)));
+    zeroTensor(r, p.gradient);
     if (owner_rank == r->id) {
       int states = r->optimizer.kind == PIPE_MOMENTUM                                  ? 1
                    : r->optimizer.kind == PIPE_ADAM || r->optimizer.kind == PIPE_ADAMW ? 2
@@ -224,7 +230,7 @@ void pipe_declare_param(pipe_rank *r, int32_t id, const char *name, int32_t dtyp
       for (int k = 0; k < states; ++k) {
         p.state[k] =
             borrowed(newTensor(r, PIPE_F32, shape, PIPE_MEM_OPTIMIZER, "pipe_declare_param"));
-        std::memset(p.state[k]->data, 0, static_cast<size_t>(tensorBytes(r, p.state[k])));
+        zeroTensor(r, p.state[k]);
       }
     }
   }
@@ -240,10 +246,12 @@ void pipe_accumulate_grad(pipe_rank *r, int32_t id, const pipe_tensor *t) {
   if (t->dtype != PIPE_F32 || t->numel != p.gradient->numel)
     fail(r, "pipe_accumulate_grad: a gradient %s for parameter %s %s", describe(t).c_str(),
          p.name.c_str(), describe(p.value).c_str());
-  float *into = static_cast<float *>(p.gradient->data);
-  const float *from = static_cast<const float *>(t->data);
+  HostAccess host(r);
+  float *into = static_cast<float *>(host.write(p.gradient));
+  const float *from = static_cast<const float *>(host.read(t));
   for (int64_t i = 0; i < t->numel; ++i)
     into[i] += from[i];
+  host.commit();
 }
 
 } // extern "C"

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "Rank.h"
 
+#include "HostAccess.h"
 #include "Internal.h"
 #include "Tensor.h"
 
@@ -126,9 +127,17 @@ void drainSends(pipe_rank *r) {
 }
 
 pipe_rank *createRank(const RunSettings &settings, int rank) {
+  std::unique_ptr<Device> device;
+  try {
+    device = makeDevice(settings.backend, rank, settings.emulatedDeviceBytes);
+  } catch (const DeviceError &error) {
+    throw Failure("rank " + std::to_string(rank) + ": " + error.what());
+  }
   auto *r = new pipe_rank;
   r->id = rank;
   r->settings = settings;
+  r->device = std::move(device);
+  r->memory.deviceCache.setDevice(r->device.get());
   return r;
 }
 
@@ -163,6 +172,34 @@ pipe_rank *pipe_rank_create_standalone(void) {
   return createRank(settings, 0);
 }
 
+pipe_rank *pipe_rank_create_on(const char *backend, char *why, size_t why_size) {
+  auto refuse = [&](const std::string &reason) -> pipe_rank * {
+    if (why && why_size > 0)
+      std::snprintf(why, why_size, "%s", reason.c_str());
+    return nullptr;
+  };
+  RunSettings settings;
+  settings.kernelThreads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (!backend || !parseBackend(backend, settings.backend))
+    return refuse(std::string("unknown backend '") + (backend ? backend : "(null)") +
+                  "' (cpu, emulated or cuda)");
+  try {
+    return createRank(settings, 0);
+  } catch (const Failure &failure) {
+    return refuse(failure.what());
+  }
+}
+
+void pipe_copy_from_host(pipe_rank *r, pipe_tensor *t, const void *host) {
+  boxOf(r, t, "pipe_copy_from_host");
+  uploadTensor(r, t, host);
+}
+
+void pipe_copy_to_host(pipe_rank *r, void *host, const pipe_tensor *t) {
+  boxOf(r, t, "pipe_copy_to_host");
+  downloadTensor(r, host, t);
+}
+
 void pipe_rank_destroy(pipe_rank *r) {
   if (!r)
     return;
@@ -172,6 +209,9 @@ void pipe_rank_destroy(pipe_rank *r) {
   std::vector<const pipe_tensor *> left(r->tensors.begin(), r->tensors.end());
   for (const pipe_tensor *t : left)
     destroyTensor(r, const_cast<pipe_tensor *>(t));
+  for (auto &[key, storage] : r->deviceConstants)
+    release(r->memory, storage);
+  r->deviceConstants.clear();
   delete r;
 }
 

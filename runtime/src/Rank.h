@@ -8,6 +8,7 @@
 #ifndef PIPE_RUNTIME_RANK_H
 #define PIPE_RUNTIME_RANK_H
 
+#include "Device.h"
 #include "Run.h"
 #include "Storage.h"
 #include "Transport.h"
@@ -56,6 +57,14 @@ struct pipe_rank {
   piperun::Transport *transport = nullptr; ///< null for a standalone rank
   std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
   std::function<void(int, const piperun::StepRecord &)> stepEnded;
+
+  /// Where the tensors live: null on the CPU backend. Declared before `memory`,
+  /// whose device cache gives its blocks back to it.
+  std::unique_ptr<piperun::Device> device;
+  int hostKernelDepth = 0; ///< > 0 inside a staged kernel (HostKernelScope)
+  /// pipe_constant's uploads on a device, by (program data, bytes): each
+  /// constant is copied to the device once and kept for the run.
+  std::map<std::pair<const void *, int64_t>, piperun::Storage *> deviceConstants;
 
   piperun::MemoryAccount memory;
   std::unordered_set<const pipe_tensor *> tensors; ///< every live tensor of this rank

@@ -109,7 +109,12 @@ std::vector<std::vector<int>> rankCpus(int ranks, int threadsPerRank) {
 std::string runRank(const RunSettings &settings, Transport &transport, const RankProgram &program,
                     int64_t steps, const RunHooks &hooks) {
   cpu::setBlasThreads(settings.kernelThreads);
-  pipe_rank *r = createRank(settings, transport.rank());
+  pipe_rank *r = nullptr;
+  try {
+    r = createRank(settings, transport.rank());
+  } catch (const Failure &failure) {
+    return failure.what();
+  }
   r->transport = &transport;
   r->stepEnded = hooks.stepEnded;
   try {
@@ -148,7 +153,15 @@ std::string runInThreads(const RunSettings &settings, const std::vector<RankProg
   shared->hooks = hooks;
   for (int k = 0; k < n; ++k) {
     shared->transports.push_back(shared->hub.transport(k));
-    pipe_rank *r = createRank(settings, k);
+    pipe_rank *r = nullptr;
+    try {
+      r = createRank(settings, k);
+    } catch (const Failure &failure) {
+      for (pipe_rank *made : shared->ranks)
+        pipe_rank_destroy(made);
+      delete shared;
+      return failure.what();
+    }
     r->transport = shared->transports[k].get();
     r->stepEnded = hooks.stepEnded;
     shared->ranks.push_back(r);

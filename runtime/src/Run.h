@@ -8,6 +8,7 @@
 #ifndef PIPE_RUNTIME_RUN_H
 #define PIPE_RUNTIME_RUN_H
 
+#include "Device.h"
 #include "Npz.h"
 #include "pipe_runtime.h"
 
@@ -34,6 +35,10 @@ struct RunSettings {
   /// runInThreads: each rank's thread on its own CPUs (rankCpus), when there are
   /// enough; otherwise, or when false, wherever the system puts it.
   bool pinThreads = true;
+  /// Where each rank's tensors live and its kernels run (Device.h).
+  Backend backend = Backend::Cpu;
+  /// The memory of each rank's emulated device (Backend::Emulated).
+  int64_t emulatedDeviceBytes = int64_t(4) << 30;
 };
 
 /// The CPUs of each of `ranks` ranks of `threadsPerRank` kernel threads: disjoint

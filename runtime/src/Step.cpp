@@ -7,6 +7,7 @@
 // of the kernels that follow (error messages, per-node time).
 //
 //===----------------------------------------------------------------------===//
+#include "HostAccess.h"
 #include "Internal.h"
 #include "Rank.h"
 #include "Tensor.h"
@@ -36,7 +37,7 @@ void pipe_step_begin(pipe_rank *r) {
     fail(r, "pipe_step_begin: step %lld has not ended", static_cast<long long>(r->step));
   for (Parameter &p : r->params)
     if (p.gradient)
-      std::memset(p.gradient->data, 0, static_cast<size_t>(tensorBytes(r, p.gradient)));
+      zeroTensor(r, p.gradient);
   reapSends(r);
   r->inStep = true;
   r->current = StepRecord{};
@@ -116,8 +117,10 @@ void pipe_loss(pipe_rank *r, const pipe_tensor *loss) {
     fail(r, "pipe_loss outside a step");
   if (loss->numel != 1 || (loss->dtype != PIPE_F32 && loss->dtype != PIPE_F64))
     fail(r, "pipe_loss: the loss is %s, not one f32 or f64", describe(loss).c_str());
-  r->current.loss += loss->dtype == PIPE_F32 ? static_cast<const float *>(loss->data)[0]
-                                             : static_cast<const double *>(loss->data)[0];
+  HostAccess host(r);
+  const void *value = host.read(loss);
+  r->current.loss += loss->dtype == PIPE_F32 ? static_cast<const float *>(value)[0]
+                                             : static_cast<const double *>(value)[0];
   r->current.hasLoss = true;
 }
 

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "Storage.h"
 
+#include "Device.h"
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -36,17 +38,28 @@ void *BlockCache::take(size_t bytes) {
     cached_ -= static_cast<int64_t>(bytes);
     return block;
   }
-  void *block = std::aligned_alloc(kAlignment, bytes);
+  void *block = fresh(bytes);
   if (!block && cached_ > 0) {
     clear(); // blocks of other sizes may make room
-    block = std::aligned_alloc(kAlignment, bytes);
+    block = fresh(bytes);
   }
   return block;
 }
 
+void *BlockCache::fresh(size_t bytes) {
+  return device_ ? device_->allocate(bytes) : std::aligned_alloc(kAlignment, bytes);
+}
+
+void BlockCache::drop(void *block) {
+  if (device_)
+    device_->release(block);
+  else
+    std::free(block);
+}
+
 void BlockCache::give(void *block, size_t bytes, int64_t limit) {
   if (!kCacheBlocks || cached_ + static_cast<int64_t>(bytes) > limit) {
-    std::free(block);
+    drop(block);
     return;
   }
   free_[bytes].push_back(block);
@@ -56,7 +69,7 @@ void BlockCache::give(void *block, size_t bytes, int64_t limit) {
 void BlockCache::clear() {
   for (auto &[bytes, blocks] : free_)
     for (void *block : blocks)
-      std::free(block);
+      drop(block);
   free_.clear();
   cached_ = 0;
 }
@@ -101,6 +114,24 @@ Storage *allocateStorage(MemoryAccount &account, int64_t bytes, int32_t category
   return storage;
 }
 
+Storage *allocateDeviceStorage(MemoryAccount &account, int64_t bytes, int32_t category) {
+  size_t rounded = (static_cast<size_t>(bytes) + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded == 0)
+    rounded = kAlignment;
+  void *data = account.deviceCache.take(rounded);
+  if (!data)
+    return nullptr;
+  auto *storage = new Storage;
+  storage->data = data;
+  storage->capacity = rounded;
+  storage->bytes = bytes;
+  storage->category = category;
+  storage->references = 1;
+  storage->onDevice = true;
+  account.add(category, bytes);
+  return storage;
+}
+
 Storage *externalStorage(MemoryAccount &account, const void *data, int32_t category) {
   auto *storage = new Storage;
   storage->data = const_cast<void *>(data);
@@ -119,7 +150,8 @@ void release(MemoryAccount &account, Storage *storage) {
     return;
   account.remove(storage->category, storage->bytes);
   if (storage->owned)
-    account.cache.give(storage->data, storage->capacity, account.peakTotal());
+    (storage->onDevice ? account.deviceCache : account.cache)
+        .give(storage->data, storage->capacity, account.peakTotal());
   delete storage;
 }
 

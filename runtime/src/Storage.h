@@ -18,6 +18,8 @@
 
 namespace piperun {
 
+class Device;
+
 /// Freed blocks kept by size for the next allocation of that size (one rank's,
 /// used by its thread only). A step allocates the same sizes micro-batch after
 /// micro-batch; without it each large block came fresh from the system and its
@@ -25,7 +27,8 @@ namespace piperun {
 /// steps). Holds at most as many bytes as the account's peak of live bytes, so
 /// a rank reserves at most twice its peak. Sizes are the 64-byte multiples
 /// allocateStorage asks for. Off in sanitized builds, whose allocator must see
-/// every free.
+/// every free. A cache over a Device (setDevice) keeps the device's blocks the
+/// same way: the caching allocator of a device backend.
 class PIPE_EXPORT BlockCache {
 public:
   BlockCache() = default;
@@ -44,8 +47,15 @@ public:
   int64_t cachedBytes() const { return cached_; }
   /// False in sanitized builds: give frees at once.
   static bool enabled();
+  /// Blocks come from `device` from now on (call while the cache is empty).
+  void setDevice(Device *device) { device_ = device; }
+  Device *device() const { return device_; }
 
 private:
+  void *fresh(size_t bytes);
+  void drop(void *block);
+
+  Device *device_ = nullptr; ///< null: host memory
   std::unordered_map<size_t, std::vector<void *>> free_;
   int64_t cached_ = 0;
 };
@@ -64,7 +74,8 @@ public:
   int64_t liveTotal() const { return liveTotal_; }
   int64_t peakTotal() const { return peakTotal_; }
 
-  BlockCache cache; ///< allocateStorage and release go through it
+  BlockCache cache;       ///< host blocks: allocateStorage and release go through it
+  BlockCache deviceCache; ///< the rank's device blocks (allocateDeviceStorage), if any
 
 private:
   int64_t live_[PIPE_MEM_CATEGORIES] = {};
@@ -83,6 +94,7 @@ struct Storage {
   int32_t references = 0;
   int32_t savedSlots = 0; ///< saved slots holding it; SAVED while > 0
   bool owned = true;      ///< false: `data` is the program's static memory
+  bool onDevice = false;  ///< `data` is device memory (account.deviceCache's)
 };
 
 /// A new storage of `bytes` (64-byte aligned, one reference), or nullptr when
@@ -91,6 +103,9 @@ struct Storage {
 /// tensor bytes, as the memory model does, not bookkeeping).
 Storage *allocateStorage(MemoryAccount &account, int64_t bytes, int32_t category,
                          int64_t uncharged = 0);
+/// A new storage of `bytes` in the account's device memory (deviceCache), or
+/// nullptr when the device has no room. Throws DeviceError on a device failure.
+Storage *allocateDeviceStorage(MemoryAccount &account, int64_t bytes, int32_t category);
 /// A storage over memory the runtime does not own (pipe_constant): no bytes charged.
 Storage *externalStorage(MemoryAccount &account, const void *data, int32_t category);
 void retain(Storage *storage);

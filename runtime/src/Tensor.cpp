@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "Tensor.h"
 
+#include "HostAccess.h"
 #include "Internal.h"
 #include "Rank.h"
 
@@ -139,12 +140,38 @@ pipe_tensor *newTensor(pipe_rank *r, int32_t dtype, const pipe_ints &shape, int3
     fail(r, "%s: unknown memory category %d", what, category);
   int64_t numel = checkedNumel(r, shape, what);
   int64_t bytes = numel * static_cast<int64_t>(dtypeSize(r, dtype));
-  Storage *storage = allocateStorage(r->memory, bytes, category);
+  Device *device = deviceOf(r);
+  Storage *storage = device ? onDevice(r, [&] {
+    return allocateDeviceStorage(r->memory, bytes, category);
+  })
+                            : allocateStorage(r->memory, bytes, category);
   if (!storage)
-    fail(r, "%s: out of memory allocating %lld bytes for %s (this rank holds %lld bytes)", what,
-         static_cast<long long>(bytes), describe(dtype, shape).c_str(),
-         static_cast<long long>(r->memory.liveTotal()));
+    failOutOfMemory(r, what, bytes, category, describe(dtype, shape));
   return tensorOver(r, storage, storage->data, dtype, shape, numel);
+}
+
+const char *categoryName(int32_t category) {
+  static const char *const kNames[PIPE_MEM_CATEGORIES] = {
+      "parameters", "gradients", "optimizer", "saved", "comm", "workspace", "constants"};
+  return category >= 0 && category < PIPE_MEM_CATEGORIES ? kNames[category] : "unknown";
+}
+
+void failOutOfMemory(pipe_rank *r, const char *what, int64_t bytes, int32_t category,
+                     const std::string &tensor) {
+  Device *device = deviceOf(r);
+  std::string held;
+  for (int32_t c = 0; c < PIPE_MEM_CATEGORIES; ++c)
+    if (r->memory.live(c) > 0)
+      held += std::string(held.empty() ? "" : ", ") + categoryName(c) + " " +
+              std::to_string(r->memory.live(c));
+  std::string stage = r->inAction && r->action.stage >= 0
+                          ? " in stage " + std::to_string(r->action.stage)
+                          : std::string();
+  std::string where = device ? device->name() : std::string("the host");
+  fail(r, "%s: out of memory on %s: %lld bytes of %s asked for %s%s; this rank holds %lld bytes (%s)",
+       what, where.c_str(), static_cast<long long>(bytes), categoryName(category), tensor.c_str(),
+       stage.c_str(), static_cast<long long>(r->memory.liveTotal()),
+       held.empty() ? "none" : held.c_str());
 }
 
 TensorBox *boxOf(pipe_rank *r, const pipe_tensor *t, const char *what) {
@@ -217,37 +244,54 @@ pipe_tensor *pipe_constant(pipe_rank *r, int32_t dtype, pipe_ints shape, const v
   int64_t numel = checkedNumel(r, shape, "pipe_constant");
   if (!data && numel > 0)
     fail(r, "pipe_constant: NULL data for %s", describe(dtype, shape).c_str());
+  if (deviceOf(r)) {
+    // Copied to the device once, on first use, and kept for the run.
+    const int64_t bytes = numel * static_cast<int64_t>(dtypeSize(r, dtype));
+    Storage *&uploaded = r->deviceConstants[{data, bytes}];
+    if (!uploaded) {
+      pipe_tensor *t = newTensor(r, dtype, shape, PIPE_MEM_CONSTANTS, "pipe_constant");
+      uploadTensor(r, t, data);
+      uploaded = static_cast<Storage *>(t->storage);
+      retain(uploaded);
+      return t;
+    }
+    retain(uploaded);
+    return tensorOver(r, uploaded, uploaded->data, dtype, shape, numel);
+  }
   Storage *storage = externalStorage(r->memory, data, PIPE_MEM_CONSTANTS);
   return tensorOver(r, storage, storage->data, dtype, shape, numel);
 }
 
 pipe_tensor *pipe_splat(pipe_rank *r, int32_t dtype, pipe_ints shape, double value) {
   pipe_tensor *t = newTensor(r, dtype, shape, PIPE_MEM_CONSTANTS, "pipe_splat");
+  HostAccess host(r);
+  void *data = host.overwrite(t);
   for (int64_t i = 0; i < t->numel; ++i) {
     switch (dtype) {
     case PIPE_F32:
-      static_cast<float *>(t->data)[i] = static_cast<float>(value);
+      static_cast<float *>(data)[i] = static_cast<float>(value);
       break;
     case PIPE_F64:
-      static_cast<double *>(t->data)[i] = value;
+      static_cast<double *>(data)[i] = value;
       break;
     case PIPE_F16:
-      static_cast<uint16_t *>(t->data)[i] = toHalf(static_cast<float>(value));
+      static_cast<uint16_t *>(data)[i] = toHalf(static_cast<float>(value));
       break;
     case PIPE_BF16:
-      static_cast<uint16_t *>(t->data)[i] = toBfloat16(static_cast<float>(value));
+      static_cast<uint16_t *>(data)[i] = toBfloat16(static_cast<float>(value));
       break;
     case PIPE_I64:
-      static_cast<int64_t *>(t->data)[i] = static_cast<int64_t>(value);
+      static_cast<int64_t *>(data)[i] = static_cast<int64_t>(value);
       break;
     case PIPE_I32:
-      static_cast<int32_t *>(t->data)[i] = static_cast<int32_t>(value);
+      static_cast<int32_t *>(data)[i] = static_cast<int32_t>(value);
       break;
     case PIPE_BOOL:
-      static_cast<uint8_t *>(t->data)[i] = value != 0;
+      static_cast<uint8_t *>(data)[i] = value != 0;
       break;
     }
   }
+  host.commit();
   return t;
 }
 

@@ -41,6 +41,12 @@ const TensorBox *anyTransientTensor(pipe_rank *r);
 /// Releases a tensor, borrowed or not (the rank's own teardown).
 void destroyTensor(pipe_rank *r, pipe_tensor *t);
 int64_t tensorBytes(pipe_rank *r, const pipe_tensor *t);
+/// "parameters", "workspace", ... (pipe_mem order).
+const char *categoryName(int32_t category);
+/// Stops the rank: `bytes` of `category` for `tensor` did not fit; names the
+/// device (or host), the stage running, and what the rank holds per category.
+[[noreturn]] void failOutOfMemory(pipe_rank *r, const char *what, int64_t bytes,
+                                  int32_t category, const std::string &tensor);
 pipe_ints shapeOf(const pipe_tensor *t);
 std::vector<int64_t> shapeVector(const pipe_tensor *t);
 /// "[2, 16]".

@@ -4,9 +4,13 @@
 // followed by the tensor's bytes. The sender copies both into a COMM buffer the
 // transport holds until the message has left, so a send never blocks and the
 // caller may free its tensor at once; the receiver's tensor is a view of the
-// received buffer past the header (COMM until freed or saved).
+// received buffer past the header (COMM until freed or saved). On a device
+// backend the bytes travel through host memory: the send buffer and the
+// received message are host staging, not charged (the account measures the
+// device), and the received tensor is a new device tensor (COMM).
 //
 //===----------------------------------------------------------------------===//
+#include "HostAccess.h"
 #include "Internal.h"
 #include "Rank.h"
 #include "Tensor.h"
@@ -56,8 +60,9 @@ MessageKey keyOf(pipe_rank *r, const char *what, int32_t from, int32_t to, int32
 void sendTensor(pipe_rank *r, const pipe_tensor *t, const MessageKey &key, const char *what) {
   Transport &transport = transportOf(r, what);
   const int64_t bytes = tensorBytes(r, t);
-  Storage *buffer =
-      allocateStorage(r->memory, bytes, PIPE_MEM_COMM, static_cast<int64_t>(kHeaderBytes));
+  const bool staged = deviceOf(r) != nullptr;
+  Storage *buffer = allocateStorage(r->memory, staged ? 0 : bytes, PIPE_MEM_COMM,
+                                    static_cast<int64_t>(kHeaderBytes) + (staged ? bytes : 0));
   if (!buffer)
     fail(r, "%s: out of memory for a %lld-byte send buffer", what, static_cast<long long>(bytes));
   WireHeader header{};
@@ -69,7 +74,7 @@ void sendTensor(pipe_rank *r, const pipe_tensor *t, const MessageKey &key, const
   auto *out = static_cast<char *>(buffer->data);
   std::memset(out, 0, kHeaderBytes);
   std::memcpy(out, &header, sizeof header);
-  std::memcpy(out + kHeaderBytes, t->data, static_cast<size_t>(bytes));
+  downloadTensor(r, out + kHeaderBytes, t);
   OutstandingSend send;
   send.handle = transport.send(key, out, kHeaderBytes + static_cast<size_t>(bytes));
   send.buffer = buffer;
@@ -84,12 +89,15 @@ pipe_tensor *receiveTensor(pipe_rank *r, const MessageKey &key, int32_t dtype,
   Transport &transport = transportOf(r, what);
   const int64_t numel = checkedNumel(r, shape, what);
   Storage *storage = nullptr;
+  const bool staged = deviceOf(r) != nullptr;
   reapSends(r);
   const double waitStart = nowMs(r);
   size_t received = 0;
   bool arrived = transport.receive(key, r->settings.timeoutSeconds, [&](size_t size) {
     received = size;
-    const int64_t header = std::min<int64_t>(static_cast<int64_t>(size), kHeaderBytes);
+    const int64_t header =
+        staged ? static_cast<int64_t>(size)
+               : std::min<int64_t>(static_cast<int64_t>(size), kHeaderBytes);
     storage =
         allocateStorage(r->memory, static_cast<int64_t>(size) - header, PIPE_MEM_COMM, header);
     if (!storage)
@@ -119,6 +127,18 @@ pipe_tensor *receiveTensor(pipe_rank *r, const MessageKey &key, int32_t dtype,
     release(r->memory, storage);
     fail(r, "the %s is %s, expected %s", describeIncoming(key).c_str(), actual.c_str(),
          expected.c_str());
+  }
+  if (staged) {
+    pipe_tensor *t = nullptr;
+    try {
+      t = newTensor(r, dtype, shape, PIPE_MEM_COMM, what);
+      uploadTensor(r, t, static_cast<char *>(storage->data) + kHeaderBytes);
+    } catch (...) {
+      release(r->memory, storage);
+      throw;
+    }
+    release(r->memory, storage);
+    return t;
   }
   return tensorOver(r, storage, static_cast<char *>(storage->data) + kHeaderBytes, dtype, shape,
                     numel);
@@ -180,7 +200,7 @@ void pipe_recv_param(pipe_rank *r, int32_t id, int32_t owner_rank) {
   pipe_tensor *value =
       receiveTensor(r, keyOf(r, "pipe_recv_param", owner_rank, r->id, id, PIPE_TRANSFER_PARAM, -1),
                     p.value->dtype, shapeOf(p.value), "pipe_recv_param");
-  std::memcpy(p.value->data, value->data, static_cast<size_t>(tensorBytes(r, value)));
+  copyTensor(r, p.value, value);
   destroyTensor(r, value);
 }
 

@@ -3,9 +3,11 @@
 last step's gradients and the trained weights against the same model trained
 by torch (nn.Linear, ReLU, cross entropy, Adam with L2 decay) on the same
 data, to 1e-5 relative. Exit 0: equal; 1: different or pipe-run failed;
-77: torch or numpy missing (ctest counts it as skipped).
+77: torch or numpy missing, or --backend cuda without a GPU (ctest counts it
+as skipped).
 
-    check_mlp2.py --pipe-run BIN --transport threads|mpi [--mpiexec BIN] --work DIR
+    check_mlp2.py --pipe-run BIN --transport threads|mpi [--backend cpu|emulated|cuda]
+                  [--mpiexec BIN] --work DIR
 """
 import argparse
 import os
@@ -74,6 +76,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--pipe-run", required=True)
     parser.add_argument("--transport", choices=["threads", "mpi"], required=True)
+    parser.add_argument("--backend", default="cpu", choices=["cpu", "emulated", "cuda"])
     parser.add_argument("--mpiexec", default="mpirun")
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
@@ -85,13 +88,16 @@ def main():
     command = [args.pipe_run, work, "--steps", str(STEPS), "--data",
                os.path.join(args.work, "data.npz"), "--save-weights",
                os.path.join(args.work, "weights.npz"), "--save-grads",
-               os.path.join(args.work, "grads.npz")]
+               os.path.join(args.work, "grads.npz"), "--backend", args.backend]
     if args.transport == "mpi":
         command = [args.mpiexec, "-q", "--allow-run-as-root", "--oversubscribe", "-np", "2"] + command
     else:
         command += ["--transport", "threads"]
     run = subprocess.run(command, capture_output=True, text=True, timeout=300)
     print(run.stdout)
+    if run.returncode != 0 and "--backend cuda: " in run.stderr:
+        print("skipped: no GPU: %s" % run.stderr.split("--backend cuda: ", 1)[1].strip())
+        return 77
     if run.returncode != 0:
         print("FAIL: pipe-run exited with %d\n%s" % (run.returncode, run.stderr))
         return 1

@@ -4,6 +4,7 @@
 // dx through w^T dy then col2im, dw through dy col^T.
 //
 //===----------------------------------------------------------------------===//
+#include "HostAccess.h"
 #include "KernelSupport.h"
 
 using namespace piperun;
@@ -172,6 +173,7 @@ extern "C" {
 void pipe_k_conv(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *w,
                  const pipe_tensor *bias, pipe_tensor *y, pipe_ints strides, pipe_ints pads,
                  pipe_ints dilations, int64_t group) {
+  PIPE_DEVICE_STAGED(r, pipe_k_conv, x, w, bias, y, strides, pads, dilations, group);
   const char *op = "conv";
   const ConvGeometry g = checkConv(r, op, x, "x", w, "w", y, "y", strides, pads, dilations, group);
   if (bias) {
@@ -217,6 +219,7 @@ void pipe_k_conv(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *w,
 void pipe_k_conv_grad_input(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *w,
                             pipe_tensor *dx, pipe_ints strides, pipe_ints pads,
                             pipe_ints dilations, int64_t group) {
+  PIPE_DEVICE_STAGED(r, pipe_k_conv_grad_input, dy, w, dx, strides, pads, dilations, group);
   const char *op = "conv_grad_input";
   const ConvGeometry g =
       checkConv(r, op, dx, "dx", w, "w", dy, "dy", strides, pads, dilations, group);
@@ -246,6 +249,7 @@ void pipe_k_conv_grad_input(pipe_rank *r, const pipe_tensor *dy, const pipe_tens
 void pipe_k_conv_grad_weight(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *dy,
                              pipe_tensor *dw, pipe_ints strides, pipe_ints pads,
                              pipe_ints dilations, int64_t group) {
+  PIPE_DEVICE_STAGED(r, pipe_k_conv_grad_weight, x, dy, dw, strides, pads, dilations, group);
   const char *op = "conv_grad_weight";
   const ConvGeometry g = checkConv(r, op, x, "x", dw, "dw", dy, "dy", strides, pads, dilations, group);
   float *pdw = static_cast<float *>(dw->data);

@@ -4,6 +4,7 @@
 // streamKey(seed, step, microbatch, key), i)) >= ratio.
 //
 //===----------------------------------------------------------------------===//
+#include "HostAccess.h"
 #include "KernelSupport.h"
 
 using namespace piperun;
@@ -13,6 +14,7 @@ extern "C" {
 
 void pipe_k_dropout(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_tensor *mask,
                     double ratio, int32_t microbatch, int64_t key) {
+  PIPE_DEVICE_STAGED(r, pipe_k_dropout, x, y, mask, ratio, microbatch, key);
   const char *op = "dropout";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);

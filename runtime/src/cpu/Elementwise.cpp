@@ -4,6 +4,7 @@
 // evaluated in double and rounded once, binary ops are IEEE ops in the dtype.
 //
 //===----------------------------------------------------------------------===//
+#include "HostAccess.h"
 #include "KernelSupport.h"
 
 using namespace piperun;
@@ -270,6 +271,7 @@ void binaryLoop(pipe_rank *r, const StridedLoop &loop, Out *y, const In *a, cons
 extern "C" {
 
 void pipe_k_fill(pipe_rank *r, pipe_tensor *y, double value) {
+  PIPE_DEVICE_STAGED(r, pipe_k_fill, y, value);
   const char *op = "fill";
   requireTensor(r, op, "y", y);
   dispatchDtype<kAnyDtype>(r, op, "y", y->dtype, [&](auto tag) {
@@ -286,6 +288,7 @@ void pipe_k_fill(pipe_rank *r, pipe_tensor *y, double value) {
 
 void pipe_k_unary(pipe_rank *r, int32_t fn, const pipe_tensor *x, pipe_tensor *y, double alpha,
                   double beta) {
+  PIPE_DEVICE_STAGED(r, pipe_k_unary, fn, x, y, alpha, beta);
   char op[48];
   std::snprintf(op, sizeof op, "unary(%s)", unaryName(fn));
   if (fn < PIPE_RELU || fn > PIPE_SIGN)
@@ -340,6 +343,7 @@ void pipe_k_unary(pipe_rank *r, int32_t fn, const pipe_tensor *x, pipe_tensor *y
 
 void pipe_k_unary_grad(pipe_rank *r, int32_t fn, const pipe_tensor *saved, const pipe_tensor *dy,
                        pipe_tensor *dx, double alpha, double beta) {
+  PIPE_DEVICE_STAGED(r, pipe_k_unary_grad, fn, saved, dy, dx, alpha, beta);
   char op[48];
   std::snprintf(op, sizeof op, "unary_grad(%s)", unaryName(fn));
   const char kind = savedKind(fn);
@@ -375,6 +379,7 @@ void pipe_k_unary_grad(pipe_rank *r, int32_t fn, const pipe_tensor *saved, const
 
 void pipe_k_binary(pipe_rank *r, int32_t fn, const pipe_tensor *a, const pipe_tensor *b,
                    pipe_tensor *y) {
+  PIPE_DEVICE_STAGED(r, pipe_k_binary, fn, a, b, y);
   char op[48];
   std::snprintf(op, sizeof op, "binary(%s)", binaryName(fn));
   if (fn < PIPE_ADD || fn > PIPE_MIN)
@@ -432,6 +437,7 @@ void pipe_k_binary(pipe_rank *r, int32_t fn, const pipe_tensor *a, const pipe_te
 
 void pipe_k_where(pipe_rank *r, const pipe_tensor *cond, const pipe_tensor *x,
                   const pipe_tensor *z, pipe_tensor *y) {
+  PIPE_DEVICE_STAGED(r, pipe_k_where, cond, x, z, y);
   const char *op = "where";
   requireTensor(r, op, "cond", cond);
   requireTensor(r, op, "x", x);
@@ -460,6 +466,7 @@ void pipe_k_where(pipe_rank *r, const pipe_tensor *cond, const pipe_tensor *x,
 }
 
 void pipe_k_cast(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) {
+  PIPE_DEVICE_STAGED(r, pipe_k_cast, x, y);
   const char *op = "cast";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);
@@ -480,6 +487,7 @@ void pipe_k_cast(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) {
 }
 
 void pipe_k_range(pipe_rank *r, pipe_tensor *y, double start, double delta) {
+  PIPE_DEVICE_STAGED(r, pipe_k_range, y, start, delta);
   const char *op = "range";
   requireTensor(r, op, "y", y);
   requireRank(r, op, "y", y, 1);

@@ -4,6 +4,7 @@
 // dtype's size (gather_grad accumulates F32).
 //
 //===----------------------------------------------------------------------===//
+#include "HostAccess.h"
 #include "KernelSupport.h"
 
 #include <vector>
@@ -142,6 +143,7 @@ void normaliseIndices(pipe_rank *r, const char *op, const pipe_tensor *indices,
 extern "C" {
 
 void pipe_k_transpose(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints perm) {
+  PIPE_DEVICE_STAGED(r, pipe_k_transpose, x, y, perm);
   const char *op = "transpose";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);
@@ -174,6 +176,7 @@ void pipe_k_transpose(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_i
 
 void pipe_k_slice(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints starts,
                   pipe_ints steps) {
+  PIPE_DEVICE_STAGED(r, pipe_k_slice, x, y, starts, steps);
   const char *op = "slice";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);
@@ -184,6 +187,7 @@ void pipe_k_slice(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints 
 
 void pipe_k_slice_assign(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints starts,
                          pipe_ints steps) {
+  PIPE_DEVICE_STAGED(r, pipe_k_slice_assign, x, y, starts, steps);
   const char *op = "slice_assign";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);
@@ -194,6 +198,7 @@ void pipe_k_slice_assign(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pip
 
 void pipe_k_pad(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints pads, int32_t mode,
                 double value) {
+  PIPE_DEVICE_STAGED(r, pipe_k_pad, x, y, pads, mode, value);
   const char *op = "pad";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);
@@ -260,6 +265,7 @@ void pipe_k_pad(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints pa
 
 void pipe_k_gather(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *indices,
                    pipe_tensor *y, int64_t axis) {
+  PIPE_DEVICE_STAGED(r, pipe_k_gather, x, indices, y, axis);
   const char *op = "gather";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "indices", indices);
@@ -283,6 +289,7 @@ void pipe_k_gather(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *indice
 
 void pipe_k_gather_grad(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *indices,
                         pipe_tensor *dx, int64_t axis) {
+  PIPE_DEVICE_STAGED(r, pipe_k_gather_grad, dy, indices, dx, axis);
   const char *op = "gather_grad";
   requireTensor(r, op, "dy", dy);
   requireTensor(r, op, "indices", indices);
@@ -310,6 +317,7 @@ void pipe_k_gather_grad(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *
 }
 
 void pipe_k_expand(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) {
+  PIPE_DEVICE_STAGED(r, pipe_k_expand, x, y);
   const char *op = "expand";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);
@@ -320,6 +328,7 @@ void pipe_k_expand(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) {
 }
 
 void pipe_k_tile(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) {
+  PIPE_DEVICE_STAGED(r, pipe_k_tile, x, y);
   const char *op = "tile";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);
@@ -362,6 +371,7 @@ void pipe_k_tile(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) {
 
 void pipe_k_trilu(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int64_t k,
                   int32_t upper) {
+  PIPE_DEVICE_STAGED(r, pipe_k_trilu, x, y, k, upper);
   const char *op = upper ? "trilu(upper)" : "trilu(lower)";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);

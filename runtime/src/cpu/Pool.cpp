@@ -4,6 +4,7 @@
 // chooses floor or ceil mode. Max pool indices are ONNX's (flat into all of x).
 //
 //===----------------------------------------------------------------------===//
+#include "HostAccess.h"
 #include "KernelSupport.h"
 
 using namespace piperun;
@@ -97,6 +98,7 @@ extern "C" {
 
 void pipe_k_max_pool(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_tensor *indices,
                      pipe_ints kernel, pipe_ints strides, pipe_ints pads, pipe_ints dilations) {
+  PIPE_DEVICE_STAGED(r, pipe_k_max_pool, x, y, indices, kernel, strides, pads, dilations);
   const char *op = "max_pool";
   const PoolGeometry g = checkPool(r, op, x, "x", y, "y", kernel, strides, pads, &dilations);
   if (indices) {
@@ -153,6 +155,7 @@ void pipe_k_max_pool(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_te
 
 void pipe_k_max_pool_grad(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *indices,
                           pipe_tensor *dx) {
+  PIPE_DEVICE_STAGED(r, pipe_k_max_pool_grad, dy, indices, dx);
   const char *op = "max_pool_grad";
   requireTensor(r, op, "dy", dy);
   requireTensor(r, op, "indices", indices);
@@ -194,6 +197,7 @@ void pipe_k_max_pool_grad(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor
 
 void pipe_k_average_pool(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints kernel,
                          pipe_ints strides, pipe_ints pads, int32_t count_include_pad) {
+  PIPE_DEVICE_STAGED(r, pipe_k_average_pool, x, y, kernel, strides, pads, count_include_pad);
   const char *op = "average_pool";
   const PoolGeometry g = checkPool(r, op, x, "x", y, "y", kernel, strides, pads, nullptr);
   const float *px = static_cast<const float *>(x->data);
@@ -230,6 +234,7 @@ void pipe_k_average_pool(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pip
 void pipe_k_average_pool_grad(pipe_rank *r, const pipe_tensor *dy, pipe_tensor *dx,
                               pipe_ints kernel, pipe_ints strides, pipe_ints pads,
                               int32_t count_include_pad) {
+  PIPE_DEVICE_STAGED(r, pipe_k_average_pool_grad, dy, dx, kernel, strides, pads, count_include_pad);
   const char *op = "average_pool_grad";
   const PoolGeometry g = checkPool(r, op, dx, "dx", dy, "dy", kernel, strides, pads, nullptr);
   const float *pdy = static_cast<const float *>(dy->data);

@@ -4,6 +4,7 @@
 // contiguous run per output) or kept (a run of outputs accumulated together).
 //
 //===----------------------------------------------------------------------===//
+#include "HostAccess.h"
 #include "KernelSupport.h"
 
 using namespace piperun;
@@ -166,6 +167,7 @@ extern "C" {
 
 void pipe_k_reduce(pipe_rank *r, int32_t fn, const pipe_tensor *x, pipe_tensor *y,
                    pipe_ints axes) {
+  PIPE_DEVICE_STAGED(r, pipe_k_reduce, fn, x, y, axes);
   const char *op = reduceName(fn);
   if (fn < PIPE_REDUCE_SUM || fn > PIPE_REDUCE_PROD)
     fail(r, "reduce: unknown function %d", fn);

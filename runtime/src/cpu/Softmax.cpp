@@ -4,6 +4,7 @@
 // vector. Stable forms: the maximum is subtracted before exp; sums in double.
 //
 //===----------------------------------------------------------------------===//
+#include "HostAccess.h"
 #include "KernelSupport.h"
 
 using namespace piperun;
@@ -99,22 +100,26 @@ void softmaxBackward(pipe_rank *r, const char *op, const pipe_tensor *y, const p
 extern "C" {
 
 void pipe_k_softmax(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int64_t axis) {
+  PIPE_DEVICE_STAGED(r, pipe_k_softmax, x, y, axis);
   const AxisLayout l = checkAxis(r, "softmax", x, "x", y, "y", axis);
   softmaxForward(r, l, static_cast<const float *>(x->data), static_cast<float *>(y->data), false);
 }
 
 void pipe_k_log_softmax(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int64_t axis) {
+  PIPE_DEVICE_STAGED(r, pipe_k_log_softmax, x, y, axis);
   const AxisLayout l = checkAxis(r, "log_softmax", x, "x", y, "y", axis);
   softmaxForward(r, l, static_cast<const float *>(x->data), static_cast<float *>(y->data), true);
 }
 
 void pipe_k_softmax_grad(pipe_rank *r, const pipe_tensor *y, const pipe_tensor *dy,
                          pipe_tensor *dx, int64_t axis) {
+  PIPE_DEVICE_STAGED(r, pipe_k_softmax_grad, y, dy, dx, axis);
   softmaxBackward(r, "softmax_grad", y, dy, dx, axis, false);
 }
 
 void pipe_k_log_softmax_grad(pipe_rank *r, const pipe_tensor *y, const pipe_tensor *dy,
                              pipe_tensor *dx, int64_t axis) {
+  PIPE_DEVICE_STAGED(r, pipe_k_log_softmax_grad, y, dy, dx, axis);
   softmaxBackward(r, "log_softmax_grad", y, dy, dx, axis, true);
 }
 

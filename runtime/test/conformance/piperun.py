@@ -4,6 +4,9 @@ rank, and the error metric every test reports.
 
 The library is the first of: $PIPE_RUNTIME_LIB (a file), then libpiperun.so
 under build-runtime/lib, build/lib and build/runtime/lib of the repository.
+The rank's backend is $PIPE_RUNTIME_BACKEND (cpu by default; emulated or
+cuda): tensors then live in device memory and move through
+pipe_copy_from_host / pipe_copy_to_host.
 """
 
 from __future__ import annotations
@@ -129,6 +132,10 @@ def load(path=None):
     lib = ctypes.CDLL(path)
     lib.pipe_rank_create_standalone.restype = RankPtr
     lib.pipe_rank_create_standalone.argtypes = []
+    lib.pipe_rank_create_on.restype = RankPtr
+    lib.pipe_rank_create_on.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    lib.pipe_copy_from_host.argtypes = [RankPtr, TensorPtr, ctypes.c_void_p]
+    lib.pipe_copy_to_host.argtypes = [RankPtr, ctypes.c_void_p, TensorPtr]
     lib.pipe_rank_destroy.argtypes = [RankPtr]
     lib.pipe_alloc.restype = TensorPtr
     lib.pipe_alloc.argtypes = [RankPtr, ctypes.c_int32, Ints, ctypes.c_int32]
@@ -144,12 +151,24 @@ def load(path=None):
     return lib
 
 
+def backend():
+    """The backend the suite runs on: $PIPE_RUNTIME_BACKEND, else cpu."""
+    return os.environ.get("PIPE_RUNTIME_BACKEND", "cpu")
+
+
+class BackendUnavailable(RuntimeError):
+    pass
+
+
 class Rank:
     """One standalone rank; tensors made through it are freed by release()."""
 
     def __init__(self, lib):
         self.lib = lib
-        self.handle = lib.pipe_rank_create_standalone()
+        why = ctypes.create_string_buffer(512)
+        self.handle = lib.pipe_rank_create_on(backend().encode(), why, len(why))
+        if not self.handle:
+            raise BackendUnavailable("backend %s: %s" % (backend(), why.value.decode()))
         self.tensors = []
 
     def empty(self, shape, dtype=F32, fill=True):
@@ -161,7 +180,8 @@ class Rank:
         if fill and t.contents.numel > 0:
             nbytes = t.contents.numel * np.dtype(NUMPY_OF[dtype]).itemsize
             pattern = 0xFF if dtype in (F32, F64) else 0x5A
-            ctypes.memset(t.contents.data, pattern, nbytes)
+            poison = np.full(nbytes, pattern, np.uint8)
+            self.lib.pipe_copy_from_host(self.handle, t, poison.ctypes.data)
         return t
 
     def tensor(self, array):
@@ -169,19 +189,18 @@ class Rank:
         array = np.asarray(array, order="C")
         t = self.empty(array.shape, DTYPE_OF[array.dtype], fill=False)
         if array.size:
-            ctypes.memmove(t.contents.data, array.ctypes.data, array.nbytes)
+            self.lib.pipe_copy_from_host(self.handle, t, array.ctypes.data)
         return t
 
-    @staticmethod
-    def array(t):
+    def array(self, t):
         """A numpy copy of tensor `t`."""
         c = t.contents
         dtype = np.dtype(NUMPY_OF[c.dtype])
         shape = tuple(c.shape[d] for d in range(c.rank))
-        if c.numel == 0:
-            return np.zeros(shape, dtype)
-        raw = ctypes.string_at(c.data, c.numel * dtype.itemsize)
-        return np.frombuffer(raw, dtype).reshape(shape).copy()
+        result = np.zeros(shape, dtype)
+        if c.numel:
+            self.lib.pipe_copy_to_host(self.handle, result.ctypes.data, t)
+        return result
 
     def call(self, name, *args):
         getattr(self.lib, name)(self.handle, *args)
@@ -264,7 +283,10 @@ class KernelTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.rank = Rank(library())
+        try:
+            cls.rank = Rank(library())
+        except BackendUnavailable as error:
+            raise unittest.SkipTest(str(error))
 
     @classmethod
     def tearDownClass(cls):

@@ -2,9 +2,12 @@
 prints, per kernel, the test cases run and the worst relative error
 max|ours - ref| / max(|ref|, tiny) over its checks.
 
-    python3 runtime/test/conformance/run.py [--markdown] [-q]
+    python3 runtime/test/conformance/run.py [--markdown] [-q] [--backend cpu|emulated|cuda]
 
-Exits non-zero when a test fails. PIPE_RUNTIME_LIB selects the library.
+Exits non-zero when a test fails. PIPE_RUNTIME_LIB selects the library;
+--backend (or PIPE_RUNTIME_BACKEND) the rank's backend: on a device the
+tensors live in device memory, and a backend that cannot be used here skips
+every test with the reason.
 """
 
 from __future__ import annotations
@@ -40,14 +43,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true", help="print the table as markdown")
     parser.add_argument("-q", "--quiet", action="store_true", help="one dot per test")
+    parser.add_argument("--backend", choices=["cpu", "emulated", "cuda"],
+                        help="the rank's backend (default $PIPE_RUNTIME_BACKEND, else cpu)")
     args = parser.parse_args()
+    if args.backend:
+        os.environ["PIPE_RUNTIME_BACKEND"] = args.backend
 
     path = piperun.find_library()
     if not path:
         print("libpiperun.so not found (set PIPE_RUNTIME_LIB or build the runtime)",
               file=sys.stderr)
         return 2
-    print("library: %s" % os.path.relpath(path, piperun.REPO_ROOT))
+    print("library: %s, backend %s" % (os.path.relpath(path, piperun.REPO_ROOT), piperun.backend()))
     suite = unittest.defaultTestLoader.discover(HERE, pattern="test_*.py", top_level_dir=HERE)
     cases = collections.Counter(kernel_of(t.id()) for t in iterate(suite))
     start = time.time()

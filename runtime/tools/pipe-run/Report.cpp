@@ -267,6 +267,7 @@ json summaryJson(const RunSummary &summary) {
                                                      : json(summary.predictedTarget)},
           {"threads_per_rank", summary.facts.threadsPerRank},
           {"blas_kernels", summary.facts.blasKernels},
+          {"backend", summary.facts.backend},
           {"steps", summary.facts.steps},
           {"ranks", ranks},
           {"period_ms",
@@ -337,7 +338,8 @@ json profileJson(const std::map<std::string, NodeProfile> &profile, const Progra
                {"statistic", "median"},
                {"transport", facts.transport},
                {"threads_per_rank", facts.threadsPerRank},
-               {"blas_kernels", facts.blasKernels}};
+               {"blas_kernels", facts.blasKernels},
+               {"backend", facts.backend}};
   return {{"meta", meta}, {"ops", ops}};
 }
 

@@ -34,6 +34,7 @@ struct RunFacts {
   int threadsPerRank = 1;
   int64_t steps = 0;
   std::string blasKernels; ///< OpenBLAS's kernel set ("SkylakeX", ...)
+  std::string backend = "cpu"; ///< "cpu", "cuda" or "emulated"
 };
 
 /// One memory row of a rank: a category (or "total"), its measured peak and

@@ -3,7 +3,7 @@
 //   pipe-run OUT [--steps N] [--seed S] [--transport threads|mpi] [--data FILE.npz]
 //                [--timeout SECONDS] [--save-weights FILE.npz] [--save-grads FILE.npz]
 //                [--trace FILE] [--model FILE] [--summary FILE] [--write-profile FILE]
-//                [--no-pin]
+//                [--no-pin] [--backend cpu|cuda|emulated] [--emulated-memory MIB]
 //
 // Compiles and loads OUT/rankK.cpp, runs the steps (threads in this process, or
 // one rank per MPI process), prints the loss per step, then memory and period
@@ -49,13 +49,15 @@ struct Options {
   std::string profile; ///< --write-profile; "" = none
   double timeout = 60;
   bool pin = true; ///< --no-pin: rank threads wherever the system puts them
+  Backend backend = Backend::Cpu;
+  int64_t emulatedMiB = 4096; ///< --emulated-memory: each emulated device's memory
 };
 
 const char *const kUsage =
     "usage: pipe-run OUT [--steps N] [--seed S] [--transport threads|mpi] [--data FILE.npz]\n"
     "                [--timeout SECONDS] [--save-weights FILE.npz] [--save-grads FILE.npz]\n"
     "                [--trace FILE] [--model FILE] [--summary FILE] [--write-profile FILE]\n"
-    "                [--no-pin]\n";
+    "                [--no-pin] [--backend cpu|cuda|emulated] [--emulated-memory MIB]\n";
 
 /// Under mpirun every process would print the same start-up error: only the
 /// first does.
@@ -83,6 +85,14 @@ std::string blasLine() {
     line += std::string(" (OPENBLAS_CORETYPE set by pipe-run: the library took this CPU for a ") +
             replaced + ")";
   return line;
+}
+
+/// ", backend B" for a device backend (the CPU backend says nothing).
+std::string backendLine(Backend backend) {
+  if (backend == Backend::Cpu)
+    return "";
+  return std::string(", backend ") + backendName(backend) +
+         " (kernels without a device implementation run on the host, staged)";
 }
 
 /// Runs pipe-run again with OPENBLAS_CORETYPE set where OpenBLAS took this CPU
@@ -160,6 +170,13 @@ Options parseOptions(int argc, char **argv) {
       if (value != "threads" && value != "mpi")
         usageError("--transport must be threads or mpi, not '" + value + "'");
       options.transport = value;
+    } else if (arg == "--backend") {
+      if (!parseBackend(value, options.backend))
+        usageError("--backend must be cpu, cuda or emulated, not '" + value + "'");
+    } else if (arg == "--emulated-memory") {
+      options.emulatedMiB = static_cast<int64_t>(std::min<uint64_t>(count(), 1u << 24));
+      if (options.emulatedMiB == 0)
+        usageError("option --emulated-memory: the emulated device needs at least 1 MiB");
     } else if (arg == "--data")
       options.data = value;
     else if (arg == "--save-weights")
@@ -297,8 +314,16 @@ void finish(const Options &options, const ProgramInfo &program, const RunFacts &
 int main(int argc, char **argv) {
   askForBetterBlasKernels(argv);
   Options options = parseOptions(argc, argv);
+  if (options.backend == Backend::Cuda) {
+    // At once, before compiling the ranks: a CUDA run needs a GPU.
+    std::string why;
+    if (cudaDeviceCount(why) == 0)
+      die("--backend cuda: " + why);
+  }
   ProgramInfo program;
   RunSettings settings;
+  settings.backend = options.backend;
+  settings.emulatedDeviceBytes = options.emulatedMiB << 20;
   try {
     program = readProgramInfo(options.out);
     settings.ranks = program.ranks;
@@ -316,6 +341,7 @@ int main(int argc, char **argv) {
   RunFacts facts;
   facts.transport = useMpi ? "mpi" : "threads";
   facts.blasKernels = blasKernels();
+  facts.backend = backendName(options.backend);
   facts.steps = options.steps;
 
   std::mutex printing;
@@ -368,9 +394,10 @@ int main(int argc, char **argv) {
     facts.threadsPerRank = settings.kernelThreads;
     const bool pinned =
         options.pin && !rankCpus(program.ranks, settings.kernelThreads).empty();
-    std::printf("pipe-run: %d rank(s) as threads, %lld step(s), %d kernel thread(s) per rank%s%s\n",
+    std::printf("pipe-run: %d rank(s) as threads, %lld step(s), %d kernel thread(s) per rank%s%s%s\n",
                 program.ranks, static_cast<long long>(options.steps), settings.kernelThreads,
-                pinned ? ", each rank on its own CPUs" : "", blasLine().c_str());
+                pinned ? ", each rank on its own CPUs" : "", blasLine().c_str(),
+                backendLine(options.backend).c_str());
     std::fflush(stdout);
     std::string failure = runInThreads(settings, programs, options.steps, hooks);
     if (!failure.empty()) {
@@ -418,9 +445,9 @@ int main(int argc, char **argv) {
   settings.kernelThreads = std::max(1, static_cast<int>(cores) / world->localSize());
   facts.threadsPerRank = settings.kernelThreads;
   if (rank == 0) {
-    std::printf("pipe-run: %d rank(s) over MPI, %lld step(s), %d kernel thread(s) per rank%s\n",
+    std::printf("pipe-run: %d rank(s) over MPI, %lld step(s), %d kernel thread(s) per rank%s%s\n",
                 program.ranks, static_cast<long long>(options.steps), settings.kernelThreads,
-                blasLine().c_str());
+                blasLine().c_str(), backendLine(options.backend).c_str());
     std::fflush(stdout);
   }
   std::unique_ptr<Transport> transport = world->transport();
