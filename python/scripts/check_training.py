@@ -325,6 +325,7 @@ def pipe_opt_command(case: Case, pipe_opt: str, out_dir: str) -> List[str]:
 def pipe_run_command(case: Case, pipe_run: str, out_dir: str, data: str, grads: str,
                      weights: str, mpirun: Optional[str]) -> List[str]:
     command = [pipe_run, out_dir, "--steps", str(case.steps), "--data", data,
+               "--model", os.path.abspath(case.model),
                "--save-grads", grads, "--save-weights", weights, "--timeout", "120",
                "--backend", case.backend]
     if case.transport == "mpi":
@@ -344,14 +345,27 @@ def plan_summary(out_dir: str, program: Dict[str, object]) -> Dict[str, object]:
             "recompute_stages": list((plan.get("allocation") or {}).get("recompute_stages", []))}
 
 
+def compile_case(case: Case, work_dir: str, out_dir: str,
+                 pipe_opt: Optional[str] = None) -> Case:
+    """Runs pipe-opt for `case` into out_dir; the case with the model it compiled
+    (the truncated one when case.output is set)."""
+    pipe_opt = pipe_opt or find_pipe_opt()
+    if not pipe_opt:
+        raise ToolError("pipe-opt not found (build it, or set $PIPE_OPT)")
+    if case.output:
+        case = dataclasses.replace(case, model=truncate_model(
+            case.model, case.output, os.path.join(work_dir, "truncated.onnx")))
+    _run(pipe_opt_command(case, pipe_opt, out_dir), "pipe-opt", 300)
+    return case
+
+
 def run_case(case: Case, work_dir: str, tolerance: float = DEFAULT_TOLERANCE,
              pipe_opt: Optional[str] = None, pipe_run: Optional[str] = None,
              mpirun: Optional[str] = None, reference_dtype: torch.dtype = torch.float64,
-             baseline: bool = False) -> Result:
-    pipe_opt = pipe_opt or find_pipe_opt()
+             baseline: bool = False, compiled: Optional[str] = None) -> Result:
+    """`compiled`: pipe-opt's output for this case made earlier (--compile-only),
+    where pipe-opt is not at hand (a GPU machine)."""
     pipe_run = pipe_run or find_pipe_run()
-    if not pipe_opt:
-        raise ToolError("pipe-opt not found (build it, or set $PIPE_OPT)")
     if not pipe_run:
         raise ToolError("pipe-run not found (build the runtime, or set $PIPE_RUN)")
     if case.transport == "mpi":
@@ -359,11 +373,14 @@ def run_case(case: Case, work_dir: str, tolerance: float = DEFAULT_TOLERANCE,
     seconds: Dict[str, float] = {}
     out_dir = os.path.join(work_dir, "out")
     original = case
-    if case.output:
-        case = dataclasses.replace(case, model=truncate_model(
-            case.model, case.output, os.path.join(work_dir, "truncated.onnx")))
     start = time.perf_counter()
-    _run(pipe_opt_command(case, pipe_opt, out_dir), "pipe-opt", 300)
+    if compiled:
+        shutil.copytree(compiled, out_dir)
+        if case.output:
+            case = dataclasses.replace(case, model=truncate_model(
+                case.model, case.output, os.path.join(work_dir, "truncated.onnx")))
+    else:
+        case = compile_case(case, work_dir, out_dir, pipe_opt)
     seconds["pipe-opt"] = time.perf_counter() - start
     with open(os.path.join(out_dir, "program.json")) as f:
         program = json.load(f)
@@ -502,6 +519,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--keep", metavar="DIR",
                         help="work in DIR and keep it (default: a temporary directory)")
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON")
+    parser.add_argument("--compile-only", metavar="DIR",
+                        help="only run pipe-opt for the case into DIR (for --compiled elsewhere)")
+    parser.add_argument("--compiled", metavar="DIR",
+                        help="use DIR, made by --compile-only with the same options, instead of "
+                             "running pipe-opt")
     parser.add_argument("--all-tensors", action="store_true",
                         help="print every tensor's error, not only the worst")
     return parser.parse_args(argv)
@@ -525,8 +547,14 @@ def main(argv: Sequence[str]) -> int:
         cleanup = tempfile.TemporaryDirectory(prefix="check-training-")
         work = cleanup.name
     try:
+        if args.compile_only:
+            target = os.path.abspath(args.compile_only)
+            shutil.rmtree(target, ignore_errors=True)
+            compile_case(case, work, target)
+            print(f"compiled: {args.compile_only}")
+            return 0
         result = run_case(case, work, args.tolerance, reference_dtype=dtype,
-                          baseline=args.baseline)
+                          baseline=args.baseline, compiled=args.compiled)
     except ToolError as error:
         print(f"check_training: error: {error}", file=sys.stderr)
         return 2

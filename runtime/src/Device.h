@@ -15,6 +15,7 @@
 #ifndef PIPE_RUNTIME_DEVICE_H
 #define PIPE_RUNTIME_DEVICE_H
 
+#include "kernels/Plans.h"
 #include "pipe_runtime.h"
 
 #include <cstddef>
@@ -30,6 +31,64 @@ namespace piperun {
 class PIPE_EXPORT DeviceError : public std::runtime_error {
 public:
   explicit DeviceError(const std::string &message) : std::runtime_error(message) {}
+};
+
+struct Parameter;
+
+/// The kernels a device runs itself. Each returns false when it does not
+/// handle the case it is given (a dtype, a broadcast, a shape it has no code
+/// for, or arguments the CPU kernel would refuse): the caller then runs the
+/// CPU kernel staged, which computes it or fails with its own message. A null
+/// entry: always staged.
+struct DeviceKernels {
+  bool (*unary)(pipe_rank *r, int32_t fn, const pipe_tensor *x, pipe_tensor *y, double alpha,
+                double beta) = nullptr;
+  bool (*unaryGrad)(pipe_rank *r, int32_t fn, const pipe_tensor *saved, const pipe_tensor *dy,
+                    pipe_tensor *dx, double alpha, double beta) = nullptr;
+  bool (*binary)(pipe_rank *r, int32_t fn, const pipe_tensor *a, const pipe_tensor *b,
+                 pipe_tensor *y) = nullptr;
+  bool (*fill)(pipe_rank *r, pipe_tensor *y, double value) = nullptr;
+  bool (*matmul)(pipe_rank *r, const pipe_tensor *a, const pipe_tensor *b,
+                 pipe_tensor *y) = nullptr;
+  bool (*gemm)(pipe_rank *r, const pipe_tensor *a, const pipe_tensor *b, const pipe_tensor *c,
+               pipe_tensor *y, double alpha, double beta, int32_t transA,
+               int32_t transB) = nullptr;
+  /// into += from (f32, same element count): pipe_accumulate_grad.
+  bool (*accumulate)(pipe_rank *r, pipe_tensor *into, const pipe_tensor *from) = nullptr;
+  /// One optimizer step of `p` (pipe_update, its checks done).
+  bool (*update)(pipe_rank *r, Parameter &p) = nullptr;
+};
+
+/// The launches the native kernels (NativeKernels.cpp) ask of a device, on
+/// its memory: CUDA kernels and cuBLAS on a GPU, the same formulas in host
+/// loops on the emulated device. Each may return before the work is done;
+/// finish() waits for it and reports a failure.
+class PIPE_EXPORT KernelLauncher {
+public:
+  virtual ~KernelLauncher() = default;
+  virtual void fill(float *y, float value, int64_t n) = 0;
+  /// y = f(x) (pipe_unary `fn`, in double, rounded once).
+  virtual void unary(int32_t fn, const float *x, float *y, int64_t n, double alpha,
+                     double beta) = 0;
+  /// dx = f'(saved) dy; `saved` null for the functions that keep nothing.
+  virtual void unaryGrad(int32_t fn, const float *saved, const float *dy, float *dx, int64_t n,
+                         double alpha, double beta) = 0;
+  /// y = a (fn) b over `plan` (pipe_binary arithmetic, max, min).
+  virtual void binary(int32_t fn, const float *a, const float *b, float *y,
+                      const BroadcastPlan &plan) = 0;
+  /// y[i, j] = scale * c[i * rowStride + j * columnStride], y m x n row-major.
+  virtual void broadcastScaled(const float *c, int64_t rowStride, int64_t columnStride,
+                               float scale, float *y, int64_t m, int64_t n) = 0;
+  virtual void accumulate(float *into, const float *from, int64_t n) = 0;
+  /// torch.optim.SGD (buffer null: no momentum).
+  virtual void sgd(float *p, const float *g, float *buffer, int64_t n, float lr, float decay,
+                   float momentum, bool firstStep) = 0;
+  /// torch.optim.Adam / AdamW.
+  virtual void adam(float *p, const float *g, float *m, float *v, int64_t n,
+                    const AdamStep &step) = 0;
+  virtual void gemm(const ColumnMajorGemm &gemm) = 0;
+  /// Waits for the launches; throws DeviceError naming `what` on a failure.
+  virtual void finish(const char *what) = 0;
 };
 
 class PIPE_EXPORT Device {
@@ -48,7 +107,13 @@ public:
   virtual void toHost(void *host, const void *device, size_t bytes) = 0;
   virtual void withinDevice(void *to, const void *from, size_t bytes) = 0;
   virtual void zero(void *device, size_t bytes) = 0;
+  /// What its native kernels launch on; null: every kernel runs staged.
+  virtual KernelLauncher *launcher() { return nullptr; }
 };
+
+/// The native kernels (NativeKernels.cpp): the same for every device with a
+/// launcher.
+PIPE_EXPORT const DeviceKernels &nativeKernelTable();
 
 /// The backends a run can use.
 enum class Backend { Cpu, Cuda, Emulated };

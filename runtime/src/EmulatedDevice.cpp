@@ -5,11 +5,17 @@
 // of copying it faults at once, as it would on a GPU. Its bytes live in a
 // second, readable mapping at the same offsets; the copies translate. Blocks
 // are placed first-fit in offset order and freed ranges merge, so the device
-// runs out of memory at its capacity, as a real one does.
+// runs out of memory at its capacity, as a real one does. Its launcher runs
+// the native kernels' launches as host loops over the same formulas
+// (kernels/PointwiseMath.h) and a column-major GEMM with cuBLAS's meaning, so
+// the native kernels' host side (NativeKernels.cpp) is tested without a GPU.
 //
 //===----------------------------------------------------------------------===//
 #include "Device.h"
+#include "kernels/PointwiseMath.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <iterator>
 #include <map>
@@ -20,6 +26,35 @@ namespace piperun {
 namespace {
 
 constexpr uint64_t kAlignment = 256;
+
+class EmulatedDevice;
+
+/// The native kernels' launches as host loops on the device's bytes.
+class EmulatedLauncher final : public KernelLauncher {
+public:
+  explicit EmulatedLauncher(EmulatedDevice &device) : device_(device) {}
+  void fill(float *y, float value, int64_t n) override;
+  void unary(int32_t fn, const float *x, float *y, int64_t n, double alpha,
+             double beta) override;
+  void unaryGrad(int32_t fn, const float *saved, const float *dy, float *dx, int64_t n,
+                 double alpha, double beta) override;
+  void binary(int32_t fn, const float *a, const float *b, float *y,
+              const BroadcastPlan &plan) override;
+  void broadcastScaled(const float *c, int64_t rowStride, int64_t columnStride, float scale,
+                       float *y, int64_t m, int64_t n) override;
+  void accumulate(float *into, const float *from, int64_t n) override;
+  void sgd(float *p, const float *g, float *buffer, int64_t n, float lr, float decay,
+           float momentum, bool firstStep) override;
+  void adam(float *p, const float *g, float *m, float *v, int64_t n,
+            const AdamStep &step) override;
+  void gemm(const ColumnMajorGemm &gemm) override;
+  void finish(const char *) override {}
+
+private:
+  /// The host bytes behind `count` floats at device address `p`.
+  float *at(const float *p, int64_t count);
+  EmulatedDevice &device_;
+};
 
 class EmulatedDevice final : public Device {
 public:
@@ -111,6 +146,11 @@ public:
     if (bytes)
       std::memset(bytesAt(device, bytes, "zero"), 0, bytes);
   }
+  KernelLauncher *launcher() override { return &launcher_; }
+
+  char *bytesAt(const void *address, size_t bytes, const char *what) const {
+    return bytes_ + offsetOf(address, bytes, what);
+  }
 
 private:
   /// The offset of [address, address + bytes) in the device's range; throws
@@ -123,16 +163,119 @@ private:
                         " of an address that is not device memory");
     return static_cast<uint64_t>(p - addresses_);
   }
-  char *bytesAt(const void *address, size_t bytes, const char *what) const {
-    return bytes_ + offsetOf(address, bytes, what);
-  }
-
   uint64_t capacity_;
   char *addresses_ = nullptr; ///< what allocate hands out (inaccessible)
   char *bytes_ = nullptr;     ///< where the bytes are
   std::map<uint64_t, uint64_t> free_; ///< offset -> size, merged
   std::map<uint64_t, uint64_t> used_; ///< offset -> size
+  EmulatedLauncher launcher_{*this};
 };
+
+using namespace pointwise;
+
+float *EmulatedLauncher::at(const float *p, int64_t count) {
+  return reinterpret_cast<float *>(
+      device_.bytesAt(p, static_cast<size_t>(std::max<int64_t>(count, 0)) * sizeof(float),
+                      "kernel"));
+}
+
+void EmulatedLauncher::fill(float *y, float value, int64_t n) {
+  float *out = at(y, n);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = value;
+}
+
+void EmulatedLauncher::unary(int32_t fn, const float *x, float *y, int64_t n, double alpha,
+                             double beta) {
+  const float *in = at(x, n);
+  float *out = at(y, n);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<float>(unaryValue<double>(fn, in[i], alpha, beta));
+}
+
+void EmulatedLauncher::unaryGrad(int32_t fn, const float *saved, const float *dy, float *dx,
+                                 int64_t n, double alpha, double beta) {
+  const float *s = saved ? at(saved, n) : nullptr;
+  const float *g = at(dy, n);
+  float *out = at(dx, n);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<float>(unaryGradValue<double>(fn, s ? s[i] : 0.0f, g[i], alpha, beta));
+}
+
+void EmulatedLauncher::binary(int32_t fn, const float *a, const float *b, float *y,
+                              const BroadcastPlan &plan) {
+  const int64_t n = plan.elements();
+  // Each input's extent: one past its largest offset.
+  int64_t extentA = 1, extentB = 1;
+  for (int d = 0; d < plan.rank; ++d) {
+    extentA += (plan.shape[d] - 1) * plan.strideA[d];
+    extentB += (plan.shape[d] - 1) * plan.strideB[d];
+  }
+  const float *left = at(a, extentA), *right = at(b, extentB);
+  float *out = at(y, n);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t offsetA, offsetB;
+    plan.offsets(i, offsetA, offsetB);
+    out[i] = binaryValue<float>(fn, left[offsetA], right[offsetB]);
+  }
+}
+
+void EmulatedLauncher::broadcastScaled(const float *c, int64_t rowStride, int64_t columnStride,
+                                       float scale, float *y, int64_t m, int64_t n) {
+  const float *in = at(c, (m - 1) * rowStride + (n - 1) * columnStride + 1);
+  float *out = at(y, m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      out[i * n + j] = scale * in[i * rowStride + j * columnStride];
+}
+
+void EmulatedLauncher::accumulate(float *into, const float *from, int64_t n) {
+  float *out = at(into, n);
+  const float *in = at(from, n);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] += in[i];
+}
+
+void EmulatedLauncher::sgd(float *p, const float *g, float *buffer, int64_t n, float lr,
+                           float decay, float momentum, bool firstStep) {
+  float *value = at(p, n), *state = buffer ? at(buffer, n) : nullptr;
+  const float *grad = at(g, n);
+  for (int64_t i = 0; i < n; ++i)
+    sgdElement(value[i], grad[i], state ? state + i : nullptr, lr, decay, momentum, firstStep);
+}
+
+void EmulatedLauncher::adam(float *p, const float *g, float *m, float *v, int64_t n,
+                            const AdamStep &s) {
+  float *value = at(p, n), *first = at(m, n), *second = at(v, n);
+  const float *grad = at(g, n);
+  for (int64_t i = 0; i < n; ++i)
+    adamElement(value[i], grad[i], first[i], second[i], s);
+}
+
+void EmulatedLauncher::gemm(const ColumnMajorGemm &g) {
+  // cuBLAS's meaning: column-major, op(A) m x k, op(B) k x n, C m x n; sums
+  // in double.
+  const int64_t rowsA = g.transA ? g.k : g.m, columnsA = g.transA ? g.m : g.k;
+  const int64_t rowsB = g.transB ? g.n : g.k, columnsB = g.transB ? g.k : g.n;
+  const float *a = at(g.a, (g.batches - 1) * g.strideA + (columnsA - 1) * g.lda + rowsA);
+  const float *b = at(g.b, (g.batches - 1) * g.strideB + (columnsB - 1) * g.ldb + rowsB);
+  float *c = at(g.c, (g.batches - 1) * g.strideC + (g.n - 1) * g.ldc + g.m);
+  for (int64_t batch = 0; batch < g.batches; ++batch) {
+    const float *pa = a + batch * g.strideA, *pb = b + batch * g.strideB;
+    float *pc = c + batch * g.strideC;
+    for (int64_t j = 0; j < g.n; ++j)
+      for (int64_t i = 0; i < g.m; ++i) {
+        double sum = 0;
+        for (int64_t p = 0; p < g.k; ++p) {
+          const float x = g.transA ? pa[p + i * g.lda] : pa[i + p * g.lda];
+          const float y = g.transB ? pb[j + p * g.ldb] : pb[p + j * g.ldb];
+          sum += static_cast<double>(x) * y;
+        }
+        float &out = pc[i + j * g.ldc];
+        out = static_cast<float>(g.alpha * sum + (g.beta == 0 ? 0.0 : g.beta * out));
+      }
+  }
+}
 
 } // namespace
 

@@ -12,6 +12,14 @@ namespace piperun {
 
 Device *deviceOf(pipe_rank *r) { return r->hostKernelDepth > 0 ? nullptr : r->device.get(); }
 
+const DeviceKernels *nativeKernels(Device *device) {
+  static const bool stagedOnly = [] {
+    const char *value = std::getenv("PIPE_RUN_DEVICE_KERNELS");
+    return value && std::string(value) == "staged";
+  }();
+  return stagedOnly || !device->launcher() ? nullptr : &nativeKernelTable();
+}
+
 void failOnDevice(pipe_rank *r, const DeviceError &error) {
   fail(r, "%s: %s", r->device ? r->device->name().c_str() : "device", error.what());
 }

@@ -109,11 +109,30 @@ void runStaged(pipe_rank *r, void (*kernel)(pipe_rank *, Params...), Args... arg
   host.commit();
 }
 
+/// The native kernels of `device` to use: its own, unless the environment
+/// says PIPE_RUN_DEVICE_KERNELS=staged (every kernel staged: the reference a
+/// native kernel is checked against on a GPU). Null when none.
+const DeviceKernels *nativeKernels(Device *device);
+
 /// A kernel's first line: on a device backend, run it staged and return.
 #define PIPE_DEVICE_STAGED(r, kernel, ...)                                                       \
   do {                                                                                           \
     if (::piperun::deviceOf(r)) {                                                                \
       ::piperun::runStaged(r, &kernel, __VA_ARGS__);                                             \
+      return;                                                                                    \
+    }                                                                                            \
+  } while (false)
+
+/// A kernel's first line where devices may have a native version (the
+/// DeviceKernels entry `member`): on a device backend, run that, or the kernel
+/// staged where the device does not handle the case, and return.
+#define PIPE_DEVICE_KERNEL(r, member, kernel, ...)                                               \
+  do {                                                                                           \
+    if (::piperun::Device *device_ = ::piperun::deviceOf(r)) {                                   \
+      const ::piperun::DeviceKernels *native_ = ::piperun::nativeKernels(device_);               \
+      if (!(native_ && native_->member &&                                                        \
+            ::piperun::onDevice(r, [&] { return native_->member(r, __VA_ARGS__); })))            \
+        ::piperun::runStaged(r, &kernel, __VA_ARGS__);                                           \
       return;                                                                                    \
     }                                                                                            \
   } while (false)

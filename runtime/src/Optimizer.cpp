@@ -21,42 +21,37 @@ void sgd(const OptimizerConfig &o, int64_t n, float *p, const float *g, float *b
          bool firstStep) {
   const float lr = static_cast<float>(o.lr), decay = static_cast<float>(o.weightDecay),
               momentum = static_cast<float>(o.momentum);
-  for (int64_t i = 0; i < n; ++i) {
-    float d = decay != 0 ? g[i] + decay * p[i] : g[i];
-    if (buffer) {
-      buffer[i] = firstStep ? d : buffer[i] * momentum + d;
-      d = buffer[i];
-    }
-    p[i] = p[i] + -lr * d;
-  }
+  for (int64_t i = 0; i < n; ++i)
+    sgdElement(p[i], g[i], buffer ? buffer + i : nullptr, lr, decay, momentum, firstStep);
 }
 
-void adam(const OptimizerConfig &o, int64_t step, bool decoupled, int64_t n, float *p,
-          const float *g, float *m, float *v) {
-  // Scalars as torch computes them (Python floats), then used in fp32 kernels.
-  const double correction1 = 1 - std::pow(o.beta1, static_cast<double>(step));
-  const double correction2 = 1 - std::pow(o.beta2, static_cast<double>(step));
-  const float stepSize = static_cast<float>(-(o.lr / correction1));
-  const float correction2Sqrt = static_cast<float>(std::sqrt(correction2));
-  const float beta1 = static_cast<float>(o.beta1), beta2 = static_cast<float>(o.beta2);
-  const float oneMinusBeta1 = static_cast<float>(1 - o.beta1),
-              oneMinusBeta2 = static_cast<float>(1 - o.beta2);
-  const float eps = static_cast<float>(o.eps), decay = static_cast<float>(o.weightDecay);
-  const float shrink = static_cast<float>(1 - o.lr * o.weightDecay);
-  for (int64_t i = 0; i < n; ++i) {
-    float grad = g[i];
-    if (decoupled)
-      p[i] = p[i] * shrink;
-    else if (decay != 0)
-      grad = grad + decay * p[i];
-    m[i] = m[i] * beta1 + oneMinusBeta1 * grad;
-    v[i] = v[i] * beta2 + oneMinusBeta2 * grad * grad;
-    float denominator = std::sqrt(v[i]) / correction2Sqrt + eps;
-    p[i] = p[i] + stepSize * m[i] / denominator;
-  }
+void adam(const OptimizerConfig &o, int64_t step, int64_t n, float *p, const float *g, float *m,
+          float *v) {
+  const AdamStep s = adamStepOf(o, step);
+  for (int64_t i = 0; i < n; ++i)
+    adamElement(p[i], g[i], m[i], v[i], s);
 }
 
 } // namespace
+
+AdamStep adamStepOf(const OptimizerConfig &o, int64_t step) {
+  // Scalars as torch computes them (Python floats), then used in fp32 kernels.
+  const double correction1 = 1 - std::pow(o.beta1, static_cast<double>(step));
+  const double correction2 = 1 - std::pow(o.beta2, static_cast<double>(step));
+  AdamStep s{};
+  s.stepSize = static_cast<float>(-(o.lr / correction1));
+  s.correction2Sqrt = static_cast<float>(std::sqrt(correction2));
+  s.beta1 = static_cast<float>(o.beta1);
+  s.beta2 = static_cast<float>(o.beta2);
+  s.oneMinusBeta1 = static_cast<float>(1 - o.beta1);
+  s.oneMinusBeta2 = static_cast<float>(1 - o.beta2);
+  s.eps = static_cast<float>(o.eps);
+  s.decay = static_cast<float>(o.weightDecay);
+  s.shrink = static_cast<float>(1 - o.lr * o.weightDecay);
+  s.decoupled = o.kind == PIPE_ADAMW;
+  return s;
+}
+
 } // namespace piperun
 
 using namespace piperun;
@@ -88,10 +83,14 @@ void pipe_update(pipe_rank *r, int32_t id) {
   if (!r->optimizer.set)
     fail(r, "pipe_update: no optimizer (pipe_set_optimizer was not called)");
   const int64_t n = p.value->numel;
+  ++p.updates;
+  if (Device *device = deviceOf(r))
+    if (const DeviceKernels *native = nativeKernels(device);
+        native && native->update && onDevice(r, [&] { return native->update(r, p); }))
+      return;
   HostAccess host(r);
   auto *value = static_cast<float *>(host.write(p.value));
   auto *grad = static_cast<const float *>(host.read(p.gradient));
-  ++p.updates;
   switch (r->optimizer.kind) {
   case PIPE_SGD:
     sgd(r->optimizer, n, value, grad, nullptr, false);
@@ -102,8 +101,7 @@ void pipe_update(pipe_rank *r, int32_t id) {
     break;
   case PIPE_ADAM:
   case PIPE_ADAMW:
-    adam(r->optimizer, p.updates, r->optimizer.kind == PIPE_ADAMW, n, value, grad,
-         static_cast<float *>(host.write(p.state[0])),
+    adam(r->optimizer, p.updates, n, value, grad, static_cast<float *>(host.write(p.state[0])),
          static_cast<float *>(host.write(p.state[1])));
     break;
   }

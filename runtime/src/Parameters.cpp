@@ -246,6 +246,11 @@ void pipe_accumulate_grad(pipe_rank *r, int32_t id, const pipe_tensor *t) {
   if (t->dtype != PIPE_F32 || t->numel != p.gradient->numel)
     fail(r, "pipe_accumulate_grad: a gradient %s for parameter %s %s", describe(t).c_str(),
          p.name.c_str(), describe(p.value).c_str());
+  if (Device *device = deviceOf(r))
+    if (const DeviceKernels *native = nativeKernels(device);
+        native && native->accumulate &&
+        onDevice(r, [&] { return native->accumulate(r, p.gradient, t); }))
+      return;
   HostAccess host(r);
   float *into = static_cast<float *>(host.write(p.gradient));
   const float *from = static_cast<const float *>(host.read(t));

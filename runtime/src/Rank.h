@@ -42,6 +42,9 @@ struct OptimizerConfig {
   double lr = 0, momentum = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
 };
 
+/// The scalars of Adam's / AdamW's step number `step` (from 1) under `o`.
+AdamStep adamStepOf(const OptimizerConfig &o, int64_t step);
+
 /// A send whose buffer (COMM) the transport still holds.
 struct OutstandingSend {
   std::unique_ptr<PendingSend> handle;

@@ -94,14 +94,19 @@ void MemoryAccount::move(int32_t from, int32_t to, int64_t bytes) {
   peak_[to] = std::max(peak_[to], live_[to]);
 }
 
-Storage *allocateStorage(MemoryAccount &account, int64_t bytes, int32_t category,
-                         int64_t uncharged) {
+namespace {
+
+/// A storage of `bytes` charged (and `uncharged` more) from `cache`: host or
+/// device memory.
+Storage *storageFrom(MemoryAccount &account, BlockCache &cache, int64_t bytes, int64_t uncharged,
+                     int32_t category) {
   // aligned_alloc wants a multiple of the alignment; a zero-byte tensor still
   // gets a distinct, valid pointer.
-  size_t rounded = (static_cast<size_t>(bytes + uncharged) + kAlignment - 1) / kAlignment * kAlignment;
+  size_t rounded =
+      (static_cast<size_t>(bytes + uncharged) + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded == 0)
     rounded = kAlignment;
-  void *data = account.cache.take(rounded);
+  void *data = cache.take(rounded);
   if (!data)
     return nullptr;
   auto *storage = new Storage;
@@ -110,26 +115,20 @@ Storage *allocateStorage(MemoryAccount &account, int64_t bytes, int32_t category
   storage->bytes = bytes;
   storage->category = category;
   storage->references = 1;
+  storage->onDevice = &cache == &account.deviceCache;
   account.add(category, bytes);
   return storage;
 }
 
+} // namespace
+
+Storage *allocateStorage(MemoryAccount &account, int64_t bytes, int32_t category,
+                         int64_t uncharged) {
+  return storageFrom(account, account.cache, bytes, uncharged, category);
+}
+
 Storage *allocateDeviceStorage(MemoryAccount &account, int64_t bytes, int32_t category) {
-  size_t rounded = (static_cast<size_t>(bytes) + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded == 0)
-    rounded = kAlignment;
-  void *data = account.deviceCache.take(rounded);
-  if (!data)
-    return nullptr;
-  auto *storage = new Storage;
-  storage->data = data;
-  storage->capacity = rounded;
-  storage->bytes = bytes;
-  storage->category = category;
-  storage->references = 1;
-  storage->onDevice = true;
-  account.add(category, bytes);
-  return storage;
+  return storageFrom(account, account.deviceCache, bytes, 0, category);
 }
 
 Storage *externalStorage(MemoryAccount &account, const void *data, int32_t category) {

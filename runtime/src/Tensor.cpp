@@ -168,7 +168,9 @@ void failOutOfMemory(pipe_rank *r, const char *what, int64_t bytes, int32_t cate
                           ? " in stage " + std::to_string(r->action.stage)
                           : std::string();
   std::string where = device ? device->name() : std::string("the host");
-  fail(r, "%s: out of memory on %s: %lld bytes of %s asked for %s%s; this rank holds %lld bytes (%s)",
+  fail(r,
+       "%s: out of memory on %s: %lld bytes of %s asked for %s%s; this rank holds %lld bytes "
+       "(%s)",
        what, where.c_str(), static_cast<long long>(bytes), categoryName(category), tensor.c_str(),
        stage.c_str(), static_cast<long long>(r->memory.liveTotal()),
        held.empty() ? "none" : held.c_str());

@@ -4,8 +4,9 @@
 // its memory is out of the host's reach, its first-fit placement agrees with
 // a brute-force model of the free space, a rank on it accounts its bytes per
 // category as a CPU rank does and reuses freed blocks, running out of device
-// memory names the rank, stage, category and bytes, and a kernel run staged
-// (inputs downloaded, outputs uploaded) gives the CPU kernel's bits. Whole
+// memory names the rank, stage, category and bytes, a kernel run staged
+// (inputs downloaded, outputs uploaded) gives the CPU kernel's bits, and the
+// native kernels' host side agrees with the CPU kernels case by case. Whole
 // training runs on the emulated device are compared with PyTorch in
 // python/tests/test_training_equality.py; the CUDA device itself only on a GPU.
 //
@@ -17,7 +18,9 @@
 #include "pipe_runtime.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -193,31 +196,167 @@ TEST(DeviceRank, RunningOutOfDeviceMemoryNamesRankStageCategoryAndBytes) {
   pipe_free(r, held);
 }
 
-TEST(DeviceRank, StagedKernelsGiveTheCpuKernelsBits) {
-  DeviceRank cpu(Backend::Cpu), emulated(Backend::Emulated);
-  std::mt19937 random(3);
+std::vector<float> randomValues(std::mt19937 &random, int64_t n) {
   std::normal_distribution<float> normal;
-  std::vector<float> a(6 * 5), b(5 * 4);
-  for (float &v : a)
+  std::vector<float> values(static_cast<size_t>(n));
+  for (float &v : values)
     v = normal(random);
-  for (float &v : b)
-    v = normal(random);
-  std::vector<std::vector<float>> results;
+  return values;
+}
+
+int64_t elementsOf(pipe_ints shape) {
+  int64_t n = 1;
+  for (int d = 0; d < shape.n; ++d)
+    n *= shape.v[d];
+  return n;
+}
+
+/// Runs `body` on a CPU rank and on an emulated-device rank over the same
+/// random inputs of `shapes`; returns the values of the output (last
+/// tensor) of each.
+template <typename Body>
+std::pair<std::vector<float>, std::vector<float>>
+onBothBackends(const std::vector<pipe_ints> &shapes, pipe_ints output, Body body) {
+  DeviceRank cpu(Backend::Cpu), emulated(Backend::Emulated);
+  std::mt19937 random(11);
+  std::vector<std::vector<float>> inputs;
+  for (const pipe_ints &shape : shapes)
+    inputs.push_back(randomValues(random, elementsOf(shape)));
+  std::vector<float> results[2];
+  int k = 0;
   for (DeviceRank *rank : {&cpu, &emulated}) {
     pipe_rank *r = rank->r;
-    pipe_tensor *x = tensorOf(r, a, PIPE_INTS(6, 5));
-    pipe_tensor *w = tensorOf(r, b, PIPE_INTS(5, 4));
-    pipe_tensor *y = pipe_alloc(r, PIPE_F32, PIPE_INTS(6, 4), PIPE_MEM_WORKSPACE);
-    pipe_tensor *z = pipe_alloc(r, PIPE_F32, PIPE_INTS(6, 4), PIPE_MEM_WORKSPACE);
-    pipe_k_matmul(r, x, w, y);
-    pipe_k_softmax(r, y, z, 1);
-    pipe_k_binary(r, PIPE_ADD, z, y, z); // the output is also an input
-    results.push_back(valuesOn(r, z));
-    for (pipe_tensor *t : {x, w, y, z})
+    std::vector<pipe_tensor *> tensors;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      tensors.push_back(tensorOf(r, inputs[i], shapes[i]));
+    pipe_tensor *y = pipe_alloc(r, PIPE_F32, output, PIPE_MEM_WORKSPACE);
+    body(r, tensors, y);
+    results[k++] = valuesOn(r, y);
+    for (pipe_tensor *t : tensors)
       pipe_free(r, t);
+    pipe_free(r, y);
   }
-  ASSERT_EQ(results[0].size(), 24u);
-  EXPECT_EQ(results[0], results[1]);
+  return {results[0], results[1]};
+}
+
+double relativeError(const std::vector<float> &ours, const std::vector<float> &reference) {
+  double worst = 0, scale = 1e-30;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(ours[i]) - reference[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(reference[i])));
+  }
+  return worst / scale;
+}
+
+TEST(DeviceRank, StagedKernelsGiveTheCpuKernelsBits) {
+  // softmax has no native version: the CPU kernel runs on downloaded inputs.
+  auto [cpu, emulated] = onBothBackends({PIPE_INTS(6, 5)}, PIPE_INTS(6, 5),
+                                        [](pipe_rank *r, auto &in, pipe_tensor *y) {
+                                          pipe_k_softmax(r, in[0], y, 1);
+                                          pipe_k_log_softmax_grad(r, y, in[0], y, 1);
+                                        });
+  ASSERT_EQ(cpu.size(), 30u);
+  EXPECT_EQ(cpu, emulated);
+}
+
+/// The native kernels' host side (shapes to launches, row-major GEMMs to
+/// cuBLAS's column-major ones, broadcasts to strides) against the CPU kernels,
+/// case by case, on the emulated device: the same formulas, so within
+/// rounding (the emulated GEMM sums in double).
+TEST(DeviceRank, NativeKernelsAgreeWithTheCpuKernels) {
+  struct Case {
+    const char *name;
+    std::vector<pipe_ints> inputs;
+    pipe_ints output;
+    std::function<void(pipe_rank *, std::vector<pipe_tensor *> &, pipe_tensor *)> run;
+  };
+  auto matmul = [](pipe_rank *r, std::vector<pipe_tensor *> &in, pipe_tensor *y) {
+    pipe_k_matmul(r, in[0], in[1], y);
+  };
+  auto gemm = [](int transA, int transB, bool withC, double beta) {
+    return [=](pipe_rank *r, std::vector<pipe_tensor *> &in, pipe_tensor *y) {
+      pipe_k_gemm(r, in[0], in[1], withC ? in[2] : nullptr, y, 0.75, beta, transA, transB);
+    };
+  };
+  auto binary = [](int32_t fn) {
+    return [=](pipe_rank *r, std::vector<pipe_tensor *> &in, pipe_tensor *y) {
+      pipe_k_binary(r, fn, in[0], in[1], y);
+    };
+  };
+  const std::vector<Case> cases = {
+      {"matmul 2-D", {PIPE_INTS(5, 7), PIPE_INTS(7, 3)}, PIPE_INTS(5, 3), matmul},
+      {"matmul batched a, shared b (folded)",
+       {PIPE_INTS(2, 3, 5, 7), PIPE_INTS(7, 4)}, PIPE_INTS(2, 3, 5, 4), matmul},
+      {"matmul shared a, batched b", {PIPE_INTS(5, 7), PIPE_INTS(3, 7, 4)}, PIPE_INTS(3, 5, 4),
+       matmul},
+      {"matmul equal batches", {PIPE_INTS(3, 5, 7), PIPE_INTS(3, 7, 4)}, PIPE_INTS(3, 5, 4),
+       matmul},
+      {"matmul 1-D a", {PIPE_INTS(7), PIPE_INTS(3, 7, 4)}, PIPE_INTS(3, 4), matmul},
+      {"matmul 1-D b", {PIPE_INTS(2, 5, 7), PIPE_INTS(7)}, PIPE_INTS(2, 5), matmul},
+      {"matmul broadcast batches (staged)", {PIPE_INTS(2, 1, 5, 7), PIPE_INTS(1, 3, 7, 4)},
+       PIPE_INTS(2, 3, 5, 4), matmul},
+      {"gemm", {PIPE_INTS(5, 7), PIPE_INTS(7, 3)}, PIPE_INTS(5, 3), gemm(0, 0, false, 0)},
+      {"gemm trans a", {PIPE_INTS(7, 5), PIPE_INTS(7, 3)}, PIPE_INTS(5, 3), gemm(1, 0, false, 0)},
+      {"gemm trans b, bias row", {PIPE_INTS(5, 7), PIPE_INTS(3, 7), PIPE_INTS(3)}, PIPE_INTS(5, 3),
+       gemm(0, 1, true, 0.5)},
+      {"gemm both trans, c column", {PIPE_INTS(7, 5), PIPE_INTS(3, 7), PIPE_INTS(5, 1)},
+       PIPE_INTS(5, 3), gemm(1, 1, true, 2.0)},
+      {"gemm full c", {PIPE_INTS(5, 7), PIPE_INTS(7, 3), PIPE_INTS(5, 3)}, PIPE_INTS(5, 3),
+       gemm(0, 0, true, -1.0)},
+      {"gemm scalar c", {PIPE_INTS(5, 7), PIPE_INTS(7, 3), PIPE_INTS()}, PIPE_INTS(5, 3),
+       gemm(0, 0, true, 1.0)},
+      {"add same shape", {PIPE_INTS(4, 6), PIPE_INTS(4, 6)}, PIPE_INTS(4, 6), binary(PIPE_ADD)},
+      {"mul row broadcast", {PIPE_INTS(4, 6), PIPE_INTS(6)}, PIPE_INTS(4, 6), binary(PIPE_MUL)},
+      {"sub both broadcast", {PIPE_INTS(4, 1, 3), PIPE_INTS(5, 1)}, PIPE_INTS(4, 5, 3),
+       binary(PIPE_SUB)},
+      {"div scalar", {PIPE_INTS(), PIPE_INTS(2, 3)}, PIPE_INTS(2, 3), binary(PIPE_DIV)},
+      {"max column broadcast", {PIPE_INTS(3, 1), PIPE_INTS(3, 4)}, PIPE_INTS(3, 4),
+       binary(PIPE_MAX)},
+      {"gelu", {PIPE_INTS(3, 4)}, PIPE_INTS(3, 4),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) { pipe_k_unary(r, PIPE_GELU, in[0], y, 0, 0); }},
+      {"clip with absent bounds", {PIPE_INTS(3, 4)}, PIPE_INTS(3, 4),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_unary(r, PIPE_CLIP, in[0], y, -0.5, NAN);
+       }},
+      {"tanh grad", {PIPE_INTS(3, 4), PIPE_INTS(3, 4)}, PIPE_INTS(3, 4),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_unary_grad(r, PIPE_TANH, in[0], in[1], y, 0, 0);
+       }},
+      {"fill", {}, PIPE_INTS(3, 4), [](pipe_rank *r, auto &, pipe_tensor *y) {
+         pipe_k_fill(r, y, -2.5);
+       }},
+  };
+  for (const Case &c : cases) {
+    auto [cpu, emulated] = onBothBackends(c.inputs, c.output, c.run);
+    ASSERT_EQ(cpu.size(), emulated.size()) << c.name;
+    EXPECT_LE(relativeError(emulated, cpu), 1e-6) << c.name;
+  }
+}
+
+TEST(DeviceRank, AnOptimizerStepOnTheDeviceEqualsTheCpusOne) {
+  for (int32_t kind : {PIPE_SGD, PIPE_MOMENTUM, PIPE_ADAM, PIPE_ADAMW}) {
+    std::vector<float> trained[2];
+    int k = 0;
+    for (Backend backend : {Backend::Cpu, Backend::Emulated}) {
+      DeviceRank rank(backend);
+      pipe_rank *r = rank.r;
+      pipe_set_optimizer(r, kind, 0.1, 0.9, 0.9, 0.999, 1e-3, 0.01);
+      pipe_declare_param(r, 0, "w", PIPE_F32, PIPE_INTS(4, 5), PIPE_SOURCE_INLINE, nullptr, 0, -1,
+                         1, 0);
+      std::mt19937 random(7);
+      for (int step = 0; step < 3; ++step) {
+        pipe_step_begin(r);
+        pipe_tensor *g = tensorOf(r, randomValues(random, 20), PIPE_INTS(4, 5));
+        pipe_accumulate_grad(r, 0, g);
+        pipe_accumulate_grad(r, 0, g);
+        pipe_free(r, g);
+        pipe_update(r, 0);
+        pipe_step_end(r);
+      }
+      trained[k++] = valuesOn(r, pipe_param(r, 0));
+    }
+    EXPECT_LE(relativeError(trained[1], trained[0]), 1e-6) << "optimizer " << kind;
+  }
 }
 
 TEST(DeviceRank, AHostTensorGivenToADeviceRankFailsNamingTheDevice) {

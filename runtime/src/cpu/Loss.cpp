@@ -71,7 +71,8 @@ extern "C" {
 void pipe_k_softmax_cross_entropy(pipe_rank *r, const pipe_tensor *logits,
                                   const pipe_tensor *labels, pipe_tensor *loss,
                                   pipe_tensor *log_prob, int64_t ignore_index, double scale) {
-  PIPE_DEVICE_STAGED(r, pipe_k_softmax_cross_entropy, logits, labels, loss, log_prob, ignore_index, scale);
+  PIPE_DEVICE_STAGED(r, pipe_k_softmax_cross_entropy, logits, labels, loss, log_prob, ignore_index,
+                     scale);
   const char *op = "softmax_cross_entropy";
   const LossShape shape = checkLossShapes(r, op, logits, "logits", labels, ignore_index);
   requireTensor(r, op, "loss", loss);
@@ -128,7 +129,8 @@ void pipe_k_softmax_cross_entropy_grad(pipe_rank *r, const pipe_tensor *dloss,
                                        const pipe_tensor *log_prob, const pipe_tensor *labels,
                                        pipe_tensor *dlogits, int64_t ignore_index,
                                        double scale) {
-  PIPE_DEVICE_STAGED(r, pipe_k_softmax_cross_entropy_grad, dloss, log_prob, labels, dlogits, ignore_index, scale);
+  PIPE_DEVICE_STAGED(r, pipe_k_softmax_cross_entropy_grad, dloss, log_prob, labels, dlogits,
+                     ignore_index, scale);
   const char *op = "softmax_cross_entropy_grad";
   const LossShape shape = checkLossShapes(r, op, log_prob, "log_prob", labels, ignore_index);
   requireTensor(r, op, "dloss", dloss);

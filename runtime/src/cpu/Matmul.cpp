@@ -75,7 +75,7 @@ void requireBlasSize(pipe_rank *r, const char *op, int64_t m, int64_t n, int64_t
 extern "C" {
 
 void pipe_k_matmul(pipe_rank *r, const pipe_tensor *a, const pipe_tensor *b, pipe_tensor *y) {
-  PIPE_DEVICE_STAGED(r, pipe_k_matmul, a, b, y);
+  PIPE_DEVICE_KERNEL(r, matmul, pipe_k_matmul, a, b, y);
   const char *op = "matmul";
   requireTensor(r, op, "a", a);
   requireTensor(r, op, "b", b);
@@ -166,7 +166,7 @@ void pipe_k_matmul(pipe_rank *r, const pipe_tensor *a, const pipe_tensor *b, pip
 
 void pipe_k_gemm(pipe_rank *r, const pipe_tensor *a, const pipe_tensor *b, const pipe_tensor *c,
                  pipe_tensor *y, double alpha, double beta, int32_t trans_a, int32_t trans_b) {
-  PIPE_DEVICE_STAGED(r, pipe_k_gemm, a, b, c, y, alpha, beta, trans_a, trans_b);
+  PIPE_DEVICE_KERNEL(r, gemm, pipe_k_gemm, a, b, c, y, alpha, beta, trans_a, trans_b);
   const char *op = "gemm";
   requireTensor(r, op, "a", a);
   requireTensor(r, op, "b", b);

@@ -101,7 +101,8 @@ void pipe_k_batch_norm_train(pipe_rank *r, const pipe_tensor *x, const pipe_tens
                              const pipe_tensor *bias, pipe_tensor *running_mean,
                              pipe_tensor *running_var, pipe_tensor *y, pipe_tensor *saved_mean,
                              pipe_tensor *saved_invstd, double epsilon, double momentum) {
-  PIPE_DEVICE_STAGED(r, pipe_k_batch_norm_train, x, scale, bias, running_mean, running_var, y, saved_mean, saved_invstd, epsilon, momentum);
+  PIPE_DEVICE_STAGED(r, pipe_k_batch_norm_train, x, scale, bias, running_mean, running_var, y,
+                     saved_mean, saved_invstd, epsilon, momentum);
   const char *op = "batch_norm_train";
   const ChannelLayout l = checkChannels(r, op, x);
   requireChannelVector(r, op, "scale", scale, l.channels);
@@ -189,7 +190,8 @@ void pipe_k_batch_norm_grad(pipe_rank *r, const pipe_tensor *x, const pipe_tenso
                             const pipe_tensor *saved_mean, const pipe_tensor *saved_invstd,
                             const pipe_tensor *dy, pipe_tensor *dx, pipe_tensor *dscale,
                             pipe_tensor *dbias) {
-  PIPE_DEVICE_STAGED(r, pipe_k_batch_norm_grad, x, scale, saved_mean, saved_invstd, dy, dx, dscale, dbias);
+  PIPE_DEVICE_STAGED(r, pipe_k_batch_norm_grad, x, scale, saved_mean, saved_invstd, dy, dx, dscale,
+                     dbias);
   const char *op = "batch_norm_grad";
   const ChannelLayout l = checkChannels(r, op, x);
   requireChannelVector(r, op, "scale", scale, l.channels);
@@ -292,7 +294,8 @@ void pipe_k_layer_norm_grad(pipe_rank *r, const pipe_tensor *x, const pipe_tenso
                             const pipe_tensor *mean, const pipe_tensor *invstd,
                             const pipe_tensor *dy, pipe_tensor *dx, pipe_tensor *dscale,
                             pipe_tensor *dbias, int64_t axis) {
-  PIPE_DEVICE_STAGED(r, pipe_k_layer_norm_grad, x, scale, mean, invstd, dy, dx, dscale, dbias, axis);
+  PIPE_DEVICE_STAGED(r, pipe_k_layer_norm_grad, x, scale, mean, invstd, dy, dx, dscale, dbias,
+                     axis);
   const char *op = "layer_norm_grad";
   const RowLayout l = checkLayerNorm(r, op, x, axis);
   requireNormalisedShape(r, op, "scale", scale, x, axis);

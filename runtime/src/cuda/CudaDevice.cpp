@@ -7,11 +7,16 @@
 // their stream: the host sees the bytes when the call returns.
 //
 //===----------------------------------------------------------------------===//
-#include "Device.h"
+#include "cuda/CudaDevice.h"
 
-#include <cuda_runtime_api.h>
+#include "cuda/Launch.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
 
 namespace piperun {
+namespace cuda {
 namespace {
 
 std::string errorText(const char *call, cudaError_t error) {
@@ -19,79 +24,202 @@ std::string errorText(const char *call, cudaError_t error) {
          cudaGetErrorString(error) + ")";
 }
 
+} // namespace
+
+const Cublas &cublas() {
+  // Loaded on first use: linked, cuBLAS would cost every process that loads
+  // libpiperun 0.13 s and 220 MB at start (pipe-run --help, CPU runs included).
+  static Cublas library;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const std::string name = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+    void *handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      handle = dlopen((std::string(PIPE_CUDA_LIBRARY_DIR) + "/" + name).c_str(),
+                      RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      library.error = "cuBLAS: cannot load " + name + ": " + dlerror();
+      return;
+    }
+    auto load = [&](auto &function, const char *symbol) {
+      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
+          dlsym(handle, symbol));
+      if (!function && library.error.empty())
+        library.error = std::string("cuBLAS: ") + name + " has no " + symbol;
+    };
+    load(library.create, "cublasCreate_v2");
+    load(library.destroy, "cublasDestroy_v2");
+    load(library.setStream, "cublasSetStream_v2");
+    load(library.setMathMode, "cublasSetMathMode");
+    load(library.sgemm, "cublasSgemm_v2");
+    load(library.sgemmStridedBatched, "cublasSgemmStridedBatched");
+    load(library.statusString, "cublasGetStatusString");
+  });
+  if (!library.error.empty())
+    throw DeviceError(library.error);
+  return library;
+}
+
 void check(const char *call, cudaError_t error) {
   if (error != cudaSuccess)
     throw DeviceError(errorText(call, error));
 }
 
-class CudaDevice final : public Device {
-public:
-  explicit CudaDevice(int ordinal) : ordinal_(ordinal) {
-    check("cudaSetDevice", cudaSetDevice(ordinal_));
-    cudaDeviceProp properties{};
-    check("cudaGetDeviceProperties", cudaGetDeviceProperties(&properties, ordinal_));
-    name_ = std::string(properties.name) + " (device " + std::to_string(ordinal_) + ", " +
-            std::to_string(properties.totalGlobalMem >> 30) + " GiB)";
-    capacity_ = static_cast<int64_t>(properties.totalGlobalMem);
-    check("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  }
-  ~CudaDevice() override {
-    cudaSetDevice(ordinal_);
-    cudaStreamDestroy(stream_);
-  }
+CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
+  check("cudaSetDevice", cudaSetDevice(ordinal_));
+  cudaDeviceProp properties{};
+  check("cudaGetDeviceProperties", cudaGetDeviceProperties(&properties, ordinal_));
+  name_ = std::string(properties.name) + " (device " + std::to_string(ordinal_) + ", " +
+          std::to_string(properties.totalGlobalMem >> 30) + " GiB)";
+  capacity_ = static_cast<int64_t>(properties.totalGlobalMem);
+  check("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+}
 
-  std::string name() const override { return name_; }
-  int64_t capacity() const override { return capacity_; }
+CudaDevice::~CudaDevice() {
+  cudaSetDevice(ordinal_);
+  if (blas_)
+    cublas().destroy(blas_);
+  cudaStreamDestroy(stream_);
+}
 
-  void *allocate(size_t bytes) override {
+void CudaDevice::current() const { check("cudaSetDevice", cudaSetDevice(ordinal_)); }
+
+void *CudaDevice::allocate(size_t bytes) {
+  current();
+  void *block = nullptr;
+  cudaError_t error = cudaMalloc(&block, bytes);
+  if (error == cudaErrorMemoryAllocation) {
+    cudaGetLastError(); // not sticky: clear it
+    return nullptr;
+  }
+  check("cudaMalloc", error);
+  return block;
+}
+
+void CudaDevice::release(void *block) {
+  current();
+  check("cudaFree", cudaFree(block));
+}
+
+void CudaDevice::copy(void *to, const void *from, size_t bytes, cudaMemcpyKind kind) {
+  if (!bytes)
+    return;
+  current();
+  check("cudaMemcpyAsync", cudaMemcpyAsync(to, from, bytes, kind, stream_));
+  check("cudaStreamSynchronize", cudaStreamSynchronize(stream_));
+}
+
+void CudaDevice::toDevice(void *device, const void *host, size_t bytes) {
+  copy(device, host, bytes, cudaMemcpyHostToDevice);
+}
+
+void CudaDevice::toHost(void *host, const void *device, size_t bytes) {
+  copy(host, device, bytes, cudaMemcpyDeviceToHost);
+}
+
+void CudaDevice::withinDevice(void *to, const void *from, size_t bytes) {
+  copy(to, from, bytes, cudaMemcpyDeviceToDevice);
+}
+
+void CudaDevice::zero(void *device, size_t bytes) {
+  if (!bytes)
+    return;
+  current();
+  check("cudaMemsetAsync", cudaMemsetAsync(device, 0, bytes, stream_));
+  check("cudaStreamSynchronize", cudaStreamSynchronize(stream_));
+}
+
+
+cublasHandle_t CudaDevice::blas() {
+  if (!blas_) {
     current();
-    void *block = nullptr;
-    cudaError_t error = cudaMalloc(&block, bytes);
-    if (error == cudaErrorMemoryAllocation) {
-      cudaGetLastError(); // not sticky: clear it
-      return nullptr;
+    const Cublas &library = cublas();
+    if (library.create(&blas_) != CUBLAS_STATUS_SUCCESS) {
+      blas_ = nullptr;
+      throw DeviceError("cuBLAS: cublasCreate failed");
     }
-    check("cudaMalloc", error);
-    return block;
+    // fp32 GEMMs in fp32 (no TF32), as the CPU backend and torch's default compute them.
+    if (library.setStream(blas_, stream_) != CUBLAS_STATUS_SUCCESS ||
+        library.setMathMode(blas_, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS)
+      throw DeviceError("cuBLAS: cannot bind the handle to the rank's stream");
   }
-  void release(void *block) override {
-    current();
-    check("cudaFree", cudaFree(block));
-  }
-  void toDevice(void *device, const void *host, size_t bytes) override {
-    copy(device, host, bytes, cudaMemcpyHostToDevice);
-  }
-  void toHost(void *host, const void *device, size_t bytes) override {
-    copy(host, device, bytes, cudaMemcpyDeviceToHost);
-  }
-  void withinDevice(void *to, const void *from, size_t bytes) override {
-    copy(to, from, bytes, cudaMemcpyDeviceToDevice);
-  }
-  void zero(void *device, size_t bytes) override {
-    if (!bytes)
-      return;
-    current();
-    check("cudaMemsetAsync", cudaMemsetAsync(device, 0, bytes, stream_));
-    check("cudaStreamSynchronize", cudaStreamSynchronize(stream_));
-  }
+  return blas_;
+}
 
-private:
-  void current() { check("cudaSetDevice", cudaSetDevice(ordinal_)); }
-  void copy(void *to, const void *from, size_t bytes, cudaMemcpyKind kind) {
-    if (!bytes)
-      return;
-    current();
-    check("cudaMemcpyAsync", cudaMemcpyAsync(to, from, bytes, kind, stream_));
-    check("cudaStreamSynchronize", cudaStreamSynchronize(stream_));
-  }
+void CudaDevice::finish(const char *what) {
+  cudaError_t launch = cudaGetLastError();
+  if (launch != cudaSuccess)
+    throw DeviceError(std::string(what) + ": " + errorText("kernel launch", launch));
+  cudaError_t run = cudaStreamSynchronize(stream_);
+  if (run != cudaSuccess)
+    throw DeviceError(std::string(what) + ": " + errorText("cudaStreamSynchronize", run));
+}
 
-  int ordinal_;
-  std::string name_;
-  int64_t capacity_ = 0;
-  cudaStream_t stream_ = nullptr;
-};
+cudaStream_t CudaLauncher::stream() {
+  device_.current();
+  return device_.stream();
+}
 
-} // namespace
+void CudaLauncher::fill(float *y, float value, int64_t n) { launchFill(stream(), y, value, n); }
+
+void CudaLauncher::unary(int32_t fn, const float *x, float *y, int64_t n, double alpha,
+                         double beta) {
+  launchUnary(stream(), fn, x, y, n, alpha, beta);
+}
+
+void CudaLauncher::unaryGrad(int32_t fn, const float *saved, const float *dy, float *dx,
+                             int64_t n, double alpha, double beta) {
+  launchUnaryGrad(stream(), fn, saved, dy, dx, n, alpha, beta);
+}
+
+void CudaLauncher::binary(int32_t fn, const float *a, const float *b, float *y,
+                          const BroadcastPlan &plan) {
+  launchBinary(stream(), fn, a, b, y, plan);
+}
+
+void CudaLauncher::broadcastScaled(const float *c, int64_t rowStride, int64_t columnStride,
+                                   float scale, float *y, int64_t m, int64_t n) {
+  launchBroadcastScaled(stream(), c, rowStride, columnStride, scale, y, m, n);
+}
+
+void CudaLauncher::accumulate(float *into, const float *from, int64_t n) {
+  launchAccumulate(stream(), into, from, n);
+}
+
+void CudaLauncher::sgd(float *p, const float *g, float *buffer, int64_t n, float lr, float decay,
+                       float momentum, bool firstStep) {
+  launchSgd(stream(), p, g, buffer, n, lr, decay, momentum, firstStep);
+}
+
+void CudaLauncher::adam(float *p, const float *g, float *m, float *v, int64_t n,
+                        const AdamStep &step) {
+  launchAdam(stream(), p, g, m, v, n, step);
+}
+
+void CudaLauncher::gemm(const ColumnMajorGemm &g) {
+  stream();
+  cublasHandle_t blas = device_.blas();
+  const Cublas &library = cublas();
+  const cublasOperation_t opA = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opB = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasStatus_t status;
+  if (g.batches == 1)
+    status = library.sgemm(blas, opA, opB, static_cast<int>(g.m), static_cast<int>(g.n),
+                           static_cast<int>(g.k), &g.alpha, g.a, static_cast<int>(g.lda), g.b,
+                           static_cast<int>(g.ldb), &g.beta, g.c, static_cast<int>(g.ldc));
+  else
+    status = library.sgemmStridedBatched(
+        blas, opA, opB, static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k),
+        &g.alpha, g.a, static_cast<int>(g.lda), g.strideA, g.b, static_cast<int>(g.ldb),
+        g.strideB, &g.beta, g.c, static_cast<int>(g.ldc), g.strideC,
+        static_cast<int>(g.batches));
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw DeviceError(std::string("cuBLAS: sgemm failed: ") + library.statusString(status));
+}
+
+void CudaLauncher::finish(const char *what) { device_.finish(what); }
+
+} // namespace cuda
 
 bool cudaBuilt() { return true; }
 
@@ -99,7 +227,7 @@ int cudaDeviceCount(std::string &why) {
   int count = 0;
   cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess) {
-    why = errorText("cudaGetDeviceCount", error);
+    why = cuda::errorText("cudaGetDeviceCount", error);
     if (error == cudaErrorInsufficientDriver || error == cudaErrorNoDevice)
       why = "no usable GPU on this machine (no NVIDIA GPU, no driver, or a driver older than "
             "this CUDA runtime): " + why;
@@ -119,7 +247,7 @@ std::unique_ptr<Device> makeDevice(Backend backend, int rank, int64_t emulatedBy
   int count = cudaDeviceCount(why);
   if (count == 0)
     throw DeviceError("no CUDA device: " + why);
-  return std::make_unique<CudaDevice>(rank % count);
+  return std::make_unique<cuda::CudaDevice>(rank % count);
 }
 
 } // namespace piperun

@@ -1,0 +1,333 @@
+//===- NativeKernels.cpp - the kernel calls a device runs itself -----------===//
+//
+// The host side of the native kernels, the same for every device: each entry
+// takes the common, well-formed cases (f32, shapes the CPU kernel would
+// accept, broadcasts it can map to strides) and hands them to the device's
+// KernelLauncher (CUDA kernels and cuBLAS on a GPU, host loops on the emulated
+// device); anything else returns false and runs as the CPU kernel, staged,
+// which computes it or fails with its own message. Each ends by waiting for
+// the launches (KernelLauncher::finish), so a node's measured time is its
+// kernels' time.
+//
+//===----------------------------------------------------------------------===//
+#include "Rank.h"
+#include "Tensor.h"
+#include "kernels/PointwiseMath.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace piperun {
+namespace {
+
+KernelLauncher &launcherOf(pipe_rank *r) { return *r->device->launcher(); }
+
+/// A live f32 tensor of this rank in its device memory, whose element count
+/// matches its shape.
+bool usableF32(pipe_rank *r, const pipe_tensor *t) {
+  if (!t || !r->tensors.count(t) || t->dtype != PIPE_F32 || t->rank < 0 ||
+      t->rank > PIPE_MAX_RANK || !static_cast<const Storage *>(t->storage)->onDevice)
+    return false;
+  int64_t numel = 1;
+  for (int d = 0; d < t->rank; ++d) {
+    if (t->shape[d] < 0)
+      return false;
+    numel *= t->shape[d];
+  }
+  return numel == t->numel;
+}
+
+bool sameShape(const pipe_tensor *a, const pipe_tensor *b) {
+  if (a->rank != b->rank)
+    return false;
+  for (int d = 0; d < a->rank; ++d)
+    if (a->shape[d] != b->shape[d])
+      return false;
+  return true;
+}
+
+bool fitsInt(int64_t value) { return value >= 0 && value <= std::numeric_limits<int>::max(); }
+
+const float *in(const pipe_tensor *t) { return static_cast<const float *>(t->data); }
+float *out(pipe_tensor *t) { return static_cast<float *>(t->data); }
+
+bool unary(pipe_rank *r, int32_t fn, const pipe_tensor *x, pipe_tensor *y, double alpha,
+           double beta) {
+  if (fn < PIPE_RELU || fn > PIPE_SIGN || fn == PIPE_NOT || !usableF32(r, x) ||
+      !usableF32(r, y) || !sameShape(x, y))
+    return false;
+  if (fn == PIPE_CLIP && std::isnan(alpha))
+    alpha = -HUGE_VAL;
+  if (fn == PIPE_CLIP && std::isnan(beta))
+    beta = HUGE_VAL;
+  if (x->numel == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.unary(fn, in(x), out(y), x->numel, alpha, beta);
+  launch.finish("unary");
+  return true;
+}
+
+bool unaryGrad(pipe_rank *r, int32_t fn, const pipe_tensor *saved, const pipe_tensor *dy,
+               pipe_tensor *dx, double alpha, double beta) {
+  const char kind = pointwise::savedKind(fn);
+  if (kind == '?' || !usableF32(r, dy) || !usableF32(r, dx) || !sameShape(dy, dx))
+    return false;
+  if (kind != '-' && (!usableF32(r, saved) || !sameShape(saved, dy)))
+    return false;
+  if (fn == PIPE_CLIP && std::isnan(alpha))
+    alpha = -HUGE_VAL;
+  if (fn == PIPE_CLIP && std::isnan(beta))
+    beta = HUGE_VAL;
+  if (dy->numel == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.unaryGrad(fn, kind != '-' ? in(saved) : nullptr, in(dy), out(dx), dy->numel, alpha,
+                   beta);
+  launch.finish("unary_grad");
+  return true;
+}
+
+/// Input `t`'s strides over an output of `rank` dims `shape` (numpy
+/// broadcasting, dims aligned on the right); false when it does not broadcast.
+bool broadcastStrides(const pipe_tensor *t, int rank, const int64_t *shape, int64_t *strides) {
+  if (t->rank > rank)
+    return false;
+  int64_t step = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    const int td = d - (rank - t->rank);
+    if (td < 0) {
+      strides[d] = 0;
+      continue;
+    }
+    const int64_t size = t->shape[td];
+    if (size != shape[d] && size != 1)
+      return false;
+    strides[d] = size == 1 && shape[d] != 1 ? 0 : step;
+    step *= size;
+  }
+  return true;
+}
+
+bool binary(pipe_rank *r, int32_t fn, const pipe_tensor *a, const pipe_tensor *b,
+            pipe_tensor *y) {
+  const bool arithmetic = (fn >= PIPE_ADD && fn <= PIPE_FMOD) || fn == PIPE_MAX || fn == PIPE_MIN;
+  if (!arithmetic || !usableF32(r, a) || !usableF32(r, b) || !usableF32(r, y))
+    return false;
+  // y must be exactly the broadcast of a and b.
+  const int rank = std::max(a->rank, b->rank);
+  if (y->rank != rank)
+    return false;
+  for (int d = 0; d < rank; ++d) {
+    const int da = d - (rank - a->rank), db = d - (rank - b->rank);
+    const int64_t sa = da >= 0 ? a->shape[da] : 1, sb = db >= 0 ? b->shape[db] : 1;
+    if (sa != sb && sa != 1 && sb != 1)
+      return false;
+    const int64_t size = sa == 1 ? sb : sa;
+    if (y->shape[d] != size)
+      return false;
+  }
+  BroadcastPlan plan;
+  plan.rank = rank;
+  for (int d = 0; d < rank; ++d)
+    plan.shape[d] = y->shape[d];
+  if (!broadcastStrides(a, rank, plan.shape, plan.strideA) ||
+      !broadcastStrides(b, rank, plan.shape, plan.strideB))
+    return false;
+  plan.contiguous = sameShape(a, y) && sameShape(b, y);
+  if (y->numel == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.binary(fn, in(a), in(b), out(y), plan);
+  launch.finish("binary");
+  return true;
+}
+
+bool fill(pipe_rank *r, pipe_tensor *y, double value) {
+  if (!usableF32(r, y))
+    return false;
+  if (y->numel == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.fill(out(y), static_cast<float>(value), y->numel);
+  launch.finish("fill");
+  return true;
+}
+
+/// Row-major y (m x n) = alpha op(a) op(b) + beta y, `batches` times, the
+/// matrices stride* elements apart (0: one shared matrix). Row-major Y =
+/// op(A) op(B) is column-major Y^T = op(B)^T op(A)^T: the same bytes, with the
+/// operands swapped.
+void rowMajorGemm(KernelLauncher &launch, bool transA, bool transB, int64_t m, int64_t n,
+                  int64_t k, float alpha, const float *a, int64_t lda, int64_t strideA,
+                  const float *b, int64_t ldb, int64_t strideB, float beta, float *y,
+                  int64_t strideY, int64_t batches) {
+  ColumnMajorGemm g;
+  g.transA = transB;
+  g.transB = transA;
+  g.m = n;
+  g.n = m;
+  g.k = k;
+  g.alpha = alpha;
+  g.beta = beta;
+  g.a = b;
+  g.lda = ldb;
+  g.strideA = strideB;
+  g.b = a;
+  g.ldb = lda;
+  g.strideB = strideA;
+  g.c = y;
+  g.ldc = n;
+  g.strideC = strideY;
+  g.batches = batches;
+  launch.gemm(g);
+}
+
+bool matmul(pipe_rank *r, const pipe_tensor *a, const pipe_tensor *b, pipe_tensor *y) {
+  if (!usableF32(r, a) || !usableF32(r, b) || !usableF32(r, y) || a->rank < 1 || b->rank < 1)
+    return false;
+  const int ra = a->rank, rb = b->rank;
+  const int64_t m = ra >= 2 ? a->shape[ra - 2] : 1;
+  const int64_t k = a->shape[ra - 1];
+  const int64_t kb = rb >= 2 ? b->shape[rb - 2] : b->shape[0];
+  const int64_t n = rb >= 2 ? b->shape[rb - 1] : 1;
+  if (k != kb || m == 0 || n == 0 || k == 0)
+    return false;
+  // Batches: a's leading dims with b a matrix (folded into one GEMM), b's with
+  // a a matrix (a shared), or the same leading dims on both.
+  const int batchA = ra >= 2 ? ra - 2 : 0, batchB = rb >= 2 ? rb - 2 : 0;
+  int64_t countA = 1, countB = 1;
+  for (int d = 0; d < batchA; ++d)
+    countA *= a->shape[d];
+  for (int d = 0; d < batchB; ++d)
+    countB *= b->shape[d];
+  if (batchA > 0 && batchB > 0) {
+    if (batchA != batchB)
+      return false;
+    for (int d = 0; d < batchA; ++d)
+      if (a->shape[d] != b->shape[d])
+        return false;
+  }
+  const int64_t batches = std::max(countA, countB);
+  // y: the batch dims, then m unless a is 1-D, then n unless b is 1-D.
+  const pipe_tensor *batched = batchA >= batchB ? a : b;
+  const int batchRank = std::max(batchA, batchB);
+  int expectedRank = batchRank + (ra >= 2) + (rb >= 2);
+  if (y->rank != expectedRank)
+    return false;
+  for (int d = 0; d < batchRank; ++d)
+    if (y->shape[d] != batched->shape[d])
+      return false;
+  if ((ra >= 2 && y->shape[batchRank] != m) || (rb >= 2 && y->shape[expectedRank - 1] != n))
+    return false;
+  const bool folded = batchB == 0;
+  const int64_t rows = folded ? batches * m : m;
+  if (!fitsInt(rows) || !fitsInt(n) || !fitsInt(k) || !fitsInt(batches))
+    return false;
+  KernelLauncher &launch = launcherOf(r);
+  if (folded)
+    rowMajorGemm(launch, false, false, rows, n, k, 1.0f, in(a), k, 0, in(b), n, 0, 0.0f, out(y),
+                 0, 1);
+  else
+    rowMajorGemm(launch, false, false, m, n, k, 1.0f, in(a), k, batchA > 0 ? m * k : 0, in(b), n,
+                 k * n, 0.0f, out(y), m * n, batches);
+  launch.finish("matmul");
+  return true;
+}
+
+bool gemmKernel(pipe_rank *r, const pipe_tensor *a, const pipe_tensor *b, const pipe_tensor *c,
+                pipe_tensor *y, double alpha, double beta, int32_t transA, int32_t transB) {
+  if (!usableF32(r, a) || !usableF32(r, b) || !usableF32(r, y) || a->rank != 2 || b->rank != 2 ||
+      y->rank != 2)
+    return false;
+  const int64_t m = transA ? a->shape[1] : a->shape[0];
+  const int64_t k = transA ? a->shape[0] : a->shape[1];
+  const int64_t kb = transB ? b->shape[1] : b->shape[0];
+  const int64_t n = transB ? b->shape[0] : b->shape[1];
+  if (k != kb || y->shape[0] != m || y->shape[1] != n || m == 0 || n == 0 || k == 0 ||
+      !fitsInt(m) || !fitsInt(n) || !fitsInt(k))
+    return false;
+  if (c && !usableF32(r, c))
+    return false;
+  const bool addC = c && beta != 0.0;
+  int64_t rowStride = 0, columnStride = 0;
+  if (addC) {
+    // c broadcasts to [m, n]: [m, n], [1, n], [m, 1], [n], [1] or a scalar.
+    if (c->rank > 2)
+      return false;
+    const int64_t rowsC = c->rank == 2 ? c->shape[0] : 1;
+    const int64_t columnsC = c->rank >= 1 ? c->shape[c->rank - 1] : 1;
+    if ((rowsC != m && rowsC != 1) || (columnsC != n && columnsC != 1))
+      return false;
+    rowStride = rowsC == 1 ? 0 : columnsC;
+    columnStride = columnsC == 1 ? 0 : 1;
+  }
+  KernelLauncher &launch = launcherOf(r);
+  if (addC)
+    launch.broadcastScaled(in(c), rowStride, columnStride, static_cast<float>(beta), out(y), m,
+                           n);
+  rowMajorGemm(launch, transA != 0, transB != 0, m, n, k, static_cast<float>(alpha), in(a),
+               a->shape[1], 0, in(b), b->shape[1], 0, addC ? 1.0f : 0.0f, out(y), 0, 1);
+  launch.finish("gemm");
+  return true;
+}
+
+bool accumulate(pipe_rank *r, pipe_tensor *into, const pipe_tensor *from) {
+  if (!usableF32(r, into) || !usableF32(r, from) || into->numel != from->numel)
+    return false;
+  if (into->numel == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.accumulate(out(into), in(from), into->numel);
+  launch.finish("accumulate_grad");
+  return true;
+}
+
+bool update(pipe_rank *r, Parameter &p) {
+  if (!usableF32(r, p.value) || !usableF32(r, p.gradient))
+    return false;
+  const OptimizerConfig &o = r->optimizer;
+  const int64_t n = p.value->numel;
+  if (n == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  switch (o.kind) {
+  case PIPE_SGD:
+  case PIPE_MOMENTUM:
+    launch.sgd(out(p.value), in(p.gradient), o.kind == PIPE_MOMENTUM ? out(p.state[0]) : nullptr,
+               n, static_cast<float>(o.lr), static_cast<float>(o.weightDecay),
+               static_cast<float>(o.momentum), p.updates == 1);
+    break;
+  case PIPE_ADAM:
+  case PIPE_ADAMW: {
+    const AdamStep s = adamStepOf(o, p.updates);
+    launch.adam(out(p.value), in(p.gradient), out(p.state[0]), out(p.state[1]), n, s);
+    break;
+  }
+  default:
+    return false;
+  }
+  launch.finish("optimizer update");
+  return true;
+}
+
+} // namespace
+
+const DeviceKernels &nativeKernelTable() {
+  static const DeviceKernels kernels = [] {
+    DeviceKernels k;
+    k.unary = unary;
+    k.unaryGrad = unaryGrad;
+    k.binary = binary;
+    k.fill = fill;
+    k.matmul = matmul;
+    k.gemm = gemmKernel;
+    k.accumulate = accumulate;
+    k.update = update;
+    return k;
+  }();
+  return kernels;
+}
+
+} // namespace piperun

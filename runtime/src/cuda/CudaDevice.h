@@ -1,0 +1,101 @@
+//===- CudaDevice.h - a rank's GPU: memory, stream, cuBLAS handle -*- C++ -*-===//
+//
+// Built only with the CUDA toolkit. The device of one rank: cudaMalloc'd
+// memory of one GPU, the rank's own non-blocking stream, a cuBLAS handle on
+// that stream, and the launches of the native kernels (Kernels.cu, cuBLAS).
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_RUNTIME_CUDA_CUDA_DEVICE_H
+#define PIPE_RUNTIME_CUDA_CUDA_DEVICE_H
+
+#include "Device.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+namespace piperun::cuda {
+
+/// Throws DeviceError naming `call` when `error` is not cudaSuccess.
+void check(const char *call, cudaError_t error);
+
+/// The cuBLAS calls the backend makes, from the library loaded at first use.
+struct Cublas {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasDestroy_v2) destroy = nullptr;
+  decltype(&cublasSetStream_v2) setStream = nullptr;
+  decltype(&cublasSetMathMode) setMathMode = nullptr;
+  decltype(&cublasSgemm_v2) sgemm = nullptr;
+  decltype(&cublasSgemmStridedBatched) sgemmStridedBatched = nullptr;
+  decltype(&cublasGetStatusString) statusString = nullptr;
+  std::string error; ///< why it could not be loaded
+};
+/// Loads cuBLAS once; throws DeviceError when it cannot.
+const Cublas &cublas();
+
+class CudaDevice;
+
+/// The native kernels' launches on a CUDA device: Kernels.cu and cuBLAS on
+/// the rank's stream.
+class CudaLauncher final : public KernelLauncher {
+public:
+  explicit CudaLauncher(CudaDevice &device) : device_(device) {}
+  void fill(float *y, float value, int64_t n) override;
+  void unary(int32_t fn, const float *x, float *y, int64_t n, double alpha,
+             double beta) override;
+  void unaryGrad(int32_t fn, const float *saved, const float *dy, float *dx, int64_t n,
+                 double alpha, double beta) override;
+  void binary(int32_t fn, const float *a, const float *b, float *y,
+              const BroadcastPlan &plan) override;
+  void broadcastScaled(const float *c, int64_t rowStride, int64_t columnStride, float scale,
+                       float *y, int64_t m, int64_t n) override;
+  void accumulate(float *into, const float *from, int64_t n) override;
+  void sgd(float *p, const float *g, float *buffer, int64_t n, float lr, float decay,
+           float momentum, bool firstStep) override;
+  void adam(float *p, const float *g, float *m, float *v, int64_t n,
+            const AdamStep &step) override;
+  void gemm(const ColumnMajorGemm &gemm) override;
+  void finish(const char *what) override;
+
+private:
+  cudaStream_t stream();
+  CudaDevice &device_;
+};
+
+class CudaDevice final : public Device {
+public:
+  explicit CudaDevice(int ordinal);
+  ~CudaDevice() override;
+
+  std::string name() const override { return name_; }
+  int64_t capacity() const override { return capacity_; }
+  void *allocate(size_t bytes) override;
+  void release(void *block) override;
+  void toDevice(void *device, const void *host, size_t bytes) override;
+  void toHost(void *host, const void *device, size_t bytes) override;
+  void withinDevice(void *to, const void *from, size_t bytes) override;
+  void zero(void *device, size_t bytes) override;
+  KernelLauncher *launcher() override { return &launcher_; }
+
+  /// Makes this GPU the calling thread's current one (ranks run on threads).
+  void current() const;
+  cudaStream_t stream() const { return stream_; }
+  /// The cuBLAS handle on the rank's stream (made on first use).
+  cublasHandle_t blas();
+  /// Waits for the stream; throws DeviceError naming `what` when a kernel
+  /// launched since the last wait failed.
+  void finish(const char *what);
+
+private:
+  void copy(void *to, const void *from, size_t bytes, cudaMemcpyKind kind);
+
+  int ordinal_;
+  std::string name_;
+  int64_t capacity_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  CudaLauncher launcher_{*this};
+};
+
+} // namespace piperun::cuda
+
+#endif // PIPE_RUNTIME_CUDA_CUDA_DEVICE_H

@@ -1,0 +1,45 @@
+//===- Launch.h - the CUDA kernels' launchers (Kernels.cu) ----------*- C++ -*-===//
+//
+// Plain C++ declarations, so host code compiled by the C++ compiler
+// (CudaDevice.cpp, the device's KernelLauncher) launches what nvcc compiled.
+// Every launcher queues its kernel on `stream` and returns; the caller checks
+// and waits (CudaDevice::finish). n counts elements; every pointer is device
+// memory of the current GPU.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_RUNTIME_CUDA_LAUNCH_H
+#define PIPE_RUNTIME_CUDA_LAUNCH_H
+
+#include "kernels/Plans.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace piperun::cuda {
+
+void launchFill(cudaStream_t stream, float *y, float value, int64_t n);
+/// y = f(x) element by element (pipe_unary `fn`, in double, rounded once).
+void launchUnary(cudaStream_t stream, int32_t fn, const float *x, float *y, int64_t n,
+                 double alpha, double beta);
+/// dx = f'(saved) dy; `saved` may be null for functions that keep nothing.
+void launchUnaryGrad(cudaStream_t stream, int32_t fn, const float *saved, const float *dy,
+                     float *dx, int64_t n, double alpha, double beta);
+/// y = a (fn) b over `plan` (pipe_binary arithmetic, max, min).
+void launchBinary(cudaStream_t stream, int32_t fn, const float *a, const float *b, float *y,
+                  const BroadcastPlan &plan);
+/// y[i, j] = scale * c[i * rowStride + j * columnStride], y of m x n.
+void launchBroadcastScaled(cudaStream_t stream, const float *c, int64_t rowStride,
+                           int64_t columnStride, float scale, float *y, int64_t m, int64_t n);
+/// into += from.
+void launchAccumulate(cudaStream_t stream, float *into, const float *from, int64_t n);
+/// torch.optim.SGD (buffer null: no momentum).
+void launchSgd(cudaStream_t stream, float *p, const float *g, float *buffer, int64_t n, float lr,
+               float decay, float momentum, bool firstStep);
+/// torch.optim.Adam / AdamW.
+void launchAdam(cudaStream_t stream, float *p, const float *g, float *m, float *v, int64_t n,
+                const AdamStep &step);
+
+} // namespace piperun::cuda
+
+#endif // PIPE_RUNTIME_CUDA_LAUNCH_H

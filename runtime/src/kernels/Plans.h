@@ -1,0 +1,102 @@
+//===- Plans.h - what a native kernel launch is given ---------------*- C++ -*-===//
+//
+// Plain structs shared by the native kernels' host side (NativeKernels.cpp),
+// the CUDA kernels (cuda/Kernels.cu) and the emulated device's loops.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_RUNTIME_KERNELS_PLANS_H
+#define PIPE_RUNTIME_KERNELS_PLANS_H
+
+#include "pipe_runtime.h"
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define PIPE_PLAN_HD __host__ __device__
+#else
+#define PIPE_PLAN_HD
+#endif
+
+namespace piperun {
+
+/// An output of `rank` dims and where each input's element of an output
+/// index is: input offset = sum over d of index[d] * stride[d], stride 0 on a
+/// broadcast dim.
+struct BroadcastPlan {
+  int32_t rank = 0;
+  int64_t shape[PIPE_MAX_RANK] = {};
+  int64_t strideA[PIPE_MAX_RANK] = {};
+  int64_t strideB[PIPE_MAX_RANK] = {};
+  bool contiguous = false; ///< a, b and y all have the output's shape
+
+  /// Where output element `i` reads a and b.
+  PIPE_PLAN_HD void offsets(int64_t i, int64_t &offsetA, int64_t &offsetB) const {
+    offsetA = offsetB = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      const int64_t coordinate = i % shape[d];
+      i /= shape[d];
+      offsetA += coordinate * strideA[d];
+      offsetB += coordinate * strideB[d];
+    }
+  }
+
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int d = 0; d < rank; ++d)
+      n *= shape[d];
+    return n;
+  }
+};
+
+/// The scalars of one Adam / AdamW step, computed on the host as torch does.
+struct AdamStep {
+  float stepSize, correction2Sqrt, beta1, beta2, oneMinusBeta1, oneMinusBeta2, eps, decay,
+      shrink;
+  bool decoupled;
+};
+
+/// One element of torch.optim.SGD's step (dampening 0, no Nesterov; the
+/// momentum buffer, when there is one, starts as the first gradient).
+PIPE_PLAN_HD inline void sgdElement(float &p, float g, float *buffer, float lr, float decay,
+                                    float momentum, bool firstStep) {
+  float d = decay != 0 ? g + decay * p : g;
+  if (buffer) {
+    *buffer = firstStep ? d : *buffer * momentum + d;
+    d = *buffer;
+  }
+  p = p + -lr * d;
+}
+
+/// One element of torch.optim.Adam's (L2 decay added to the gradient) or
+/// AdamW's (decoupled decay first) step.
+PIPE_PLAN_HD inline void adamElement(float &p, float g, float &m, float &v, const AdamStep &s) {
+  if (s.decoupled)
+    p = p * s.shrink;
+  else if (s.decay != 0)
+    g = g + s.decay * p;
+  m = m * s.beta1 + s.oneMinusBeta1 * g;
+  v = v * s.beta2 + s.oneMinusBeta2 * g * g;
+  const float denominator = std::sqrt(v) / s.correction2Sqrt + s.eps;
+  p = p + s.stepSize * m / denominator;
+}
+
+/// One (strided batched) GEMM in cuBLAS's terms: column-major C (m x n,
+/// leading dim ldc) = alpha op(A) op(B) + beta C, `batches` times, the
+/// matrices `stride*` elements apart (0: one shared matrix).
+struct ColumnMajorGemm {
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0;
+  float alpha = 1, beta = 0;
+  const float *a = nullptr;
+  int64_t lda = 0, strideA = 0;
+  const float *b = nullptr;
+  int64_t ldb = 0, strideB = 0;
+  float *c = nullptr;
+  int64_t ldc = 0, strideC = 0;
+  int64_t batches = 1;
+};
+
+} // namespace piperun
+
+#endif // PIPE_RUNTIME_KERNELS_PLANS_H

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The CUDA backend on a GPU, in one table (docs/runtime-cuda.md keeps it, dated):
+#  - the kernel conformance suite with --backend cuda: native kernels, then
+#    every kernel staged (PIPE_RUN_DEVICE_KERNELS=staged), against torch;
+#  - mlp2 trained with --backend cuda against torch;
+#  - the training-equality cases of scripts/gpu-cases.txt with --backend cuda
+#    against float64 torch (1e-5), from pipe-opt outputs made beforehand.
+# Runs from the checkout on the GPU machine, over the bundle that
+# scripts/gpu-bundle.sh made elsewhere and that was copied there. Writes the
+# table (gpu-check.md) and the logs under $OUT when set, else /tmp/gpu-check.
+#
+#   scripts/gpu-check.sh [BUNDLE]      (default build-gpu/bundle)
+#
+# BACKEND=emulated runs the same checks on the emulated device: the script's
+# own test on a machine without a GPU.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUNDLE=$(realpath "${1:-build-gpu/bundle}")
+LOGS=${OUT:-/tmp/gpu-check}
+mkdir -p "$LOGS"
+PYTHON=${PYTHON:-python3}
+BACKEND=${BACKEND:-cuda}
+export LD_LIBRARY_PATH="$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PIPE_RUNTIME_LIB="$BUNDLE/lib/libpiperun.so" PIPE_RUN="$BUNDLE/bin/pipe-run"
+export PYTHONPATH=python${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+
+gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null |
+      head -1)
+gpu=${gpu:-none (no nvidia-smi)}
+table="| check | result | seconds | detail |"$'\n'"|---|---|---|---|"
+failed=0
+
+# check NAME COMMAND...: runs it, its log in $LOGS/NAME.log, one row.
+check() {
+  local name=$1 start end status result detail
+  shift
+  start=$(date +%s%N)
+  "$@" > "$LOGS/$name.log" 2>&1
+  status=$?
+  end=$(date +%s%N)
+  case $status in
+    0) result=pass ;;
+    77) result=skipped ;;
+    *) result=FAIL; failed=$((failed + 1)) ;;
+  esac
+  if [ "$result" = FAIL ]; then
+    detail=$(grep -v '^\s*$' "$LOGS/$name.log" | tail -1)
+  else
+    detail=$(grep -E "cases, [0-9]+ failed|^losses:|^skipped|^pipe-run: gradients" "$LOGS/$name.log" |
+             head -1)
+  fi
+  detail=$(echo "$detail" | tr '|' '/' | cut -c1-160)
+  table+=$'\n'"| $name | $result | $(awk "BEGIN { printf \"%.1f\", ($end - $start) / 1e9 }") | $detail |"
+  echo "$name: $result"
+}
+
+check "conformance-$BACKEND-native" "$PYTHON" runtime/test/conformance/run.py \
+  --backend "$BACKEND" --markdown
+PIPE_RUN_DEVICE_KERNELS=staged check "conformance-$BACKEND-staged" \
+  "$PYTHON" runtime/test/conformance/run.py --backend "$BACKEND" --markdown
+check "mlp2-$BACKEND-threads" "$PYTHON" runtime/test/check_mlp2.py --pipe-run "$PIPE_RUN" \
+  --transport threads --backend "$BACKEND" --work "$LOGS/mlp2"
+while read -r name model options; do
+  case $name in ''|'#'*) continue ;; esac
+  # shellcheck disable=SC2086
+  check "train-$name" "$PYTHON" python/scripts/check_training.py "$model" $options \
+    --backend "$BACKEND" --compiled "$BUNDLE/cases/$name"
+done < scripts/gpu-cases.txt
+
+{
+  echo "backend $BACKEND; GPU: $gpu; $(date -u +%Y-%m-%d)"
+  echo
+  echo "$table"
+  echo
+  echo "Worst relative error per kernel, native kernels (conformance-$BACKEND-native.log):"
+  echo
+  grep -E '^\|' "$LOGS/conformance-$BACKEND-native.log" || true
+} | tee "$LOGS/gpu-check.md"
+echo "$failed failed"
+[ "$failed" = 0 ]
