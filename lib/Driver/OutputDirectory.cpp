@@ -59,8 +59,11 @@ LogicalResult OutputDirectory::prepare(ModuleOp module) {
   if (!parent.empty())
     if (std::error_code ec = llvm::sys::fs::create_directories(parent))
       return module.emitError("cannot create '") << parent << "': " << ec.message();
-  llvm::SmallString<256> created;
-  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(path + ".tmp", created))
+  // createUniqueDirectory puts a relative name under the system's temporary
+  // directory: name the staging directory beside the output, absolutely.
+  llvm::SmallString<256> created, beside(path + ".tmp");
+  llvm::sys::fs::make_absolute(beside);
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(beside, created))
     return module.emitError("cannot create a directory beside '")
            << path << "': " << ec.message();
   staging = created.str().str();
@@ -95,8 +98,9 @@ LogicalResult OutputDirectory::commit(ModuleOp module) {
     return success();
   }
 #endif
-  llvm::SmallString<256> aside;
-  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(path + ".old", aside))
+  llvm::SmallString<256> aside, beside(path + ".old");
+  llvm::sys::fs::make_absolute(beside);
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(beside, aside))
     return module.emitError("cannot create a directory beside '")
            << path << "': " << ec.message();
   llvm::sys::fs::remove(aside);
