@@ -58,7 +58,9 @@ void BlockCache::drop(void *block) {
 }
 
 void BlockCache::give(void *block, size_t bytes, int64_t limit) {
-  if (!kCacheBlocks || cached_ + static_cast<int64_t>(bytes) > limit) {
+  // An empty cache keeps one block whatever its size: a block's 64-byte
+  // rounding can make it larger than the peak of the bytes it holds.
+  if (!kCacheBlocks || (cached_ > 0 && cached_ + static_cast<int64_t>(bytes) > limit)) {
     drop(block);
     return;
   }

@@ -24,8 +24,9 @@ class Device;
 /// used by its thread only). A step allocates the same sizes micro-batch after
 /// micro-batch; without it each large block came fresh from the system and its
 /// pages faulted in again (Inception-v3 on 2 ranks: 69,000 page faults in 6
-/// steps). Holds at most as many bytes as the account's peak of live bytes, so
-/// a rank reserves at most twice its peak. Sizes are the 64-byte multiples
+/// steps). Holds at most as many bytes as the account's peak of live bytes (or
+/// one block, which its rounding may make larger), so a rank reserves about
+/// twice its peak at most. Sizes are the 64-byte multiples
 /// allocateStorage asks for. Off in sanitized builds, whose allocator must see
 /// every free. A cache over a Device (setDevice) keeps the device's blocks the
 /// same way: the caching allocator of a device backend.
@@ -39,8 +40,8 @@ public:
   /// A block of `bytes` (a multiple of 64, > 0), 64-byte aligned; nullptr when
   /// the system has none, even after the cache gave its own back.
   void *take(size_t bytes);
-  /// Keeps `block` of `bytes` for take, or frees it when the cache would then
-  /// hold more than `limit` bytes.
+  /// Keeps `block` of `bytes` for take, or frees it when the cache, holding
+  /// some already, would then hold more than `limit` bytes.
   void give(void *block, size_t bytes, int64_t limit);
   /// Frees every kept block.
   void clear();
