@@ -23,6 +23,16 @@ BACKEND=${BACKEND:-cuda}
 export LD_LIBRARY_PATH="$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PIPE_RUNTIME_LIB="$BUNDLE/lib/libpiperun.so" PIPE_RUN="$BUNDLE/bin/pipe-run"
 export PYTHONPATH=python${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+# cuBLAS (loaded when a CUDA rank first multiplies): the toolkit's, or the one
+# torch's wheels bring.
+cublas_dirs=$("$PYTHON" -c '
+import glob, os, site
+dirs = glob.glob("/usr/local/cuda/lib64")
+for base in site.getsitepackages():
+    dirs += glob.glob(os.path.join(base, "nvidia", "*", "lib"))
+    dirs += glob.glob(os.path.join(base, "nvidia", "*", "*", "lib"))
+print(":".join(d for d in dirs if glob.glob(os.path.join(d, "libcublas.so*"))))' 2>/dev/null)
+[ -z "$cublas_dirs" ] || export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cublas_dirs"
 
 gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null |
       head -1)
@@ -40,10 +50,11 @@ check() {
   end=$(date +%s%N)
   case $status in
     0) result=pass ;;
-    77) result=skipped ;;
+    # Skipped: the backend cannot be used here, which is a failure of this script.
+    77) result="FAIL (skipped)"; failed=$((failed + 1)) ;;
     *) result=FAIL; failed=$((failed + 1)) ;;
   esac
-  if [ "$result" = FAIL ]; then
+  if [ "$result" != pass ]; then
     detail=$(grep -v '^\s*$' "$LOGS/$name.log" | tail -1)
   else
     detail=$(grep -E "cases, [0-9]+ failed|^losses:|^skipped|^pipe-run: gradients" "$LOGS/$name.log" |

@@ -15,6 +15,7 @@
 #ifndef PIPE_RUNTIME_DEVICE_H
 #define PIPE_RUNTIME_DEVICE_H
 
+#include "kernels/AxisMath.h"
 #include "kernels/Plans.h"
 #include "pipe_runtime.h"
 
@@ -53,6 +54,19 @@ struct DeviceKernels {
   bool (*gemm)(pipe_rank *r, const pipe_tensor *a, const pipe_tensor *b, const pipe_tensor *c,
                pipe_tensor *y, double alpha, double beta, int32_t transA,
                int32_t transB) = nullptr;
+  bool (*softmax)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int64_t axis) = nullptr;
+  bool (*logSoftmax)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int64_t axis) = nullptr;
+  bool (*softmaxGrad)(pipe_rank *r, const pipe_tensor *y, const pipe_tensor *dy, pipe_tensor *dx,
+                      int64_t axis) = nullptr;
+  bool (*logSoftmaxGrad)(pipe_rank *r, const pipe_tensor *y, const pipe_tensor *dy,
+                         pipe_tensor *dx, int64_t axis) = nullptr;
+  bool (*layerNorm)(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                    const pipe_tensor *bias, pipe_tensor *y, pipe_tensor *mean,
+                    pipe_tensor *invstd, int64_t axis, double epsilon) = nullptr;
+  bool (*layerNormGrad)(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                        const pipe_tensor *mean, const pipe_tensor *invstd, const pipe_tensor *dy,
+                        pipe_tensor *dx, pipe_tensor *dscale, pipe_tensor *dbias,
+                        int64_t axis) = nullptr;
   /// into += from (f32, same element count): pipe_accumulate_grad.
   bool (*accumulate)(pipe_rank *r, pipe_tensor *into, const pipe_tensor *from) = nullptr;
   /// One optimizer step of `p` (pipe_update, its checks done).
@@ -86,6 +100,22 @@ public:
   /// torch.optim.Adam / AdamW.
   virtual void adam(float *p, const float *g, float *m, float *v, int64_t n,
                     const AdamStep &step) = 0;
+  /// Softmax (or log-softmax) along the axis of `l`, and its gradient from the
+  /// forward's output (kernels/AxisMath.h).
+  virtual void softmax(const AxisLayout &l, const float *x, float *y, bool logForm) = 0;
+  virtual void softmaxGrad(const AxisLayout &l, const float *y, const float *dy, float *dx,
+                           bool logForm) = 0;
+  /// Layer norm of rows x width (kernels/AxisMath.h); beta, mean, invstd may be
+  /// null. Its gradient: dx (may be null) per row, dscale and dbias (may be
+  /// null) per column.
+  virtual void layerNorm(int64_t rows, int64_t width, const float *x, const float *gamma,
+                         const float *beta, double epsilon, float *y, float *mean,
+                         float *invstd) = 0;
+  virtual void layerNormGrad(int64_t rows, int64_t width, const float *x, const float *dy,
+                             const float *gamma, const float *mean, const float *invstd,
+                             float *dx, float *dscale, float *dbias) = 0;
+  /// Whether gemm can run (CUDA: cuBLAS could be loaded; warns once if not).
+  virtual bool hasGemm() { return true; }
   virtual void gemm(const ColumnMajorGemm &gemm) = 0;
   /// Waits for the launches; throws DeviceError naming `what` on a failure.
   virtual void finish(const char *what) = 0;

@@ -47,6 +47,15 @@ public:
            float momentum, bool firstStep) override;
   void adam(float *p, const float *g, float *m, float *v, int64_t n,
             const AdamStep &step) override;
+  void softmax(const AxisLayout &l, const float *x, float *y, bool logForm) override;
+  void softmaxGrad(const AxisLayout &l, const float *y, const float *dy, float *dx,
+                   bool logForm) override;
+  void layerNorm(int64_t rows, int64_t width, const float *x, const float *gamma,
+                 const float *beta, double epsilon, float *y, float *mean,
+                 float *invstd) override;
+  void layerNormGrad(int64_t rows, int64_t width, const float *x, const float *dy,
+                     const float *gamma, const float *mean, const float *invstd, float *dx,
+                     float *dscale, float *dbias) override;
   void gemm(const ColumnMajorGemm &gemm) override;
   void finish(const char *) override {}
 
@@ -250,6 +259,52 @@ void EmulatedLauncher::adam(float *p, const float *g, float *m, float *v, int64_
   const float *grad = at(g, n);
   for (int64_t i = 0; i < n; ++i)
     adamElement(value[i], grad[i], first[i], second[i], s);
+}
+
+void EmulatedLauncher::softmax(const AxisLayout &l, const float *x, float *y, bool logForm) {
+  const int64_t n = l.positions() * l.length;
+  const float *in = at(x, n);
+  float *out = at(y, n);
+  for (int64_t p = 0; p < l.positions(); ++p)
+    softmaxPosition(l, p, in, out, logForm);
+}
+
+void EmulatedLauncher::softmaxGrad(const AxisLayout &l, const float *y, const float *dy,
+                                   float *dx, bool logForm) {
+  const int64_t n = l.positions() * l.length;
+  const float *py = at(y, n), *pdy = at(dy, n);
+  float *pdx = at(dx, n);
+  for (int64_t p = 0; p < l.positions(); ++p)
+    softmaxGradPosition(l, p, py, pdy, pdx, logForm);
+}
+
+void EmulatedLauncher::layerNorm(int64_t rows, int64_t width, const float *x, const float *gamma,
+                                 const float *beta, double epsilon, float *y, float *mean,
+                                 float *invstd) {
+  const float *px = at(x, rows * width), *pg = at(gamma, width);
+  const float *pb = beta ? at(beta, width) : nullptr;
+  float *py = at(y, rows * width);
+  float *pm = mean ? at(mean, rows) : nullptr, *ps = invstd ? at(invstd, rows) : nullptr;
+  for (int64_t row = 0; row < rows; ++row)
+    layerNormRow(row, width, px, pg, pb, epsilon, py, pm, ps);
+}
+
+void EmulatedLauncher::layerNormGrad(int64_t rows, int64_t width, const float *x,
+                                     const float *dy, const float *gamma, const float *mean,
+                                     const float *invstd, float *dx, float *dscale,
+                                     float *dbias) {
+  const float *px = at(x, rows * width), *pdy = at(dy, rows * width), *pg = at(gamma, width);
+  const float *pm = at(mean, rows), *ps = at(invstd, rows);
+  if (dx) {
+    float *pdx = at(dx, rows * width);
+    for (int64_t row = 0; row < rows; ++row)
+      layerNormGradRow(row, width, px, pdy, pg, pm, ps, pdx);
+  }
+  float *scale = dscale ? at(dscale, width) : nullptr, *bias = dbias ? at(dbias, width) : nullptr;
+  if (!scale && !bias)
+    return;
+  for (int64_t j = 0; j < width; ++j)
+    layerNormGradColumn(j, rows, width, px, pdy, pm, ps, scale, bias);
 }
 
 void EmulatedLauncher::gemm(const ColumnMajorGemm &g) {

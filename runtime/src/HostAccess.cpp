@@ -24,19 +24,22 @@ void failOnDevice(pipe_rank *r, const DeviceError &error) {
   fail(r, "%s: %s", r->device ? r->device->name().c_str() : "device", error.what());
 }
 
+void countNative(pipe_rank *r) { ++r->nativeKernelCalls; }
+void countStaged(pipe_rank *r, const char *kernel) { ++r->stagedKernelCalls[kernel]; }
+
 HostAccess::HostAccess(pipe_rank *r) : r_(r), device_(deviceOf(r)) {}
 
-HostAccess::~HostAccess() {
-  for (auto &copy : copies_)
-    std::free(copy->block);
-}
+HostAccess::~HostAccess() = default;
+
+// Owns its block, so a download that fails (and throws) frees it too.
+HostAccess::Copy::~Copy() { std::free(block); }
 
 HostAccess::Copy *HostAccess::copyOf(const pipe_tensor *t, Use use) {
   if (!t)
     fail(r_, "a NULL tensor where one is needed");
   for (auto &copy : copies_)
-    if (copy->of == t || (copy->of->data == t->data && copy->bytes == static_cast<size_t>(
-                                                                          tensorBytes(r_, t)))) {
+    if (copy->of == t || (copy->host.data && copy->of->data == t->data &&
+                          copy->of->dtype == t->dtype && copy->of->numel == t->numel)) {
       // The same bytes again (an argument passed twice, or a view of them).
       if (use != Use::Read)
         copy->upload = true;
@@ -46,7 +49,8 @@ HostAccess::Copy *HostAccess::copyOf(const pipe_tensor *t, Use use) {
   copy->of = t;
   copy->host = *t;
   copy->host.storage = nullptr;
-  bool wellFormed = t->rank >= 0 && t->rank <= PIPE_MAX_RANK && t->numel >= 0;
+  bool wellFormed = t->rank >= 0 && t->rank <= PIPE_MAX_RANK && t->numel >= 0 &&
+                    t->dtype >= PIPE_F32 && t->dtype <= PIPE_BOOL;
   int64_t numel = 1;
   for (int d = 0; wellFormed && d < t->rank; ++d) {
     wellFormed = t->shape[d] >= 0;

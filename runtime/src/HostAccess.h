@@ -59,6 +59,10 @@ public:
 private:
   enum class Use { Read, Write, Overwrite };
   struct Copy {
+    Copy() = default;
+    Copy(const Copy &) = delete;
+    Copy &operator=(const Copy &) = delete;
+    ~Copy();
     pipe_tensor host{};             ///< the tensor over the host bytes
     const pipe_tensor *of = nullptr; ///< the device tensor
     size_t bytes = 0;
@@ -114,10 +118,15 @@ void runStaged(pipe_rank *r, void (*kernel)(pipe_rank *, Params...), Args... arg
 /// native kernel is checked against on a GPU). Null when none.
 const DeviceKernels *nativeKernels(Device *device);
 
+/// Counts a kernel call run natively / staged (the run's report says how many).
+void countNative(pipe_rank *r);
+void countStaged(pipe_rank *r, const char *kernel);
+
 /// A kernel's first line: on a device backend, run it staged and return.
 #define PIPE_DEVICE_STAGED(r, kernel, ...)                                                       \
   do {                                                                                           \
     if (::piperun::deviceOf(r)) {                                                                \
+      ::piperun::countStaged(r, #kernel);                                                        \
       ::piperun::runStaged(r, &kernel, __VA_ARGS__);                                             \
       return;                                                                                    \
     }                                                                                            \
@@ -130,9 +139,13 @@ const DeviceKernels *nativeKernels(Device *device);
   do {                                                                                           \
     if (::piperun::Device *device_ = ::piperun::deviceOf(r)) {                                   \
       const ::piperun::DeviceKernels *native_ = ::piperun::nativeKernels(device_);               \
-      if (!(native_ && native_->member &&                                                        \
-            ::piperun::onDevice(r, [&] { return native_->member(r, __VA_ARGS__); })))            \
+      if (native_ && native_->member &&                                                          \
+          ::piperun::onDevice(r, [&] { return native_->member(r, __VA_ARGS__); })) {             \
+        ::piperun::countNative(r);                                                               \
+      } else {                                                                                   \
+        ::piperun::countStaged(r, #kernel);                                                      \
         ::piperun::runStaged(r, &kernel, __VA_ARGS__);                                           \
+      }                                                                                          \
       return;                                                                                    \
     }                                                                                            \
   } while (false)

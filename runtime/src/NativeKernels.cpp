@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "Rank.h"
 #include "Tensor.h"
+#include "cpu/KernelSupport.h"
 #include "kernels/PointwiseMath.h"
 
 #include <algorithm>
@@ -226,6 +227,8 @@ bool matmul(pipe_rank *r, const pipe_tensor *a, const pipe_tensor *b, pipe_tenso
   if (!fitsInt(rows) || !fitsInt(n) || !fitsInt(k) || !fitsInt(batches))
     return false;
   KernelLauncher &launch = launcherOf(r);
+  if (!launch.hasGemm())
+    return false;
   if (folded)
     rowMajorGemm(launch, false, false, rows, n, k, 1.0f, in(a), k, 0, in(b), n, 0, 0.0f, out(y),
                  0, 1);
@@ -264,12 +267,110 @@ bool gemmKernel(pipe_rank *r, const pipe_tensor *a, const pipe_tensor *b, const 
     columnStride = columnsC == 1 ? 0 : 1;
   }
   KernelLauncher &launch = launcherOf(r);
+  if (!launch.hasGemm())
+    return false;
   if (addC)
     launch.broadcastScaled(in(c), rowStride, columnStride, static_cast<float>(beta), out(y), m,
                            n);
   rowMajorGemm(launch, transA != 0, transB != 0, m, n, k, static_cast<float>(alpha), in(a),
                a->shape[1], 0, in(b), b->shape[1], 0, addC ? 1.0f : 0.0f, out(y), 0, 1);
   launch.finish("gemm");
+  return true;
+}
+
+/// The [outer, axis, inner] view of `a` for softmax along `axis`, when a and b
+/// are usable f32 tensors of one shape and the axis is one of their dims.
+bool axisLayout(pipe_rank *r, const pipe_tensor *a, const pipe_tensor *b, int64_t axis,
+                AxisLayout &l) {
+  if (!usableF32(r, a) || !usableF32(r, b) || !sameShape(a, b) || axis < 0 || axis >= a->rank)
+    return false;
+  l = AxisLayout::of(a->rank, a->shape, axis);
+  return true;
+}
+
+bool softmaxForward(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int64_t axis,
+                    bool logForm) {
+  AxisLayout l;
+  if (!axisLayout(r, x, y, axis, l))
+    return false;
+  if (x->numel == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.softmax(l, in(x), out(y), logForm);
+  launch.finish(logForm ? "log_softmax" : "softmax");
+  return true;
+}
+
+bool softmaxBackward(pipe_rank *r, const pipe_tensor *y, const pipe_tensor *dy, pipe_tensor *dx,
+                     int64_t axis, bool logForm) {
+  AxisLayout l;
+  if (!axisLayout(r, y, dy, axis, l) || !usableF32(r, dx) || !sameShape(y, dx))
+    return false;
+  if (y->numel == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.softmaxGrad(l, in(y), in(dy), out(dx), logForm);
+  launch.finish(logForm ? "log_softmax_grad" : "softmax_grad");
+  return true;
+}
+
+bool softmax(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int64_t axis) {
+  return softmaxForward(r, x, y, axis, false);
+}
+bool logSoftmax(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int64_t axis) {
+  return softmaxForward(r, x, y, axis, true);
+}
+bool softmaxGrad(pipe_rank *r, const pipe_tensor *y, const pipe_tensor *dy, pipe_tensor *dx,
+                 int64_t axis) {
+  return softmaxBackward(r, y, dy, dx, axis, false);
+}
+bool logSoftmaxGrad(pipe_rank *r, const pipe_tensor *y, const pipe_tensor *dy, pipe_tensor *dx,
+                    int64_t axis) {
+  return softmaxBackward(r, y, dy, dx, axis, true);
+}
+
+/// Usable f32 tensors, or absent.
+bool usableOrAbsent(pipe_rank *r, std::initializer_list<const pipe_tensor *> tensors) {
+  for (const pipe_tensor *t : tensors)
+    if (t && !usableF32(r, t))
+      return false;
+  return true;
+}
+
+const float *inOrNull(const pipe_tensor *t) { return t ? in(t) : nullptr; }
+float *outOrNull(pipe_tensor *t) { return t ? out(t) : nullptr; }
+
+bool layerNorm(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+               const pipe_tensor *bias, pipe_tensor *y, pipe_tensor *mean, pipe_tensor *invstd,
+               int64_t axis, double epsilon) {
+  if (!usableF32(r, x) || !usableF32(r, scale) || !usableF32(r, y) ||
+      !usableOrAbsent(r, {bias, mean, invstd}))
+    return false;
+  // The CPU kernel's checks (shapes only), with its messages.
+  const cpu::RowLayout l = cpu::layerNormChecks(r, x, scale, bias, y, mean, invstd, axis);
+  if (l.rows == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.layerNorm(l.rows, l.width, in(x), in(scale), inOrNull(bias), epsilon, out(y),
+                   outOrNull(mean), outOrNull(invstd));
+  launch.finish("layer_norm");
+  return true;
+}
+
+bool layerNormGrad(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                   const pipe_tensor *mean, const pipe_tensor *invstd, const pipe_tensor *dy,
+                   pipe_tensor *dx, pipe_tensor *dscale, pipe_tensor *dbias, int64_t axis) {
+  if (!usableF32(r, x) || !usableF32(r, scale) || !usableF32(r, mean) ||
+      !usableF32(r, invstd) || !usableF32(r, dy) || !usableOrAbsent(r, {dx, dscale, dbias}))
+    return false;
+  const cpu::RowLayout l =
+      cpu::layerNormGradChecks(r, x, scale, mean, invstd, dy, dx, dscale, dbias, axis);
+  if (l.width == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.layerNormGrad(l.rows, l.width, in(x), in(dy), in(scale), in(mean), in(invstd),
+                       outOrNull(dx), outOrNull(dscale), outOrNull(dbias));
+  launch.finish("layer_norm_grad");
   return true;
 }
 
@@ -323,6 +424,12 @@ const DeviceKernels &nativeKernelTable() {
     k.fill = fill;
     k.matmul = matmul;
     k.gemm = gemmKernel;
+    k.softmax = softmax;
+    k.logSoftmax = logSoftmax;
+    k.softmaxGrad = softmaxGrad;
+    k.logSoftmaxGrad = logSoftmaxGrad;
+    k.layerNorm = layerNorm;
+    k.layerNormGrad = layerNormGrad;
     k.accumulate = accumulate;
     k.update = update;
     return k;

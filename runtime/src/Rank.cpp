@@ -147,6 +147,8 @@ RankReport reportOf(pipe_rank *r) {
   for (int c = 0; c < PIPE_MEM_CATEGORIES; ++c)
     report.peak.push_back(r->memory.peak(c));
   report.peakTotal = r->memory.peakTotal();
+  report.nativeKernelCalls = r->nativeKernelCalls;
+  report.stagedKernelCalls = r->stagedKernelCalls;
   report.waitMs = r->waitMs;
   report.steps = r->steps;
   report.actions = r->actions;

@@ -65,6 +65,8 @@ struct pipe_rank {
   /// whose device cache gives its blocks back to it.
   std::unique_ptr<piperun::Device> device;
   int hostKernelDepth = 0; ///< > 0 inside a staged kernel (HostKernelScope)
+  int64_t nativeKernelCalls = 0;                       ///< on the device, by its own kernels
+  std::map<std::string, int64_t> stagedKernelCalls;    ///< by kernel: run staged on the host
   /// pipe_constant's uploads on a device, by (program data, bytes): each
   /// constant is copied to the device once and kept for the run.
   std::map<std::pair<const void *, int64_t>, piperun::Storage *> deviceConstants;

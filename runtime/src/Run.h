@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +87,10 @@ struct RankReport {
   std::vector<ActionRecord> actions;
   std::vector<NodeTime> nodes;
   double waitMs = 0; ///< time spent blocked in receives
+  /// Device backends: kernel calls run by the device, and by kernel those run
+  /// staged on the host.
+  int64_t nativeKernelCalls = 0;
+  std::map<std::string, int64_t> stagedKernelCalls;
 };
 
 /// "F3@s1", "B3@s1", "Bi", "W", "reduce", "optimizer": the schedule's own names.

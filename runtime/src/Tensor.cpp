@@ -141,10 +141,14 @@ pipe_tensor *newTensor(pipe_rank *r, int32_t dtype, const pipe_ints &shape, int3
   int64_t numel = checkedNumel(r, shape, what);
   int64_t bytes = numel * static_cast<int64_t>(dtypeSize(r, dtype));
   Device *device = deviceOf(r);
-  Storage *storage = device ? onDevice(r, [&] {
-    return allocateDeviceStorage(r->memory, bytes, category);
-  })
-                            : allocateStorage(r->memory, bytes, category);
+  Storage *storage = nullptr;
+  if (device)
+    storage = onDevice(r, [&] { return allocateDeviceStorage(r->memory, bytes, category); });
+  else if (r->device)
+    // A staged kernel's own scratch: host memory, not the device's, so uncharged.
+    storage = allocateStorage(r->memory, 0, category, bytes);
+  else
+    storage = allocateStorage(r->memory, bytes, category);
   if (!storage)
     failOutOfMemory(r, what, bytes, category, describe(dtype, shape));
   return tensorOver(r, storage, storage->data, dtype, shape, numel);
@@ -249,16 +253,18 @@ pipe_tensor *pipe_constant(pipe_rank *r, int32_t dtype, pipe_ints shape, const v
   if (deviceOf(r)) {
     // Copied to the device once, on first use, and kept for the run.
     const int64_t bytes = numel * static_cast<int64_t>(dtypeSize(r, dtype));
-    Storage *&uploaded = r->deviceConstants[{data, bytes}];
-    if (!uploaded) {
+    const std::pair<const void *, int64_t> key{data, bytes};
+    auto found = r->deviceConstants.find(key);
+    if (found == r->deviceConstants.end()) {
       pipe_tensor *t = newTensor(r, dtype, shape, PIPE_MEM_CONSTANTS, "pipe_constant");
       uploadTensor(r, t, data);
-      uploaded = static_cast<Storage *>(t->storage);
+      auto *uploaded = static_cast<Storage *>(t->storage);
       retain(uploaded);
+      r->deviceConstants[key] = uploaded; // only once uploaded: teardown releases it
       return t;
     }
-    retain(uploaded);
-    return tensorOver(r, uploaded, uploaded->data, dtype, shape, numel);
+    retain(found->second);
+    return tensorOver(r, found->second, found->second->data, dtype, shape, numel);
   }
   Storage *storage = externalStorage(r->memory, data, PIPE_MEM_CONSTANTS);
   return tensorOver(r, storage, storage->data, dtype, shape, numel);

@@ -265,6 +265,21 @@ private:
   pipe_tensor *tensor;
 };
 
+/// Layer norm's rows (the dims before the axis) and width (the rest).
+struct RowLayout {
+  int64_t rows = 1, width = 1;
+};
+/// The argument checks of pipe_k_layer_norm and pipe_k_layer_norm_grad: shapes
+/// and dtypes only, never the data, so a device's native kernel runs them too
+/// (same messages). Fail on a bad argument; else the layout.
+RowLayout layerNormChecks(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                          const pipe_tensor *bias, const pipe_tensor *y, const pipe_tensor *mean,
+                          const pipe_tensor *invstd, int64_t axis);
+RowLayout layerNormGradChecks(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                              const pipe_tensor *mean, const pipe_tensor *invstd,
+                              const pipe_tensor *dy, const pipe_tensor *dx,
+                              const pipe_tensor *dscale, const pipe_tensor *dbias, int64_t axis);
+
 } // namespace piperun::cpu
 
 #endif // PIPE_RUNTIME_CPU_KERNELSUPPORT_H

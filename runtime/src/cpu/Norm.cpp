@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "HostAccess.h"
 #include "KernelSupport.h"
+#include "kernels/AxisMath.h"
 
 using namespace piperun;
 using namespace piperun::cpu;
@@ -77,10 +78,6 @@ void requireRowStatistic(pipe_rank *r, const char *op, const char *arg, const pi
   requireShape(r, op, arg, t, x->rank, expected);
 }
 
-struct RowLayout {
-  int64_t rows = 1, width = 1;
-};
-
 RowLayout checkLayerNorm(pipe_rank *r, const char *op, const pipe_tensor *x, int64_t axis) {
   requireTensor(r, op, "x", x);
   requireDtype(r, op, "x", x, PIPE_F32);
@@ -94,6 +91,50 @@ RowLayout checkLayerNorm(pipe_rank *r, const char *op, const pipe_tensor *x, int
 }
 
 } // namespace
+
+RowLayout piperun::cpu::layerNormChecks(pipe_rank *r, const pipe_tensor *x,
+                                        const pipe_tensor *scale, const pipe_tensor *bias,
+                                        const pipe_tensor *y, const pipe_tensor *mean,
+                                        const pipe_tensor *invstd, int64_t axis) {
+  const char *op = "layer_norm";
+  const RowLayout l = checkLayerNorm(r, op, x, axis);
+  requireNormalisedShape(r, op, "scale", scale, x, axis);
+  if (bias)
+    requireNormalisedShape(r, op, "bias", bias, x, axis);
+  requireTensor(r, op, "y", y);
+  requireSameShape(r, op, "x", x, "y", y);
+  requireDtype(r, op, "y", y, PIPE_F32);
+  if (mean)
+    requireRowStatistic(r, op, "mean", mean, x, axis);
+  if (invstd)
+    requireRowStatistic(r, op, "invstd", invstd, x, axis);
+  return l;
+}
+
+RowLayout piperun::cpu::layerNormGradChecks(pipe_rank *r, const pipe_tensor *x,
+                                            const pipe_tensor *scale, const pipe_tensor *mean,
+                                            const pipe_tensor *invstd, const pipe_tensor *dy,
+                                            const pipe_tensor *dx, const pipe_tensor *dscale,
+                                            const pipe_tensor *dbias, int64_t axis) {
+  const char *op = "layer_norm_grad";
+  const RowLayout l = checkLayerNorm(r, op, x, axis);
+  requireNormalisedShape(r, op, "scale", scale, x, axis);
+  requireRowStatistic(r, op, "mean", mean, x, axis);
+  requireRowStatistic(r, op, "invstd", invstd, x, axis);
+  requireTensor(r, op, "dy", dy);
+  requireSameShape(r, op, "x", x, "dy", dy);
+  requireDtype(r, op, "dy", dy, PIPE_F32);
+  if (dx) {
+    requireTensor(r, op, "dx", dx);
+    requireSameShape(r, op, "x", x, "dx", dx);
+    requireDtype(r, op, "dx", dx, PIPE_F32);
+  }
+  if (dscale)
+    requireNormalisedShape(r, op, "dscale", dscale, x, axis);
+  if (dbias)
+    requireNormalisedShape(r, op, "dbias", dbias, x, axis);
+  return l;
+}
 
 extern "C" {
 
@@ -245,74 +286,29 @@ void pipe_k_batch_norm_grad(pipe_rank *r, const pipe_tensor *x, const pipe_tenso
 void pipe_k_layer_norm(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
                        const pipe_tensor *bias, pipe_tensor *y, pipe_tensor *mean,
                        pipe_tensor *invstd, int64_t axis, double epsilon) {
-  PIPE_DEVICE_STAGED(r, pipe_k_layer_norm, x, scale, bias, y, mean, invstd, axis, epsilon);
-  const char *op = "layer_norm";
-  const RowLayout l = checkLayerNorm(r, op, x, axis);
-  requireNormalisedShape(r, op, "scale", scale, x, axis);
-  if (bias)
-    requireNormalisedShape(r, op, "bias", bias, x, axis);
-  requireTensor(r, op, "y", y);
-  requireSameShape(r, op, "x", x, "y", y);
-  requireDtype(r, op, "y", y, PIPE_F32);
-  if (mean)
-    requireRowStatistic(r, op, "mean", mean, x, axis);
-  if (invstd)
-    requireRowStatistic(r, op, "invstd", invstd, x, axis);
+  PIPE_DEVICE_KERNEL(r, layerNorm, pipe_k_layer_norm, x, scale, bias, y, mean, invstd, axis,
+                     epsilon);
+  const RowLayout l = layerNormChecks(r, x, scale, bias, y, mean, invstd, axis);
   const float *px = static_cast<const float *>(x->data);
   const float *gamma = static_cast<const float *>(scale->data);
   const float *beta = bias ? static_cast<const float *>(bias->data) : nullptr;
   float *py = static_cast<float *>(y->data);
-  const int64_t width = l.width;
+  float *pm = mean ? static_cast<float *>(mean->data) : nullptr;
+  float *ps = invstd ? static_cast<float *>(invstd->data) : nullptr;
   const int threads = threadsFor(r, x->numel * 3);
 #pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (int64_t row = 0; row < l.rows; ++row) {
-    const float *in = px + row * width;
-    float *out = py + row * width;
-    double sum = 0.0;
-    for (int64_t j = 0; j < width; ++j)
-      sum += in[j];
-    const double mu = width ? sum / static_cast<double>(width) : 0.0;
-    double squares = 0.0;
-    for (int64_t j = 0; j < width; ++j) {
-      const double d = in[j] - mu;
-      squares += d * d;
-    }
-    const double var = width ? squares / static_cast<double>(width) : 0.0;
-    const double inv = 1.0 / std::sqrt(var + epsilon);
-    for (int64_t j = 0; j < width; ++j) {
-      const double normal = (in[j] - mu) * inv * gamma[j];
-      out[j] = static_cast<float>(beta ? normal + beta[j] : normal);
-    }
-    if (mean)
-      static_cast<float *>(mean->data)[row] = static_cast<float>(mu);
-    if (invstd)
-      static_cast<float *>(invstd->data)[row] = static_cast<float>(inv);
-  }
+  for (int64_t row = 0; row < l.rows; ++row)
+    layerNormRow(row, l.width, px, gamma, beta, epsilon, py, pm, ps);
 }
 
 void pipe_k_layer_norm_grad(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
                             const pipe_tensor *mean, const pipe_tensor *invstd,
                             const pipe_tensor *dy, pipe_tensor *dx, pipe_tensor *dscale,
                             pipe_tensor *dbias, int64_t axis) {
-  PIPE_DEVICE_STAGED(r, pipe_k_layer_norm_grad, x, scale, mean, invstd, dy, dx, dscale, dbias,
-                     axis);
-  const char *op = "layer_norm_grad";
-  const RowLayout l = checkLayerNorm(r, op, x, axis);
-  requireNormalisedShape(r, op, "scale", scale, x, axis);
-  requireRowStatistic(r, op, "mean", mean, x, axis);
-  requireRowStatistic(r, op, "invstd", invstd, x, axis);
-  requireTensor(r, op, "dy", dy);
-  requireSameShape(r, op, "x", x, "dy", dy);
-  requireDtype(r, op, "dy", dy, PIPE_F32);
-  if (dx) {
-    requireTensor(r, op, "dx", dx);
-    requireSameShape(r, op, "x", x, "dx", dx);
-    requireDtype(r, op, "dx", dx, PIPE_F32);
-  }
-  if (dscale)
-    requireNormalisedShape(r, op, "dscale", dscale, x, axis);
-  if (dbias)
-    requireNormalisedShape(r, op, "dbias", dbias, x, axis);
+  PIPE_DEVICE_KERNEL(r, layerNormGrad, pipe_k_layer_norm_grad, x, scale, mean, invstd, dy, dx,
+                     dscale, dbias, axis);
+  const RowLayout l =
+      layerNormGradChecks(r, x, scale, mean, invstd, dy, dx, dscale, dbias, axis);
   const float *px = static_cast<const float *>(x->data);
   const float *pdy = static_cast<const float *>(dy->data);
   const float *gamma = static_cast<const float *>(scale->data);
@@ -323,26 +319,8 @@ void pipe_k_layer_norm_grad(pipe_rank *r, const pipe_tensor *x, const pipe_tenso
   if (dx) {
     float *pdx = static_cast<float *>(dx->data);
 #pragma omp parallel for num_threads(threads) if (threads > 1)
-    for (int64_t row = 0; row < rows; ++row) {
-      const float *in = px + row * width;
-      const float *g = pdy + row * width;
-      const double mu = pm[row], inv = ps[row];
-      // With h = dy scale: dx = invstd (h - mean(h) - xhat mean(h xhat)).
-      double sumH = 0.0, sumHXhat = 0.0;
-      for (int64_t j = 0; j < width; ++j) {
-        const double h = static_cast<double>(g[j]) * gamma[j];
-        sumH += h;
-        sumHXhat += h * (in[j] - mu) * inv;
-      }
-      const double meanH = sumH / static_cast<double>(width);
-      const double meanHXhat = sumHXhat / static_cast<double>(width);
-      float *out = pdx + row * width;
-      for (int64_t j = 0; j < width; ++j) {
-        const double xhat = (in[j] - mu) * inv;
-        out[j] = static_cast<float>(inv * (static_cast<double>(g[j]) * gamma[j] - meanH -
-                                           xhat * meanHXhat));
-      }
-    }
+    for (int64_t row = 0; row < rows; ++row)
+      layerNormGradRow(row, width, px, pdy, gamma, pm, ps, pdx);
   }
   if (dscale || dbias) {
     // Column sums over the rows; each thread owns a range of columns.
@@ -358,15 +336,9 @@ void pipe_k_layer_norm_grad(pipe_rank *r, const pipe_tensor *x, const pipe_tenso
       const int64_t first = width * id / team, last = width * (id + 1) / team;
       for (int64_t j = first; j < last; ++j)
         sumScale[j] = sumBias[j] = 0.0;
-      for (int64_t row = 0; row < rows; ++row) {
-        const float *in = px + row * width;
-        const float *g = pdy + row * width;
-        const double mu = pm[row], inv = ps[row];
-        for (int64_t j = first; j < last; ++j) {
-          sumScale[j] += static_cast<double>(g[j]) * (in[j] - mu) * inv;
-          sumBias[j] += g[j];
-        }
-      }
+      for (int64_t row = 0; row < rows; ++row)
+        for (int64_t j = first; j < last; ++j)
+          layerNormGradColumnTerms(row, j, width, px, pdy, pm, ps, sumScale[j], sumBias[j]);
     }
     for (int64_t j = 0; j < width; ++j) {
       if (dscale)

@@ -13,7 +13,10 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
+#include <vector>
 
 namespace piperun {
 namespace cuda {
@@ -29,23 +32,37 @@ std::string errorText(const char *call, cudaError_t error) {
 const Cublas &cublas() {
   // Loaded on first use: linked, cuBLAS would cost every process that loads
   // libpiperun 0.13 s and 220 MB at start (pipe-run --help, CPU runs included).
+  // $PIPE_CUBLAS names the file; else the loader's search path, then the
+  // toolkit's folders.
   static Cublas library;
   static std::once_flag once;
   std::call_once(once, [] {
     const std::string name = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
-    void *handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle)
-      handle = dlopen((std::string(PIPE_CUDA_LIBRARY_DIR) + "/" + name).c_str(),
-                      RTLD_NOW | RTLD_LOCAL);
+    std::vector<std::string> candidates;
+    if (const char *explicitPath = std::getenv("PIPE_CUBLAS"))
+      candidates.push_back(explicitPath);
+    candidates.push_back(name);
+    candidates.push_back(std::string(PIPE_CUDA_LIBRARY_DIR) + "/" + name);
+    candidates.push_back("/usr/local/cuda/lib64/" + name);
+    void *handle = nullptr;
+    std::string why;
+    for (const std::string &candidate : candidates) {
+      handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle)
+        break;
+      if (why.empty())
+        why = dlerror();
+    }
     if (!handle) {
-      library.error = "cuBLAS: cannot load " + name + ": " + dlerror();
+      library.error = "cannot load " + name + " (" + why +
+                      "; set PIPE_CUBLAS to its path, or add its folder to LD_LIBRARY_PATH)";
       return;
     }
     auto load = [&](auto &function, const char *symbol) {
       function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
           dlsym(handle, symbol));
       if (!function && library.error.empty())
-        library.error = std::string("cuBLAS: ") + name + " has no " + symbol;
+        library.error = name + " has no " + symbol;
     };
     load(library.create, "cublasCreate_v2");
     load(library.destroy, "cublasDestroy_v2");
@@ -55,8 +72,6 @@ const Cublas &cublas() {
     load(library.sgemmStridedBatched, "cublasSgemmStridedBatched");
     load(library.statusString, "cublasGetStatusString");
   });
-  if (!library.error.empty())
-    throw DeviceError(library.error);
   return library;
 }
 
@@ -97,8 +112,11 @@ void *CudaDevice::allocate(size_t bytes) {
 }
 
 void CudaDevice::release(void *block) {
-  current();
-  check("cudaFree", cudaFree(block));
+  // Never throws: it runs from caches' destructors and teardown, where a
+  // failure (after a kernel fault made the context unusable) must not hide
+  // the fault's own message.
+  if (cudaSetDevice(ordinal_) != cudaSuccess || cudaFree(block) != cudaSuccess)
+    cudaGetLastError();
 }
 
 void CudaDevice::copy(void *to, const void *from, size_t bytes, cudaMemcpyKind kind) {
@@ -134,14 +152,18 @@ cublasHandle_t CudaDevice::blas() {
   if (!blas_) {
     current();
     const Cublas &library = cublas();
-    if (library.create(&blas_) != CUBLAS_STATUS_SUCCESS) {
-      blas_ = nullptr;
+    if (!library.error.empty())
+      throw DeviceError("cuBLAS: " + library.error);
+    cublasHandle_t handle = nullptr;
+    if (library.create(&handle) != CUBLAS_STATUS_SUCCESS)
       throw DeviceError("cuBLAS: cublasCreate failed");
-    }
     // fp32 GEMMs in fp32 (no TF32), as the CPU backend and torch's default compute them.
-    if (library.setStream(blas_, stream_) != CUBLAS_STATUS_SUCCESS ||
-        library.setMathMode(blas_, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS)
+    if (library.setStream(handle, stream_) != CUBLAS_STATUS_SUCCESS ||
+        library.setMathMode(handle, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) {
+      library.destroy(handle);
       throw DeviceError("cuBLAS: cannot bind the handle to the rank's stream");
+    }
+    blas_ = handle;
   }
   return blas_;
 }
@@ -196,6 +218,39 @@ void CudaLauncher::adam(float *p, const float *g, float *m, float *v, int64_t n,
   launchAdam(stream(), p, g, m, v, n, step);
 }
 
+void CudaLauncher::softmax(const AxisLayout &l, const float *x, float *y, bool logForm) {
+  launchSoftmax(stream(), l, x, y, logForm);
+}
+
+void CudaLauncher::softmaxGrad(const AxisLayout &l, const float *y, const float *dy, float *dx,
+                               bool logForm) {
+  launchSoftmaxGrad(stream(), l, y, dy, dx, logForm);
+}
+
+void CudaLauncher::layerNorm(int64_t rows, int64_t width, const float *x, const float *gamma,
+                             const float *beta, double epsilon, float *y, float *mean,
+                             float *invstd) {
+  launchLayerNorm(stream(), rows, width, x, gamma, beta, epsilon, y, mean, invstd);
+}
+
+void CudaLauncher::layerNormGrad(int64_t rows, int64_t width, const float *x, const float *dy,
+                                 const float *gamma, const float *mean, const float *invstd,
+                                 float *dx, float *dscale, float *dbias) {
+  launchLayerNormGrad(stream(), rows, width, x, dy, gamma, mean, invstd, dx, dscale, dbias);
+}
+
+bool CudaLauncher::hasGemm() {
+  const Cublas &library = cublas();
+  if (library.error.empty())
+    return true;
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    std::fprintf(stderr, "pipe-run: warning: cuBLAS: %s: matrix products run on the host\n",
+                 library.error.c_str());
+  });
+  return false;
+}
+
 void CudaLauncher::gemm(const ColumnMajorGemm &g) {
   stream();
   cublasHandle_t blas = device_.blas();
@@ -247,7 +302,14 @@ std::unique_ptr<Device> makeDevice(Backend backend, int rank, int64_t emulatedBy
   int count = cudaDeviceCount(why);
   if (count == 0)
     throw DeviceError("no CUDA device: " + why);
-  return std::make_unique<cuda::CudaDevice>(rank % count);
+  // Under an MPI launcher a process's GPU follows its rank on its own node.
+  int local = rank;
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char *value = std::getenv(name)) {
+      local = std::atoi(value);
+      break;
+    }
+  return std::make_unique<cuda::CudaDevice>(local % count);
 }
 
 } // namespace piperun

@@ -27,9 +27,9 @@ struct Cublas {
   decltype(&cublasSgemm_v2) sgemm = nullptr;
   decltype(&cublasSgemmStridedBatched) sgemmStridedBatched = nullptr;
   decltype(&cublasGetStatusString) statusString = nullptr;
-  std::string error; ///< why it could not be loaded
+  std::string error; ///< why it could not be loaded ("" when it was)
 };
-/// Loads cuBLAS once; throws DeviceError when it cannot.
+/// Loads cuBLAS once (see `error`).
 const Cublas &cublas();
 
 class CudaDevice;
@@ -53,6 +53,16 @@ public:
            float momentum, bool firstStep) override;
   void adam(float *p, const float *g, float *m, float *v, int64_t n,
             const AdamStep &step) override;
+  void softmax(const AxisLayout &l, const float *x, float *y, bool logForm) override;
+  void softmaxGrad(const AxisLayout &l, const float *y, const float *dy, float *dx,
+                   bool logForm) override;
+  void layerNorm(int64_t rows, int64_t width, const float *x, const float *gamma,
+                 const float *beta, double epsilon, float *y, float *mean,
+                 float *invstd) override;
+  void layerNormGrad(int64_t rows, int64_t width, const float *x, const float *dy,
+                     const float *gamma, const float *mean, const float *invstd, float *dx,
+                     float *dscale, float *dbias) override;
+  bool hasGemm() override;
   void gemm(const ColumnMajorGemm &gemm) override;
   void finish(const char *what) override;
 

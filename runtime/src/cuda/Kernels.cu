@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cuda/Launch.h"
+#include "kernels/AxisMath.h"
 #include "kernels/PointwiseMath.h"
 
 #include <algorithm>
@@ -68,6 +69,38 @@ __global__ void broadcastScaledKernel(const float *c, int64_t rowStride, int64_t
     y[i] = scale * c[(i / n) * rowStride + (i % n) * columnStride];
 }
 
+__global__ void softmaxKernel(AxisLayout l, const float *x, float *y, bool logForm) {
+  for (int64_t p = firstIndex(); p < l.positions(); p += indexStride())
+    softmaxPosition(l, p, x, y, logForm);
+}
+
+__global__ void softmaxGradKernel(AxisLayout l, const float *y, const float *dy, float *dx,
+                                  bool logForm) {
+  for (int64_t p = firstIndex(); p < l.positions(); p += indexStride())
+    softmaxGradPosition(l, p, y, dy, dx, logForm);
+}
+
+__global__ void layerNormKernel(int64_t rows, int64_t width, const float *x, const float *gamma,
+                                const float *beta, double epsilon, float *y, float *mean,
+                                float *invstd) {
+  for (int64_t row = firstIndex(); row < rows; row += indexStride())
+    layerNormRow(row, width, x, gamma, beta, epsilon, y, mean, invstd);
+}
+
+__global__ void layerNormGradRowKernel(int64_t rows, int64_t width, const float *x,
+                                       const float *dy, const float *gamma, const float *mean,
+                                       const float *invstd, float *dx) {
+  for (int64_t row = firstIndex(); row < rows; row += indexStride())
+    layerNormGradRow(row, width, x, dy, gamma, mean, invstd, dx);
+}
+
+__global__ void layerNormGradColumnKernel(int64_t rows, int64_t width, const float *x,
+                                          const float *dy, const float *mean,
+                                          const float *invstd, float *dscale, float *dbias) {
+  for (int64_t j = firstIndex(); j < width; j += indexStride())
+    layerNormGradColumn(j, rows, width, x, dy, mean, invstd, dscale, dbias);
+}
+
 __global__ void accumulateKernel(float *into, const float *from, int64_t n) {
   for (int64_t i = firstIndex(); i < n; i += indexStride())
     into[i] += from[i];
@@ -114,6 +147,34 @@ void launchBroadcastScaled(cudaStream_t stream, const float *c, int64_t rowStrid
                            int64_t columnStride, float scale, float *y, int64_t m, int64_t n) {
   broadcastScaledKernel<<<blocksFor(m * n), kThreads, 0, stream>>>(c, rowStride, columnStride,
                                                                    scale, y, m, n);
+}
+
+void launchSoftmax(cudaStream_t stream, const AxisLayout &l, const float *x, float *y,
+                   bool logForm) {
+  softmaxKernel<<<blocksFor(l.positions()), kThreads, 0, stream>>>(l, x, y, logForm);
+}
+
+void launchSoftmaxGrad(cudaStream_t stream, const AxisLayout &l, const float *y, const float *dy,
+                       float *dx, bool logForm) {
+  softmaxGradKernel<<<blocksFor(l.positions()), kThreads, 0, stream>>>(l, y, dy, dx, logForm);
+}
+
+void launchLayerNorm(cudaStream_t stream, int64_t rows, int64_t width, const float *x,
+                     const float *gamma, const float *beta, double epsilon, float *y,
+                     float *mean, float *invstd) {
+  layerNormKernel<<<blocksFor(rows), kThreads, 0, stream>>>(rows, width, x, gamma, beta, epsilon,
+                                                            y, mean, invstd);
+}
+
+void launchLayerNormGrad(cudaStream_t stream, int64_t rows, int64_t width, const float *x,
+                         const float *dy, const float *gamma, const float *mean,
+                         const float *invstd, float *dx, float *dscale, float *dbias) {
+  if (dx)
+    layerNormGradRowKernel<<<blocksFor(rows), kThreads, 0, stream>>>(rows, width, x, dy, gamma,
+                                                                     mean, invstd, dx);
+  if (dscale || dbias)
+    layerNormGradColumnKernel<<<blocksFor(width), kThreads, 0, stream>>>(
+        rows, width, x, dy, mean, invstd, dscale, dbias);
 }
 
 void launchAccumulate(cudaStream_t stream, float *into, const float *from, int64_t n) {

@@ -10,6 +10,7 @@
 #ifndef PIPE_RUNTIME_CUDA_LAUNCH_H
 #define PIPE_RUNTIME_CUDA_LAUNCH_H
 
+#include "kernels/AxisMath.h"
 #include "kernels/Plans.h"
 
 #include <cuda_runtime_api.h>
@@ -31,6 +32,19 @@ void launchBinary(cudaStream_t stream, int32_t fn, const float *a, const float *
 /// y[i, j] = scale * c[i * rowStride + j * columnStride], y of m x n.
 void launchBroadcastScaled(cudaStream_t stream, const float *c, int64_t rowStride,
                            int64_t columnStride, float scale, float *y, int64_t m, int64_t n);
+/// Softmax (log-softmax) along the axis of `l`, one GPU thread per position.
+void launchSoftmax(cudaStream_t stream, const AxisLayout &l, const float *x, float *y,
+                   bool logForm);
+void launchSoftmaxGrad(cudaStream_t stream, const AxisLayout &l, const float *y, const float *dy,
+                       float *dx, bool logForm);
+/// Layer norm, one GPU thread per row; its gradient, one per row (dx) and one
+/// per column (dscale, dbias). Null outputs are skipped.
+void launchLayerNorm(cudaStream_t stream, int64_t rows, int64_t width, const float *x,
+                     const float *gamma, const float *beta, double epsilon, float *y,
+                     float *mean, float *invstd);
+void launchLayerNormGrad(cudaStream_t stream, int64_t rows, int64_t width, const float *x,
+                         const float *dy, const float *gamma, const float *mean,
+                         const float *invstd, float *dx, float *dscale, float *dbias);
 /// into += from.
 void launchAccumulate(cudaStream_t stream, float *into, const float *from, int64_t n);
 /// torch.optim.SGD (buffer null: no momentum).

@@ -4,10 +4,10 @@ max|ours - ref| / max(|ref|, tiny) over its checks.
 
     python3 runtime/test/conformance/run.py [--markdown] [-q] [--backend cpu|emulated|cuda]
 
-Exits non-zero when a test fails. PIPE_RUNTIME_LIB selects the library;
---backend (or PIPE_RUNTIME_BACKEND) the rank's backend: on a device the
-tensors live in device memory, and a backend that cannot be used here skips
-every test with the reason.
+Exits non-zero when a test fails, 77 (skipped, with the reason) when the
+backend cannot be used here. PIPE_RUNTIME_LIB selects the library; --backend
+(or PIPE_RUNTIME_BACKEND) the rank's backend: on a device the tensors live in
+device memory.
 """
 
 from __future__ import annotations
@@ -55,6 +55,11 @@ def main():
               file=sys.stderr)
         return 2
     print("library: %s, backend %s" % (os.path.relpath(path, piperun.REPO_ROOT), piperun.backend()))
+    try:
+        piperun.Rank(piperun.library()).destroy()
+    except piperun.BackendUnavailable as error:
+        print("skipped: %s" % error)
+        return 77
     suite = unittest.defaultTestLoader.discover(HERE, pattern="test_*.py", top_level_dir=HERE)
     cases = collections.Counter(kernel_of(t.id()) for t in iterate(suite))
     start = time.time()

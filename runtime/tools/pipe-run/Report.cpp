@@ -399,7 +399,9 @@ std::vector<char> encodeReport(const RankReport &report) {
                    {"wait_ms", report.waitMs},
                    {"steps", steps},
                    {"actions", actions},
-                   {"nodes", nodes}};
+                   {"nodes", nodes},
+                   {"native_kernel_calls", report.nativeKernelCalls},
+                   {"staged_kernel_calls", report.stagedKernelCalls}};
   std::string text = document.dump();
   return std::vector<char>(text.begin(), text.end());
 }
@@ -418,6 +420,9 @@ RankReport decodeReport(const std::vector<char> &bytes) {
   for (const json &n : document.at("nodes"))
     report.nodes.push_back({n.at(0), n.at(1), n.at(2), n.at(3), n.at(4),
                             n.at(5).get<std::vector<double>>(), n.at(6).get<std::vector<double>>()});
+  report.nativeKernelCalls = document.at("native_kernel_calls");
+  report.stagedKernelCalls =
+      document.at("staged_kernel_calls").get<std::map<std::string, int64_t>>();
   return report;
 }
 

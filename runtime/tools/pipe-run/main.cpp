@@ -277,6 +277,30 @@ Collected unpack(const std::vector<char> &bytes) {
                    parseNpz(parts[2], "gradients")};
 }
 
+/// "device kernels: N calls native, M staged (pipe_k_conv 40, ...)": what a
+/// device backend still runs on the host, the most frequent first.
+void printDeviceKernels(const std::vector<RankReport> &reports) {
+  int64_t native = 0, staged = 0;
+  std::map<std::string, int64_t> byKernel;
+  for (const RankReport &report : reports) {
+    native += report.nativeKernelCalls;
+    for (const auto &[kernel, calls] : report.stagedKernelCalls) {
+      byKernel[kernel] += calls;
+      staged += calls;
+    }
+  }
+  std::vector<std::pair<int64_t, std::string>> order;
+  for (const auto &[kernel, calls] : byKernel)
+    order.push_back({-calls, kernel});
+  std::sort(order.begin(), order.end());
+  std::string list;
+  for (const auto &[negated, kernel] : order)
+    list += (list.empty() ? "" : ", ") + kernel + " " + std::to_string(-negated);
+  std::printf("device kernels: %lld calls native, %lld staged on the host%s%s%s\n",
+              static_cast<long long>(native), static_cast<long long>(staged),
+              list.empty() ? "" : " (", list.c_str(), list.empty() ? "" : ")");
+}
+
 /// Rank 0's (or the only process's) end of the run: report, trace, files.
 void finish(const Options &options, const ProgramInfo &program, const RunFacts &facts,
             const std::vector<Collected> &collected) {
@@ -289,6 +313,8 @@ void finish(const Options &options, const ProgramInfo &program, const RunFacts &
   }
   const RunSummary summary = summarize(program, reports, facts);
   printReport(summary);
+  if (facts.backend != "cpu")
+    printDeviceKernels(reports);
   writeTrace(options.trace, reports);
   std::printf("trace: %s\n", options.trace.c_str());
   writeJson(options.summary, summaryJson(summary), "summary");

@@ -1,0 +1,165 @@
+//===- AxisMath.h - softmax and layer norm, one vector at a time ---*- C++ -*-===//
+//
+// Softmax sees a tensor as [outer, axis, inner]: each (outer, inner) position
+// is one vector along the axis, `inner` elements apart. Layer norm sees it as
+// rows x width (the dims before the axis, and from it). The CPU kernels run
+// the vectors on OpenMP threads, the CUDA kernels one vector per GPU thread,
+// the emulated device in a loop; all three with these functions (compiled by
+// nvcc as host and device functions). Stable forms: the maximum is
+// subtracted before exp; sums in double.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PIPE_RUNTIME_KERNELS_AXIS_MATH_H
+#define PIPE_RUNTIME_KERNELS_AXIS_MATH_H
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define PIPE_AXIS_HD __host__ __device__
+#else
+#define PIPE_AXIS_HD
+#endif
+
+namespace piperun {
+
+struct AxisLayout {
+  int64_t outer = 1, length = 1, inner = 1;
+  PIPE_AXIS_HD int64_t positions() const { return outer * inner; }
+  /// The first element of position p; the vector steps by `inner`.
+  PIPE_AXIS_HD int64_t start(int64_t p) const {
+    return (p / inner) * length * inner + p % inner;
+  }
+  /// A tensor of `rank` dims `shape` seen along dim `axis` (0 <= axis < rank).
+  static AxisLayout of(int rank, const int64_t *shape, int64_t axis) {
+    AxisLayout l;
+    for (int d = 0; d < rank; ++d) {
+      if (d < axis)
+        l.outer *= shape[d];
+      else if (d == axis)
+        l.length = shape[d];
+      else
+        l.inner *= shape[d];
+    }
+    return l;
+  }
+};
+
+/// y = softmax(x) (or log-softmax) along the axis, at position p.
+PIPE_AXIS_HD inline void softmaxPosition(const AxisLayout &l, int64_t p, const float *x,
+                                         float *y, bool logForm) {
+  const float *in = x + l.start(p);
+  float *out = y + l.start(p);
+  const int64_t step = l.inner;
+  float maximum = -INFINITY;
+  for (int64_t i = 0; i < l.length; ++i)
+    maximum = in[i * step] > maximum ? in[i * step] : maximum;
+  double sum = 0.0;
+  for (int64_t i = 0; i < l.length; ++i)
+    sum += exp(static_cast<double>(in[i * step]) - maximum);
+  if (logForm) {
+    const double logSum = maximum + log(sum);
+    for (int64_t i = 0; i < l.length; ++i)
+      out[i * step] = static_cast<float>(in[i * step] - logSum);
+  } else {
+    for (int64_t i = 0; i < l.length; ++i)
+      out[i * step] = static_cast<float>(exp(static_cast<double>(in[i * step]) - maximum) / sum);
+  }
+}
+
+/// dx from the forward's output y and dy at position p: softmax:
+/// dx = y (dy - sum(dy y)); log-softmax: dx = dy - exp(y) sum(dy).
+PIPE_AXIS_HD inline void softmaxGradPosition(const AxisLayout &l, int64_t p, const float *y,
+                                             const float *dy, float *dx, bool logForm) {
+  const int64_t first = l.start(p), step = l.inner;
+  double reduced = 0.0; // sum(dy y), or sum(dy) for log-softmax
+  for (int64_t i = 0; i < l.length; ++i) {
+    const int64_t at = first + i * step;
+    reduced += logForm ? dy[at] : static_cast<double>(dy[at]) * y[at];
+  }
+  for (int64_t i = 0; i < l.length; ++i) {
+    const int64_t at = first + i * step;
+    const double value =
+        logForm ? dy[at] - exp(static_cast<double>(y[at])) * reduced : y[at] * (dy[at] - reduced);
+    dx[at] = static_cast<float>(value);
+  }
+}
+
+/// Layer norm of row `row` of x (width elements): y = (x - mean) invstd
+/// gamma + beta (beta may be null); the row's mean and invstd into `mean`,
+/// `invstd` when not null.
+PIPE_AXIS_HD inline void layerNormRow(int64_t row, int64_t width, const float *x,
+                                      const float *gamma, const float *beta, double epsilon,
+                                      float *y, float *mean, float *invstd) {
+  const float *in = x + row * width;
+  float *out = y + row * width;
+  double sum = 0.0;
+  for (int64_t j = 0; j < width; ++j)
+    sum += in[j];
+  const double mu = width ? sum / static_cast<double>(width) : 0.0;
+  double squares = 0.0;
+  for (int64_t j = 0; j < width; ++j) {
+    const double d = in[j] - mu;
+    squares += d * d;
+  }
+  const double var = width ? squares / static_cast<double>(width) : 0.0;
+  const double inv = 1.0 / sqrt(var + epsilon);
+  for (int64_t j = 0; j < width; ++j) {
+    const double normal = (in[j] - mu) * inv * gamma[j];
+    out[j] = static_cast<float>(beta ? normal + beta[j] : normal);
+  }
+  if (mean)
+    mean[row] = static_cast<float>(mu);
+  if (invstd)
+    invstd[row] = static_cast<float>(inv);
+}
+
+/// dx of row `row`. With h = dy gamma: dx = invstd (h - mean(h) - xhat mean(h xhat)).
+PIPE_AXIS_HD inline void layerNormGradRow(int64_t row, int64_t width, const float *x,
+                                          const float *dy, const float *gamma, const float *mean,
+                                          const float *invstd, float *dx) {
+  const float *in = x + row * width;
+  const float *g = dy + row * width;
+  const double mu = mean[row], inv = invstd[row];
+  double sumH = 0.0, sumHXhat = 0.0;
+  for (int64_t j = 0; j < width; ++j) {
+    const double h = static_cast<double>(g[j]) * gamma[j];
+    sumH += h;
+    sumHXhat += h * (in[j] - mu) * inv;
+  }
+  const double meanH = sumH / static_cast<double>(width);
+  const double meanHXhat = sumHXhat / static_cast<double>(width);
+  float *out = dx + row * width;
+  for (int64_t j = 0; j < width; ++j) {
+    const double xhat = (in[j] - mu) * inv;
+    out[j] =
+        static_cast<float>(inv * (static_cast<double>(g[j]) * gamma[j] - meanH - xhat * meanHXhat));
+  }
+}
+
+/// Adds row `row`'s terms of column j's dscale (dy xhat) and dbias (dy) sums.
+PIPE_AXIS_HD inline void layerNormGradColumnTerms(int64_t row, int64_t j, int64_t width,
+                                                  const float *x, const float *dy,
+                                                  const float *mean, const float *invstd,
+                                                  double &sumScale, double &sumBias) {
+  const double g = dy[row * width + j];
+  sumScale += g * (x[row * width + j] - static_cast<double>(mean[row])) * invstd[row];
+  sumBias += g;
+}
+
+/// Column j's dscale and dbias (either may be null): the sums over the rows.
+PIPE_AXIS_HD inline void layerNormGradColumn(int64_t j, int64_t rows, int64_t width,
+                                             const float *x, const float *dy, const float *mean,
+                                             const float *invstd, float *dscale, float *dbias) {
+  double sumScale = 0.0, sumBias = 0.0;
+  for (int64_t row = 0; row < rows; ++row)
+    layerNormGradColumnTerms(row, j, width, x, dy, mean, invstd, sumScale, sumBias);
+  if (dscale)
+    dscale[j] = static_cast<float>(sumScale);
+  if (dbias)
+    dbias[j] = static_cast<float>(sumBias);
+}
+
+} // namespace piperun
+
+#endif // PIPE_RUNTIME_KERNELS_AXIS_MATH_H
