@@ -60,6 +60,12 @@ struct DeviceKernels {
                       int64_t axis) = nullptr;
   bool (*logSoftmaxGrad)(pipe_rank *r, const pipe_tensor *y, const pipe_tensor *dy,
                          pipe_tensor *dx, int64_t axis) = nullptr;
+  bool (*transpose)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints perm) = nullptr;
+  bool (*slice)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints starts,
+                pipe_ints steps) = nullptr;
+  bool (*sliceAssign)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints starts,
+                      pipe_ints steps) = nullptr;
+  bool (*expand)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) = nullptr;
   bool (*layerNorm)(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
                     const pipe_tensor *bias, pipe_tensor *y, pipe_tensor *mean,
                     pipe_tensor *invstd, int64_t axis, double epsilon) = nullptr;
@@ -114,6 +120,9 @@ public:
   virtual void layerNormGrad(int64_t rows, int64_t width, const float *x, const float *dy,
                              const float *gamma, const float *mean, const float *invstd,
                              float *dx, float *dscale, float *dbias) = 0;
+  /// `plan` over elements of `elementSize` (1, 2, 4 or 8) bytes.
+  virtual void copyStrided(const StridedCopy &plan, void *dst, const void *src,
+                           size_t elementSize) = 0;
   /// Whether gemm can run (CUDA: cuBLAS could be loaded; warns once if not).
   virtual bool hasGemm() { return true; }
   virtual void gemm(const ColumnMajorGemm &gemm) = 0;

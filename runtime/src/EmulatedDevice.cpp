@@ -56,6 +56,8 @@ public:
   void layerNormGrad(int64_t rows, int64_t width, const float *x, const float *dy,
                      const float *gamma, const float *mean, const float *invstd, float *dx,
                      float *dscale, float *dbias) override;
+  void copyStrided(const StridedCopy &plan, void *dst, const void *src,
+                   size_t elementSize) override;
   void gemm(const ColumnMajorGemm &gemm) override;
   void finish(const char *) override {}
 
@@ -305,6 +307,34 @@ void EmulatedLauncher::layerNormGrad(int64_t rows, int64_t width, const float *x
     return;
   for (int64_t j = 0; j < width; ++j)
     layerNormGradColumn(j, rows, width, px, pdy, pm, ps, scale, bias);
+}
+
+void EmulatedLauncher::copyStrided(const StridedCopy &plan, void *dst, const void *src,
+                                   size_t elementSize) {
+  // Each side's extent: one past its largest offset (strides are >= 0 here
+  // except a slice's negative steps, whose base is then the largest).
+  int64_t lowDst = plan.dstBase, highDst = plan.dstBase, lowSrc = plan.srcBase,
+          highSrc = plan.srcBase;
+  for (int d = 0; d < plan.rank; ++d) {
+    const int64_t dst = (plan.shape[d] - 1) * plan.dstStride[d];
+    const int64_t src = (plan.shape[d] - 1) * plan.srcStride[d];
+    (dst < 0 ? lowDst : highDst) += dst;
+    (src < 0 ? lowSrc : highSrc) += src;
+  }
+  const auto bytes = static_cast<int64_t>(elementSize);
+  char *out = device_.bytesAt(static_cast<char *>(dst) + lowDst * bytes,
+                              static_cast<size_t>((highDst - lowDst + 1) * bytes), "kernel") -
+              lowDst * bytes;
+  const char *in = device_.bytesAt(static_cast<const char *>(src) + lowSrc * bytes,
+                                   static_cast<size_t>((highSrc - lowSrc + 1) * bytes),
+                                   "kernel") -
+                   lowSrc * bytes;
+  const int64_t n = plan.elements();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t to, from;
+    plan.offsets(i, to, from);
+    std::memcpy(out + to * bytes, in + from * bytes, elementSize);
+  }
 }
 
 void EmulatedLauncher::gemm(const ColumnMajorGemm &g) {

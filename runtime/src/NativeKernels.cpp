@@ -26,9 +26,10 @@ KernelLauncher &launcherOf(pipe_rank *r) { return *r->device->launcher(); }
 
 /// A live f32 tensor of this rank in its device memory, whose element count
 /// matches its shape.
-bool usableF32(pipe_rank *r, const pipe_tensor *t) {
-  if (!t || !r->tensors.count(t) || t->dtype != PIPE_F32 || t->rank < 0 ||
-      t->rank > PIPE_MAX_RANK || !static_cast<const Storage *>(t->storage)->onDevice)
+/// In device memory, with an element count that matches the shape.
+bool usableF32Shape(const pipe_tensor *t) {
+  if (t->rank < 0 || t->rank > PIPE_MAX_RANK ||
+      !static_cast<const Storage *>(t->storage)->onDevice)
     return false;
   int64_t numel = 1;
   for (int d = 0; d < t->rank; ++d) {
@@ -37,6 +38,21 @@ bool usableF32(pipe_rank *r, const pipe_tensor *t) {
     numel *= t->shape[d];
   }
   return numel == t->numel;
+}
+
+bool usableF32(pipe_rank *r, const pipe_tensor *t) {
+  return t && r->tensors.count(t) && t->dtype == PIPE_F32 && usableF32Shape(t);
+}
+
+/// A live tensor of this rank in its device memory, of a dtype the runtime
+/// knows, whose element count matches its shape.
+bool usableAny(pipe_rank *r, const pipe_tensor *t) {
+  if (!t || t->dtype < PIPE_F32 || t->dtype > PIPE_BOOL)
+    return false;
+  pipe_tensor f32 = *t;
+  f32.dtype = PIPE_F32;
+  f32.storage = t->storage;
+  return r->tensors.count(t) && usableF32Shape(&f32);
 }
 
 bool sameShape(const pipe_tensor *a, const pipe_tensor *b) {
@@ -329,6 +345,56 @@ bool logSoftmaxGrad(pipe_rank *r, const pipe_tensor *y, const pipe_tensor *dy, p
   return softmaxBackward(r, y, dy, dx, axis, true);
 }
 
+/// Runs the CPU kernel's strided loop (operand 0 the output) on the device.
+bool copyOnDevice(pipe_rank *r, const char *op, const cpu::StridedLoop &loop, void *dst,
+                  const void *src, size_t elementSize) {
+  StridedCopy plan;
+  plan.rank = loop.rank;
+  for (int d = 0; d < loop.rank; ++d) {
+    plan.shape[d] = loop.shape[d];
+    plan.dstStride[d] = loop.strides[0][d];
+    plan.srcStride[d] = loop.strides[1][d];
+  }
+  plan.dstBase = loop.base[0];
+  plan.srcBase = loop.base[1];
+  if (plan.elements() == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.copyStrided(plan, dst, src, elementSize);
+  launch.finish(op);
+  return true;
+}
+
+bool transpose(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints perm) {
+  if (!usableAny(r, x) || !usableAny(r, y))
+    return false;
+  const cpu::StridedLoop loop = cpu::transposeLoop(r, x, y, perm);
+  return copyOnDevice(r, "transpose", loop, y->data, x->data, dtypeSize(r, x->dtype));
+}
+
+bool slice(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints starts,
+           pipe_ints steps) {
+  if (!usableAny(r, x) || !usableAny(r, y))
+    return false;
+  const cpu::StridedLoop loop = cpu::sliceLoop(r, x, y, starts, steps);
+  return copyOnDevice(r, "slice", loop, y->data, x->data, dtypeSize(r, x->dtype));
+}
+
+bool sliceAssign(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints starts,
+                 pipe_ints steps) {
+  if (!usableAny(r, x) || !usableAny(r, y))
+    return false;
+  const cpu::StridedLoop loop = cpu::sliceAssignLoop(r, x, y, starts, steps);
+  return copyOnDevice(r, "slice_assign", loop, y->data, x->data, dtypeSize(r, x->dtype));
+}
+
+bool expand(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) {
+  if (!usableAny(r, x) || !usableAny(r, y))
+    return false;
+  const cpu::StridedLoop loop = cpu::expandLoop(r, x, y);
+  return copyOnDevice(r, "expand", loop, y->data, x->data, dtypeSize(r, x->dtype));
+}
+
 /// Usable f32 tensors, or absent.
 bool usableOrAbsent(pipe_rank *r, std::initializer_list<const pipe_tensor *> tensors) {
   for (const pipe_tensor *t : tensors)
@@ -428,6 +494,10 @@ const DeviceKernels &nativeKernelTable() {
     k.logSoftmax = logSoftmax;
     k.softmaxGrad = softmaxGrad;
     k.logSoftmaxGrad = logSoftmaxGrad;
+    k.transpose = transpose;
+    k.slice = slice;
+    k.sliceAssign = sliceAssign;
+    k.expand = expand;
     k.layerNorm = layerNorm;
     k.layerNormGrad = layerNormGrad;
     k.accumulate = accumulate;

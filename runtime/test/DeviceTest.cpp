@@ -337,6 +337,21 @@ TEST(DeviceRank, NativeKernelsAgreeWithTheCpuKernels) {
       {"fill", {}, PIPE_INTS(3, 4), [](pipe_rank *r, auto &, pipe_tensor *y) {
          pipe_k_fill(r, y, -2.5);
        }},
+      {"transpose", {PIPE_INTS(2, 3, 4)}, PIPE_INTS(4, 2, 3),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_transpose(r, in[0], y, PIPE_INTS(2, 0, 1));
+       }},
+      {"slice, a negative step", {PIPE_INTS(5, 6)}, PIPE_INTS(2, 3),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_slice(r, in[0], y, PIPE_INTS(1, 5), PIPE_INTS(2, -2));
+       }},
+      {"slice assign", {PIPE_INTS(2, 3)}, PIPE_INTS(5, 6),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_fill(r, y, 0.5);
+         pipe_k_slice_assign(r, in[0], y, PIPE_INTS(1, 0), PIPE_INTS(2, 2));
+       }},
+      {"expand", {PIPE_INTS(3, 1)}, PIPE_INTS(2, 3, 4),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) { pipe_k_expand(r, in[0], y); }},
       {"softmax, middle axis", {PIPE_INTS(2, 5, 3)}, PIPE_INTS(2, 5, 3),
        [](pipe_rank *r, auto &in, pipe_tensor *y) { pipe_k_softmax(r, in[0], y, 1); }},
       {"log-softmax, last axis", {PIPE_INTS(4, 7)}, PIPE_INTS(4, 7),

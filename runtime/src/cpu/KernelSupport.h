@@ -265,6 +265,17 @@ private:
   pipe_tensor *tensor;
 };
 
+/// The strided loops of transpose, slice, slice_assign and expand (operand 0
+/// the output y, 1 the input x), after the kernels' argument checks, which
+/// read shapes and dtypes only: a device's native kernel runs them too.
+StridedLoop transposeLoop(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y,
+                          const pipe_ints &perm);
+StridedLoop sliceLoop(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y,
+                      const pipe_ints &starts, const pipe_ints &steps);
+StridedLoop sliceAssignLoop(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y,
+                            const pipe_ints &starts, const pipe_ints &steps);
+StridedLoop expandLoop(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y);
+
 /// Layer norm's rows (the dims before the axis) and width (the rest).
 struct RowLayout {
   int64_t rows = 1, width = 1;

@@ -140,10 +140,8 @@ void normaliseIndices(pipe_rank *r, const char *op, const pipe_tensor *indices,
 
 } // namespace
 
-extern "C" {
-
-void pipe_k_transpose(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints perm) {
-  PIPE_DEVICE_STAGED(r, pipe_k_transpose, x, y, perm);
+StridedLoop piperun::cpu::transposeLoop(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y,
+                                        const pipe_ints &perm) {
   const char *op = "transpose";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);
@@ -171,29 +169,60 @@ void pipe_k_transpose(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_i
     loop.strides[1][d] = xStrides[perm.v[d]];
   }
   loop.coalesce();
-  copyStrided(r, op, loop, y->data, x->data, dtypeSize(r, x->dtype));
+  return loop;
 }
 
-void pipe_k_slice(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints starts,
-                  pipe_ints steps) {
-  PIPE_DEVICE_STAGED(r, pipe_k_slice, x, y, starts, steps);
+StridedLoop piperun::cpu::sliceLoop(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y,
+                                    const pipe_ints &starts, const pipe_ints &steps) {
   const char *op = "slice";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);
   StridedLoop loop;
   planWindow(r, op, x, "x", y, "y", starts, steps, 1, loop);
-  copyStrided(r, op, loop, y->data, x->data, dtypeSize(r, x->dtype));
+  return loop;
 }
 
-void pipe_k_slice_assign(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints starts,
-                         pipe_ints steps) {
-  PIPE_DEVICE_STAGED(r, pipe_k_slice_assign, x, y, starts, steps);
+StridedLoop piperun::cpu::sliceAssignLoop(pipe_rank *r, const pipe_tensor *x,
+                                          const pipe_tensor *y, const pipe_ints &starts,
+                                          const pipe_ints &steps) {
   const char *op = "slice_assign";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);
   StridedLoop loop;
   planWindow(r, op, y, "y", x, "x", starts, steps, 0, loop);
-  copyStrided(r, op, loop, y->data, x->data, dtypeSize(r, x->dtype));
+  return loop;
+}
+
+StridedLoop piperun::cpu::expandLoop(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y) {
+  const char *op = "expand";
+  requireTensor(r, op, "x", x);
+  requireTensor(r, op, "y", y);
+  requireSameDtype(r, op, "x", x, "y", y);
+  StridedLoop loop;
+  planExpand(r, op, y, "y", x, "x", loop);
+  return loop;
+}
+
+extern "C" {
+
+void pipe_k_transpose(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints perm) {
+  PIPE_DEVICE_KERNEL(r, transpose, pipe_k_transpose, x, y, perm);
+  copyStrided(r, "transpose", transposeLoop(r, x, y, perm), y->data, x->data,
+              dtypeSize(r, x->dtype));
+}
+
+void pipe_k_slice(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints starts,
+                  pipe_ints steps) {
+  PIPE_DEVICE_KERNEL(r, slice, pipe_k_slice, x, y, starts, steps);
+  copyStrided(r, "slice", sliceLoop(r, x, y, starts, steps), y->data, x->data,
+              dtypeSize(r, x->dtype));
+}
+
+void pipe_k_slice_assign(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints starts,
+                         pipe_ints steps) {
+  PIPE_DEVICE_KERNEL(r, sliceAssign, pipe_k_slice_assign, x, y, starts, steps);
+  copyStrided(r, "slice_assign", sliceAssignLoop(r, x, y, starts, steps), y->data, x->data,
+              dtypeSize(r, x->dtype));
 }
 
 void pipe_k_pad(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints pads, int32_t mode,
@@ -317,14 +346,8 @@ void pipe_k_gather_grad(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *
 }
 
 void pipe_k_expand(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) {
-  PIPE_DEVICE_STAGED(r, pipe_k_expand, x, y);
-  const char *op = "expand";
-  requireTensor(r, op, "x", x);
-  requireTensor(r, op, "y", y);
-  requireSameDtype(r, op, "x", x, "y", y);
-  StridedLoop loop;
-  planExpand(r, op, y, "y", x, "x", loop);
-  copyStrided(r, op, loop, y->data, x->data, dtypeSize(r, x->dtype));
+  PIPE_DEVICE_KERNEL(r, expand, pipe_k_expand, x, y);
+  copyStrided(r, "expand", expandLoop(r, x, y), y->data, x->data, dtypeSize(r, x->dtype));
 }
 
 void pipe_k_tile(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) {

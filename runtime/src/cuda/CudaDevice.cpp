@@ -239,6 +239,11 @@ void CudaLauncher::layerNormGrad(int64_t rows, int64_t width, const float *x, co
   launchLayerNormGrad(stream(), rows, width, x, dy, gamma, mean, invstd, dx, dscale, dbias);
 }
 
+void CudaLauncher::copyStrided(const StridedCopy &plan, void *dst, const void *src,
+                               size_t elementSize) {
+  launchStridedCopy(stream(), plan, dst, src, elementSize);
+}
+
 bool CudaLauncher::hasGemm() {
   const Cublas &library = cublas();
   if (library.error.empty())

@@ -62,6 +62,8 @@ public:
   void layerNormGrad(int64_t rows, int64_t width, const float *x, const float *dy,
                      const float *gamma, const float *mean, const float *invstd, float *dx,
                      float *dscale, float *dbias) override;
+  void copyStrided(const StridedCopy &plan, void *dst, const void *src,
+                   size_t elementSize) override;
   bool hasGemm() override;
   void gemm(const ColumnMajorGemm &gemm) override;
   void finish(const char *what) override;

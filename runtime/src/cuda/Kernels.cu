@@ -101,6 +101,22 @@ __global__ void layerNormGradColumnKernel(int64_t rows, int64_t width, const flo
     layerNormGradColumn(j, rows, width, x, dy, mean, invstd, dscale, dbias);
 }
 
+template <typename U>
+__global__ void stridedCopyKernel(StridedCopy plan, U *dst, const U *src, int64_t n) {
+  for (int64_t i = firstIndex(); i < n; i += indexStride()) {
+    int64_t to, from;
+    plan.offsets(i, to, from);
+    dst[to] = src[from];
+  }
+}
+
+template <typename U>
+void stridedCopy(cudaStream_t stream, const StridedCopy &plan, void *dst, const void *src) {
+  const int64_t n = plan.elements();
+  stridedCopyKernel<U><<<blocksFor(n), kThreads, 0, stream>>>(plan, static_cast<U *>(dst),
+                                                              static_cast<const U *>(src), n);
+}
+
 __global__ void accumulateKernel(float *into, const float *from, int64_t n) {
   for (int64_t i = firstIndex(); i < n; i += indexStride())
     into[i] += from[i];
@@ -175,6 +191,16 @@ void launchLayerNormGrad(cudaStream_t stream, int64_t rows, int64_t width, const
   if (dscale || dbias)
     layerNormGradColumnKernel<<<blocksFor(width), kThreads, 0, stream>>>(
         rows, width, x, dy, mean, invstd, dscale, dbias);
+}
+
+void launchStridedCopy(cudaStream_t stream, const StridedCopy &plan, void *dst, const void *src,
+                       size_t elementSize) {
+  switch (elementSize) {
+  case 1: stridedCopy<uint8_t>(stream, plan, dst, src); break;
+  case 2: stridedCopy<uint16_t>(stream, plan, dst, src); break;
+  case 4: stridedCopy<uint32_t>(stream, plan, dst, src); break;
+  default: stridedCopy<uint64_t>(stream, plan, dst, src); break;
+  }
 }
 
 void launchAccumulate(cudaStream_t stream, float *into, const float *from, int64_t n) {

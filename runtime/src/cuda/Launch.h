@@ -45,6 +45,9 @@ void launchLayerNorm(cudaStream_t stream, int64_t rows, int64_t width, const flo
 void launchLayerNormGrad(cudaStream_t stream, int64_t rows, int64_t width, const float *x,
                          const float *dy, const float *gamma, const float *mean,
                          const float *invstd, float *dx, float *dscale, float *dbias);
+/// `plan` over elements of `elementSize` (1, 2, 4 or 8) bytes.
+void launchStridedCopy(cudaStream_t stream, const StridedCopy &plan, void *dst, const void *src,
+                       size_t elementSize);
 /// into += from.
 void launchAccumulate(cudaStream_t stream, float *into, const float *from, int64_t n);
 /// torch.optim.SGD (buffer null: no momentum).

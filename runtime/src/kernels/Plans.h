@@ -49,6 +49,35 @@ struct BroadcastPlan {
   }
 };
 
+/// A strided copy: for every index of `shape`, dst[dstBase + index . dstStride]
+/// = src[srcBase + index . srcStride] (elements of one size). Transpose, slice,
+/// slice-assign and expand are each one.
+struct StridedCopy {
+  int32_t rank = 0;
+  int64_t shape[PIPE_MAX_RANK] = {};
+  int64_t dstStride[PIPE_MAX_RANK] = {};
+  int64_t srcStride[PIPE_MAX_RANK] = {};
+  int64_t dstBase = 0, srcBase = 0;
+
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int d = 0; d < rank; ++d)
+      n *= shape[d];
+    return n;
+  }
+  /// Where element i of the copy goes and comes from.
+  PIPE_PLAN_HD void offsets(int64_t i, int64_t &dst, int64_t &src) const {
+    dst = dstBase;
+    src = srcBase;
+    for (int d = rank - 1; d >= 0; --d) {
+      const int64_t coordinate = i % shape[d];
+      i /= shape[d];
+      dst += coordinate * dstStride[d];
+      src += coordinate * srcStride[d];
+    }
+  }
+};
+
 /// The scalars of one Adam / AdamW step, computed on the host as torch does.
 struct AdamStep {
   float stepSize, correction2Sqrt, beta1, beta2, oneMinusBeta1, oneMinusBeta2, eps, decay,
