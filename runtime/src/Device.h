@@ -60,6 +60,8 @@ struct DeviceKernels {
                       int64_t axis) = nullptr;
   bool (*logSoftmaxGrad)(pipe_rank *r, const pipe_tensor *y, const pipe_tensor *dy,
                          pipe_tensor *dx, int64_t axis) = nullptr;
+  bool (*reduce)(pipe_rank *r, int32_t fn, const pipe_tensor *x, pipe_tensor *y,
+                 pipe_ints axes) = nullptr;
   bool (*transpose)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints perm) = nullptr;
   bool (*slice)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints starts,
                 pipe_ints steps) = nullptr;
@@ -120,6 +122,8 @@ public:
   virtual void layerNormGrad(int64_t rows, int64_t width, const float *x, const float *dy,
                              const float *gamma, const float *mean, const float *invstd,
                              float *dx, float *dscale, float *dbias) = 0;
+  /// y[o] = reduceOutput(fn, g, o, x) for every output o.
+  virtual void reduce(int32_t fn, const ReduceGeometry &g, const float *x, float *y) = 0;
   /// `plan` over elements of `elementSize` (1, 2, 4 or 8) bytes.
   virtual void copyStrided(const StridedCopy &plan, void *dst, const void *src,
                            size_t elementSize) = 0;

@@ -56,6 +56,7 @@ public:
   void layerNormGrad(int64_t rows, int64_t width, const float *x, const float *dy,
                      const float *gamma, const float *mean, const float *invstd, float *dx,
                      float *dscale, float *dbias) override;
+  void reduce(int32_t fn, const ReduceGeometry &g, const float *x, float *y) override;
   void copyStrided(const StridedCopy &plan, void *dst, const void *src,
                    size_t elementSize) override;
   void gemm(const ColumnMajorGemm &gemm) override;
@@ -307,6 +308,13 @@ void EmulatedLauncher::layerNormGrad(int64_t rows, int64_t width, const float *x
     return;
   for (int64_t j = 0; j < width; ++j)
     layerNormGradColumn(j, rows, width, px, pdy, pm, ps, scale, bias);
+}
+
+void EmulatedLauncher::reduce(int32_t fn, const ReduceGeometry &g, const float *x, float *y) {
+  const float *in = at(x, g.outputs * g.reduceCount);
+  float *out = at(y, g.outputs);
+  for (int64_t o = 0; o < g.outputs; ++o)
+    out[o] = reduceOutput(fn, g, o, in);
 }
 
 void EmulatedLauncher::copyStrided(const StridedCopy &plan, void *dst, const void *src,

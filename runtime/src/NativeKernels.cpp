@@ -365,6 +365,40 @@ bool copyOnDevice(pipe_rank *r, const char *op, const cpu::StridedLoop &loop, vo
   return true;
 }
 
+bool reduce(pipe_rank *r, int32_t fn, const pipe_tensor *x, pipe_tensor *y, pipe_ints axes) {
+  if (fn < PIPE_REDUCE_SUM || fn > PIPE_REDUCE_PROD || !usableF32(r, x) || !usableF32(r, y))
+    return false;
+  const cpu::ReduceShape shape = cpu::reduceChecks(r, fn, x, y, axes);
+  if (shape.keptVolume == 0 || shape.reduceCount == 0)
+    return false; // the CPU kernel's identities and errors
+  ReduceGeometry g;
+  int64_t stride = 1;
+  for (int d = x->rank - 1; d >= 0; --d) {
+    // Filled from the last dim; shifted to the front below.
+    if (shape.reduced[d]) {
+      g.reducedShape[PIPE_MAX_RANK - 1 - g.reducedRank] = x->shape[d];
+      g.reducedStride[PIPE_MAX_RANK - 1 - g.reducedRank++] = stride;
+    } else {
+      g.keptShape[PIPE_MAX_RANK - 1 - g.keptRank] = x->shape[d];
+      g.keptStride[PIPE_MAX_RANK - 1 - g.keptRank++] = stride;
+    }
+    stride *= x->shape[d];
+  }
+  std::copy(g.reducedShape + PIPE_MAX_RANK - g.reducedRank, g.reducedShape + PIPE_MAX_RANK,
+            g.reducedShape);
+  std::copy(g.reducedStride + PIPE_MAX_RANK - g.reducedRank, g.reducedStride + PIPE_MAX_RANK,
+            g.reducedStride);
+  std::copy(g.keptShape + PIPE_MAX_RANK - g.keptRank, g.keptShape + PIPE_MAX_RANK, g.keptShape);
+  std::copy(g.keptStride + PIPE_MAX_RANK - g.keptRank, g.keptStride + PIPE_MAX_RANK,
+            g.keptStride);
+  g.outputs = shape.keptVolume;
+  g.reduceCount = shape.reduceCount;
+  KernelLauncher &launch = launcherOf(r);
+  launch.reduce(fn, g, in(x), out(y));
+  launch.finish("reduce");
+  return true;
+}
+
 bool transpose(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints perm) {
   if (!usableAny(r, x) || !usableAny(r, y))
     return false;
@@ -494,6 +528,7 @@ const DeviceKernels &nativeKernelTable() {
     k.logSoftmax = logSoftmax;
     k.softmaxGrad = softmaxGrad;
     k.logSoftmaxGrad = logSoftmaxGrad;
+    k.reduce = reduce;
     k.transpose = transpose;
     k.slice = slice;
     k.sliceAssign = sliceAssign;

@@ -257,15 +257,14 @@ double relativeError(const std::vector<float> &ours, const std::vector<float> &r
 }
 
 TEST(DeviceRank, StagedKernelsGiveTheCpuKernelsBits) {
-  // trilu and reduce have no native version: the CPU kernels run on
+  // trilu and cross entropy have no native version: the CPU kernels run on
   // downloaded inputs.
-  Outcome o = onBothBackends({PIPE_INTS(6, 5)}, PIPE_INTS(6, 1),
-                                        [](pipe_rank *r, auto &in, pipe_tensor *y) {
-                                          pipe_k_trilu(r, in[0], in[0], 0, 1);
-                                          pipe_k_reduce(r, PIPE_REDUCE_SUM, in[0], y,
-                                                        PIPE_INTS(1));
-                                        });
-  ASSERT_EQ(o.cpu.size(), 6u);
+  Outcome o = onBothBackends({PIPE_INTS(6, 5)}, PIPE_INTS(6, 5),
+                             [](pipe_rank *r, auto &in, pipe_tensor *y) {
+                               pipe_k_trilu(r, in[0], y, 0, 1);
+                               pipe_k_trilu(r, y, y, 1, 0);
+                             });
+  ASSERT_EQ(o.cpu.size(), 30u);
   EXPECT_EQ(o.cpu, o.emulated);
   EXPECT_EQ(o.staged, 2);
   EXPECT_EQ(o.native, 0);
@@ -336,6 +335,22 @@ TEST(DeviceRank, NativeKernelsAgreeWithTheCpuKernels) {
        }},
       {"fill", {}, PIPE_INTS(3, 4), [](pipe_rank *r, auto &, pipe_tensor *y) {
          pipe_k_fill(r, y, -2.5);
+       }},
+      {"reduce sum, middle axes", {PIPE_INTS(2, 3, 4, 5)}, PIPE_INTS(2, 1, 1, 5),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_reduce(r, PIPE_REDUCE_SUM, in[0], y, PIPE_INTS(1, 2));
+       }},
+      {"reduce mean, outer and inner", {PIPE_INTS(3, 4, 5)}, PIPE_INTS(4),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_reduce(r, PIPE_REDUCE_MEAN, in[0], y, PIPE_INTS(0, 2));
+       }},
+      {"reduce max, all", {PIPE_INTS(3, 4)}, PIPE_INTS(),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_reduce(r, PIPE_REDUCE_MAX, in[0], y, PIPE_INTS(0, 1));
+       }},
+      {"reduce prod, none", {PIPE_INTS(3, 4)}, PIPE_INTS(3, 4),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_reduce(r, PIPE_REDUCE_PROD, in[0], y, PIPE_INTS());
        }},
       {"transpose", {PIPE_INTS(2, 3, 4)}, PIPE_INTS(4, 2, 3),
        [](pipe_rank *r, auto &in, pipe_tensor *y) {

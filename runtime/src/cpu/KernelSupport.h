@@ -276,6 +276,15 @@ StridedLoop sliceAssignLoop(pipe_rank *r, const pipe_tensor *x, const pipe_tenso
                             const pipe_ints &starts, const pipe_ints &steps);
 StridedLoop expandLoop(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y);
 
+/// What pipe_k_reduce's argument checks found: which dims of x are reduced,
+/// the outputs and the elements per output.
+struct ReduceShape {
+  bool reduced[PIPE_MAX_RANK] = {};
+  int64_t keptVolume = 1, reduceCount = 1;
+};
+ReduceShape reduceChecks(pipe_rank *r, int32_t fn, const pipe_tensor *x, const pipe_tensor *y,
+                         const pipe_ints &axes);
+
 /// Layer norm's rows (the dims before the axis) and width (the rest).
 struct RowLayout {
   int64_t rows = 1, width = 1;

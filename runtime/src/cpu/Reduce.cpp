@@ -163,11 +163,8 @@ void reduceLoop(pipe_rank *r, int32_t fn, const ReducePlan &plan, const T *x, T 
 
 } // namespace
 
-extern "C" {
-
-void pipe_k_reduce(pipe_rank *r, int32_t fn, const pipe_tensor *x, pipe_tensor *y,
-                   pipe_ints axes) {
-  PIPE_DEVICE_STAGED(r, pipe_k_reduce, fn, x, y, axes);
+ReduceShape piperun::cpu::reduceChecks(pipe_rank *r, int32_t fn, const pipe_tensor *x,
+                                       const pipe_tensor *y, const pipe_ints &axes) {
   const char *op = reduceName(fn);
   if (fn < PIPE_REDUCE_SUM || fn > PIPE_REDUCE_PROD)
     fail(r, "reduce: unknown function %d", fn);
@@ -177,24 +174,36 @@ void pipe_k_reduce(pipe_rank *r, int32_t fn, const pipe_tensor *x, pipe_tensor *
   if (axes.n < 0 || axes.n > x->rank)
     fail(r, "%s: list 'axes' %s does not fit x of rank %d", op, intsText(axes).c_str(),
          x->rank);
-  bool isReduced[PIPE_MAX_RANK] = {};
+  ReduceShape shape;
   for (int i = 0; i < axes.n; ++i) {
     const int64_t axis = axes.v[i];
     if (axis < 0 || axis >= x->rank || (i > 0 && axis <= axes.v[i - 1]))
       fail(r, "%s: list 'axes' %s must be sorted, unique and within [0, %d)", op,
            intsText(axes).c_str(), x->rank);
-    isReduced[axis] = true;
+    shape.reduced[axis] = true;
   }
-  int64_t keptVolume = 1, reduceCount = 1;
   for (int d = 0; d < x->rank; ++d)
-    (isReduced[d] ? reduceCount : keptVolume) *= x->shape[d];
-  if (y->numel != keptVolume)
+    (shape.reduced[d] ? shape.reduceCount : shape.keptVolume) *= x->shape[d];
+  if (y->numel != shape.keptVolume)
     fail(r, "%s: output 'y' has %lld elements (shape %s), expected %lld for x %s reduced "
             "over %s",
          op, static_cast<long long>(y->numel), shapeText(y).c_str(),
-         static_cast<long long>(keptVolume), shapeText(x).c_str(), intsText(axes).c_str());
+         static_cast<long long>(shape.keptVolume), shapeText(x).c_str(),
+         intsText(axes).c_str());
   if (fn == PIPE_REDUCE_MEAN)
     requireFloat(r, op, "x", x);
+  return shape;
+}
+
+extern "C" {
+
+void pipe_k_reduce(pipe_rank *r, int32_t fn, const pipe_tensor *x, pipe_tensor *y,
+                   pipe_ints axes) {
+  PIPE_DEVICE_KERNEL(r, reduce, pipe_k_reduce, fn, x, y, axes);
+  const char *op = reduceName(fn);
+  const ReduceShape shape = reduceChecks(r, fn, x, y, axes);
+  const bool *isReduced = shape.reduced;
+  const int64_t keptVolume = shape.keptVolume, reduceCount = shape.reduceCount;
 
   dispatchDtype<kNumberDtypes>(r, op, "x", x->dtype, [&](auto tag) {
     using T = decltype(tag);

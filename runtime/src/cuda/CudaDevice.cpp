@@ -239,6 +239,10 @@ void CudaLauncher::layerNormGrad(int64_t rows, int64_t width, const float *x, co
   launchLayerNormGrad(stream(), rows, width, x, dy, gamma, mean, invstd, dx, dscale, dbias);
 }
 
+void CudaLauncher::reduce(int32_t fn, const ReduceGeometry &g, const float *x, float *y) {
+  launchReduce(stream(), fn, g, x, y);
+}
+
 void CudaLauncher::copyStrided(const StridedCopy &plan, void *dst, const void *src,
                                size_t elementSize) {
   launchStridedCopy(stream(), plan, dst, src, elementSize);

@@ -62,6 +62,7 @@ public:
   void layerNormGrad(int64_t rows, int64_t width, const float *x, const float *dy,
                      const float *gamma, const float *mean, const float *invstd, float *dx,
                      float *dscale, float *dbias) override;
+  void reduce(int32_t fn, const ReduceGeometry &g, const float *x, float *y) override;
   void copyStrided(const StridedCopy &plan, void *dst, const void *src,
                    size_t elementSize) override;
   bool hasGemm() override;

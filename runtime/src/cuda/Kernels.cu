@@ -101,6 +101,11 @@ __global__ void layerNormGradColumnKernel(int64_t rows, int64_t width, const flo
     layerNormGradColumn(j, rows, width, x, dy, mean, invstd, dscale, dbias);
 }
 
+__global__ void reduceKernel(int32_t fn, ReduceGeometry g, const float *x, float *y) {
+  for (int64_t o = firstIndex(); o < g.outputs; o += indexStride())
+    y[o] = reduceOutput(fn, g, o, x);
+}
+
 template <typename U>
 __global__ void stridedCopyKernel(StridedCopy plan, U *dst, const U *src, int64_t n) {
   for (int64_t i = firstIndex(); i < n; i += indexStride()) {
@@ -191,6 +196,11 @@ void launchLayerNormGrad(cudaStream_t stream, int64_t rows, int64_t width, const
   if (dscale || dbias)
     layerNormGradColumnKernel<<<blocksFor(width), kThreads, 0, stream>>>(
         rows, width, x, dy, mean, invstd, dscale, dbias);
+}
+
+void launchReduce(cudaStream_t stream, int32_t fn, const ReduceGeometry &g, const float *x,
+                  float *y) {
+  reduceKernel<<<blocksFor(g.outputs), kThreads, 0, stream>>>(fn, g, x, y);
 }
 
 void launchStridedCopy(cudaStream_t stream, const StridedCopy &plan, void *dst, const void *src,

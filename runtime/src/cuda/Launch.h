@@ -45,6 +45,9 @@ void launchLayerNorm(cudaStream_t stream, int64_t rows, int64_t width, const flo
 void launchLayerNormGrad(cudaStream_t stream, int64_t rows, int64_t width, const float *x,
                          const float *dy, const float *gamma, const float *mean,
                          const float *invstd, float *dx, float *dscale, float *dbias);
+/// A float reduction, one GPU thread per output.
+void launchReduce(cudaStream_t stream, int32_t fn, const ReduceGeometry &g, const float *x,
+                  float *y);
 /// `plan` over elements of `elementSize` (1, 2, 4 or 8) bytes.
 void launchStridedCopy(cudaStream_t stream, const StridedCopy &plan, void *dst, const void *src,
                        size_t elementSize);

@@ -78,6 +78,50 @@ struct StridedCopy {
   }
 };
 
+/// A reduction of contiguous x to y: y's element o has x's kept dims at o's
+/// coordinates and runs over the reduced dims in row-major order (the CPU
+/// kernel's order).
+struct ReduceGeometry {
+  int32_t keptRank = 0, reducedRank = 0;
+  int64_t keptShape[PIPE_MAX_RANK] = {}, keptStride[PIPE_MAX_RANK] = {};
+  int64_t reducedShape[PIPE_MAX_RANK] = {}, reducedStride[PIPE_MAX_RANK] = {};
+  int64_t outputs = 1, reduceCount = 1;
+};
+
+/// Output o of a float reduction (pipe_reduce `fn`): accumulated in double,
+/// NaN winning max and min, as the CPU kernel.
+PIPE_PLAN_HD inline float reduceOutput(int32_t fn, const ReduceGeometry &g, int64_t o,
+                                       const float *x) {
+  int64_t base = 0;
+  for (int d = g.keptRank - 1; d >= 0; --d) {
+    base += (o % g.keptShape[d]) * g.keptStride[d];
+    o /= g.keptShape[d];
+  }
+  double acc = fn == PIPE_REDUCE_PROD ? 1.0
+               : fn == PIPE_REDUCE_MAX ? -INFINITY
+               : fn == PIPE_REDUCE_MIN ? INFINITY
+                                       : 0.0;
+  for (int64_t k = 0; k < g.reduceCount; ++k) {
+    int64_t offset = base, rest = k;
+    for (int d = g.reducedRank - 1; d >= 0; --d) {
+      offset += (rest % g.reducedShape[d]) * g.reducedStride[d];
+      rest /= g.reducedShape[d];
+    }
+    const double v = x[offset];
+    switch (fn) {
+    case PIPE_REDUCE_SUM:
+    case PIPE_REDUCE_MEAN: acc = acc + v; break;
+    case PIPE_REDUCE_PROD: acc = acc * v; break;
+    case PIPE_REDUCE_MAX: acc = (v != v || acc != acc) ? NAN : (v > acc ? v : acc); break;
+    case PIPE_REDUCE_MIN: acc = (v != v || acc != acc) ? NAN : (v < acc ? v : acc); break;
+    default: break;
+    }
+  }
+  if (fn == PIPE_REDUCE_MEAN)
+    acc = acc / static_cast<double>(g.reduceCount);
+  return static_cast<float>(acc);
+}
+
 /// The scalars of one Adam / AdamW step, computed on the host as torch does.
 struct AdamStep {
   float stepSize, correction2Sqrt, beta1, beta2, oneMinusBeta1, oneMinusBeta2, eps, decay,
