@@ -8,8 +8,6 @@
 #ifndef PIPE_RUNTIME_HAS_CUDA
 namespace piperun {
 
-bool cudaBuilt() { return false; }
-
 int cudaDeviceCount(std::string &why) {
   why = "this runtime was built without CUDA (configure it where the CUDA toolkit is installed)";
   return 0;

@@ -166,8 +166,6 @@ PIPE_EXPORT const char *backendName(Backend backend);
 /// Parses a backend's name; false when unknown.
 PIPE_EXPORT bool parseBackend(const std::string &name, Backend &backend);
 
-/// Whether this library was built with the CUDA backend.
-PIPE_EXPORT bool cudaBuilt();
 /// The number of CUDA devices this process sees; 0 with `why` set when there
 /// is none or the driver cannot be used (or the library was built without CUDA).
 PIPE_EXPORT int cudaDeviceCount(std::string &why);

@@ -27,7 +27,7 @@ KernelLauncher &launcherOf(pipe_rank *r) { return *r->device->launcher(); }
 /// A live f32 tensor of this rank in its device memory, whose element count
 /// matches its shape.
 /// In device memory, with an element count that matches the shape.
-bool usableF32Shape(const pipe_tensor *t) {
+bool onDeviceAndWellFormed(const pipe_tensor *t) {
   if (t->rank < 0 || t->rank > PIPE_MAX_RANK ||
       !static_cast<const Storage *>(t->storage)->onDevice)
     return false;
@@ -41,18 +41,14 @@ bool usableF32Shape(const pipe_tensor *t) {
 }
 
 bool usableF32(pipe_rank *r, const pipe_tensor *t) {
-  return t && r->tensors.count(t) && t->dtype == PIPE_F32 && usableF32Shape(t);
+  return t && r->tensors.count(t) && t->dtype == PIPE_F32 && onDeviceAndWellFormed(t);
 }
 
 /// A live tensor of this rank in its device memory, of a dtype the runtime
 /// knows, whose element count matches its shape.
 bool usableAny(pipe_rank *r, const pipe_tensor *t) {
-  if (!t || t->dtype < PIPE_F32 || t->dtype > PIPE_BOOL)
-    return false;
-  pipe_tensor f32 = *t;
-  f32.dtype = PIPE_F32;
-  f32.storage = t->storage;
-  return r->tensors.count(t) && usableF32Shape(&f32);
+  return t && t->dtype >= PIPE_F32 && t->dtype <= PIPE_BOOL && r->tensors.count(t) &&
+         onDeviceAndWellFormed(t);
 }
 
 bool sameShape(const pipe_tensor *a, const pipe_tensor *b) {

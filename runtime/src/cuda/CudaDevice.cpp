@@ -285,8 +285,6 @@ void CudaLauncher::finish(const char *what) { device_.finish(what); }
 
 } // namespace cuda
 
-bool cudaBuilt() { return true; }
-
 int cudaDeviceCount(std::string &why) {
   int count = 0;
   cudaError_t error = cudaGetDeviceCount(&count);
