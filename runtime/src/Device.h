@@ -48,6 +48,8 @@ struct DeviceKernels {
                     pipe_tensor *dx, double alpha, double beta) = nullptr;
   bool (*binary)(pipe_rank *r, int32_t fn, const pipe_tensor *a, const pipe_tensor *b,
                  pipe_tensor *y) = nullptr;
+  bool (*where)(pipe_rank *r, const pipe_tensor *cond, const pipe_tensor *x, const pipe_tensor *z,
+                pipe_tensor *y) = nullptr;
   bool (*fill)(pipe_rank *r, pipe_tensor *y, double value) = nullptr;
   bool (*matmul)(pipe_rank *r, const pipe_tensor *a, const pipe_tensor *b,
                  pipe_tensor *y) = nullptr;
@@ -68,6 +70,21 @@ struct DeviceKernels {
   bool (*sliceAssign)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints starts,
                       pipe_ints steps) = nullptr;
   bool (*expand)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) = nullptr;
+  bool (*trilu)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int64_t k,
+                int32_t upper) = nullptr;
+  bool (*gather)(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *indices, pipe_tensor *y,
+                 int64_t axis) = nullptr;
+  bool (*gatherGrad)(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *indices,
+                     pipe_tensor *dx, int64_t axis) = nullptr;
+  bool (*dropout)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_tensor *mask,
+                  double ratio, int32_t microbatch, int64_t key) = nullptr;
+  bool (*softmaxCrossEntropy)(pipe_rank *r, const pipe_tensor *logits, const pipe_tensor *labels,
+                              pipe_tensor *loss, pipe_tensor *logProb, int64_t ignoreIndex,
+                              double scale) = nullptr;
+  bool (*softmaxCrossEntropyGrad)(pipe_rank *r, const pipe_tensor *dloss,
+                                  const pipe_tensor *logProb, const pipe_tensor *labels,
+                                  pipe_tensor *dlogits, int64_t ignoreIndex,
+                                  double scale) = nullptr;
   bool (*layerNorm)(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
                     const pipe_tensor *bias, pipe_tensor *y, pipe_tensor *mean,
                     pipe_tensor *invstd, int64_t axis, double epsilon) = nullptr;
@@ -95,9 +112,15 @@ public:
   /// dx = f'(saved) dy; `saved` null for the functions that keep nothing.
   virtual void unaryGrad(int32_t fn, const float *saved, const float *dy, float *dx, int64_t n,
                          double alpha, double beta) = 0;
-  /// y = a (fn) b over `plan` (pipe_binary arithmetic, max, min).
-  virtual void binary(int32_t fn, const float *a, const float *b, float *y,
-                      const BroadcastPlan &plan) = 0;
+  /// y = a (fn) b over `plan` (operands y, a, b): pipe_binary on inputs of
+  /// `dtype` (F32, I64 or I32; BOOL for the comparisons and AND, OR), y BOOL
+  /// for comparisons and logic; never an integer DIV, MOD or FMOD.
+  virtual void binary(int32_t fn, int32_t dtype, const OperandPlan &plan, void *y, const void *a,
+                      const void *b) = 0;
+  /// y = cond ? x : z over `plan` (operands y, cond, x, z), elements of
+  /// `elementSize` bytes.
+  virtual void select(const OperandPlan &plan, size_t elementSize, void *y, const uint8_t *cond,
+                      const void *x, const void *z) = 0;
   /// y[i, j] = scale * c[i * rowStride + j * columnStride], y m x n row-major.
   virtual void broadcastScaled(const float *c, int64_t rowStride, int64_t columnStride,
                                float scale, float *y, int64_t m, int64_t n) = 0;
@@ -124,9 +147,28 @@ public:
                              float *dx, float *dscale, float *dbias) = 0;
   /// y[o] = reduceOutput(fn, g, o, x) for every output o.
   virtual void reduce(int32_t fn, const ReduceGeometry &g, const float *x, float *y) = 0;
-  /// `plan` over elements of `elementSize` (1, 2, 4 or 8) bytes.
-  virtual void copyStrided(const StridedCopy &plan, void *dst, const void *src,
+  /// `plan` (operands dst, src) over elements of `elementSize` (1, 2, 4 or 8) bytes.
+  virtual void copyStrided(const OperandPlan &plan, void *dst, const void *src,
                            size_t elementSize) = 0;
+  /// Keeps the upper (j - i >= k) or lower (j - i <= k) triangle of each
+  /// rows x columns matrix of contiguous x, zeroes the rest.
+  virtual void trilu(const void *x, void *y, size_t elementSize, int64_t matrices, int64_t rows,
+                     int64_t columns, int64_t k, bool upper) = 0;
+  /// y[o, j, i] = x[o, index[j], i] (indices already in [0, size)).
+  virtual void gather(const GatherGeometry &g, const int64_t *index, const void *x, void *y,
+                      size_t elementSize) = 0;
+  /// dx = 0, then dx[o, index[j], i] += dy[o, j, i] in order of j (as the CPU).
+  virtual void gatherGrad(const GatherGeometry &g, const int64_t *index, const float *dy,
+                          float *dx) = 0;
+  /// y = dropoutElement(x) for each element, the mask (may be null) beside.
+  virtual void dropout(const float *x, float *y, uint8_t *mask, int64_t n, uint64_t stream,
+                       double ratio, float scale) = 0;
+  /// Cross entropy: each position's log-softmax (logProb may be null) and
+  /// label's log-probability into `picked` (positions doubles), then the loss.
+  virtual void crossEntropy(const LossGeometry &g, const float *logits, const int64_t *labels,
+                            float *logProb, double *picked, float *loss) = 0;
+  virtual void crossEntropyGrad(const LossGeometry &g, const float *dloss, const float *logProb,
+                                const int64_t *labels, float *dlogits) = 0;
   /// Whether gemm can run (CUDA: cuBLAS could be loaded; warns once if not).
   virtual bool hasGemm() { return true; }
   virtual void gemm(const ColumnMajorGemm &gemm) = 0;

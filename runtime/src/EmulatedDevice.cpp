@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "Device.h"
 #include "kernels/PointwiseMath.h"
+#include "kernels/RandomBits.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,8 +39,10 @@ public:
              double beta) override;
   void unaryGrad(int32_t fn, const float *saved, const float *dy, float *dx, int64_t n,
                  double alpha, double beta) override;
-  void binary(int32_t fn, const float *a, const float *b, float *y,
-              const BroadcastPlan &plan) override;
+  void binary(int32_t fn, int32_t dtype, const OperandPlan &plan, void *y, const void *a,
+              const void *b) override;
+  void select(const OperandPlan &plan, size_t elementSize, void *y, const uint8_t *cond,
+              const void *x, const void *z) override;
   void broadcastScaled(const float *c, int64_t rowStride, int64_t columnStride, float scale,
                        float *y, int64_t m, int64_t n) override;
   void accumulate(float *into, const float *from, int64_t n) override;
@@ -57,14 +60,32 @@ public:
                      const float *gamma, const float *mean, const float *invstd, float *dx,
                      float *dscale, float *dbias) override;
   void reduce(int32_t fn, const ReduceGeometry &g, const float *x, float *y) override;
-  void copyStrided(const StridedCopy &plan, void *dst, const void *src,
+  void copyStrided(const OperandPlan &plan, void *dst, const void *src,
                    size_t elementSize) override;
+  void trilu(const void *x, void *y, size_t elementSize, int64_t matrices, int64_t rows,
+             int64_t columns, int64_t k, bool upper) override;
+  void gather(const GatherGeometry &g, const int64_t *index, const void *x, void *y,
+              size_t elementSize) override;
+  void gatherGrad(const GatherGeometry &g, const int64_t *index, const float *dy,
+                  float *dx) override;
+  void dropout(const float *x, float *y, uint8_t *mask, int64_t n, uint64_t stream, double ratio,
+               float scale) override;
+  void crossEntropy(const LossGeometry &g, const float *logits, const int64_t *labels,
+                    float *logProb, double *picked, float *loss) override;
+  void crossEntropyGrad(const LossGeometry &g, const float *dloss, const float *logProb,
+                        const int64_t *labels, float *dlogits) override;
   void gemm(const ColumnMajorGemm &gemm) override;
   void finish(const char *) override {}
 
 private:
   /// The host bytes behind `count` floats at device address `p`.
   float *at(const float *p, int64_t count);
+  /// The host bytes behind `count` elements of `size` bytes at `p`.
+  char *bytes(const void *p, int64_t count, size_t size);
+  /// The host address of element offset 0 of operand k of `plan` at device
+  /// address `p` (elements of `size` bytes), every offset the plan reaches
+  /// checked to be device memory.
+  char *operand(const OperandPlan &plan, int k, const void *p, size_t size);
   EmulatedDevice &device_;
 };
 
@@ -214,21 +235,54 @@ void EmulatedLauncher::unaryGrad(int32_t fn, const float *saved, const float *dy
     out[i] = static_cast<float>(unaryGradValue<double>(fn, s ? s[i] : 0.0f, g[i], alpha, beta));
 }
 
-void EmulatedLauncher::binary(int32_t fn, const float *a, const float *b, float *y,
-                              const BroadcastPlan &plan) {
-  const int64_t n = plan.elements();
-  // Each input's extent: one past its largest offset.
-  int64_t extentA = 1, extentB = 1;
-  for (int d = 0; d < plan.rank; ++d) {
-    extentA += (plan.shape[d] - 1) * plan.strideA[d];
-    extentB += (plan.shape[d] - 1) * plan.strideB[d];
+char *EmulatedLauncher::bytes(const void *p, int64_t count, size_t size) {
+  return device_.bytesAt(p, static_cast<size_t>(std::max<int64_t>(count, 0)) * size, "kernel");
+}
+
+char *EmulatedLauncher::operand(const OperandPlan &plan, int k, const void *p, size_t size) {
+  int64_t low, high;
+  plan.extent(k, low, high);
+  const auto step = static_cast<int64_t>(size);
+  return bytes(static_cast<const char *>(p) + low * step, high - low + 1, size) - low * step;
+}
+
+namespace {
+template <typename T>
+void binaryLoop(int32_t fn, const OperandPlan &plan, char *y, const char *a, const char *b) {
+  const T *left = reinterpret_cast<const T *>(a), *right = reinterpret_cast<const T *>(b);
+  int64_t offset[4];
+  for (int64_t i = 0, n = plan.elements(); i < n; ++i) {
+    plan.offsets(i, offset);
+    binaryAt<T>(fn, left[offset[1]], right[offset[2]], y, offset[0]);
   }
-  const float *left = at(a, extentA), *right = at(b, extentB);
-  float *out = at(y, n);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t offsetA, offsetB;
-    plan.offsets(i, offsetA, offsetB);
-    out[i] = binaryValue<float>(fn, left[offsetA], right[offsetB]);
+}
+} // namespace
+
+void EmulatedLauncher::binary(int32_t fn, int32_t dtype, const OperandPlan &plan, void *y,
+                              const void *a, const void *b) {
+  const size_t size = dtype == PIPE_BOOL ? 1 : dtype == PIPE_I32 || dtype == PIPE_F32 ? 4 : 8;
+  const bool boolOut = (fn >= PIPE_EQUAL && fn <= PIPE_GREATER_EQUAL) || fn == PIPE_AND ||
+                       fn == PIPE_OR;
+  char *out = operand(plan, 0, y, boolOut ? 1 : size);
+  const char *left = operand(plan, 1, a, size), *right = operand(plan, 2, b, size);
+  switch (dtype) {
+  case PIPE_F32: binaryLoop<float>(fn, plan, out, left, right); break;
+  case PIPE_I64: binaryLoop<int64_t>(fn, plan, out, left, right); break;
+  case PIPE_I32: binaryLoop<int32_t>(fn, plan, out, left, right); break;
+  default: binaryLoop<uint8_t>(fn, plan, out, left, right); break;
+  }
+}
+
+void EmulatedLauncher::select(const OperandPlan &plan, size_t elementSize, void *y,
+                              const uint8_t *cond, const void *x, const void *z) {
+  char *out = operand(plan, 0, y, elementSize);
+  const char *c = operand(plan, 1, cond, 1);
+  const char *p = operand(plan, 2, x, elementSize), *q = operand(plan, 3, z, elementSize);
+  int64_t offset[4];
+  for (int64_t i = 0, n = plan.elements(); i < n; ++i) {
+    plan.offsets(i, offset);
+    const char *from = c[offset[1]] ? p + offset[2] * elementSize : q + offset[3] * elementSize;
+    std::memcpy(out + offset[0] * elementSize, from, elementSize);
   }
 }
 
@@ -317,32 +371,83 @@ void EmulatedLauncher::reduce(int32_t fn, const ReduceGeometry &g, const float *
     out[o] = reduceOutput(fn, g, o, in);
 }
 
-void EmulatedLauncher::copyStrided(const StridedCopy &plan, void *dst, const void *src,
+void EmulatedLauncher::copyStrided(const OperandPlan &plan, void *dst, const void *src,
                                    size_t elementSize) {
-  // Each side's extent: one past its largest offset (strides are >= 0 here
-  // except a slice's negative steps, whose base is then the largest).
-  int64_t lowDst = plan.dstBase, highDst = plan.dstBase, lowSrc = plan.srcBase,
-          highSrc = plan.srcBase;
-  for (int d = 0; d < plan.rank; ++d) {
-    const int64_t dst = (plan.shape[d] - 1) * plan.dstStride[d];
-    const int64_t src = (plan.shape[d] - 1) * plan.srcStride[d];
-    (dst < 0 ? lowDst : highDst) += dst;
-    (src < 0 ? lowSrc : highSrc) += src;
+  char *out = operand(plan, 0, dst, elementSize);
+  const char *in = operand(plan, 1, src, elementSize);
+  int64_t offset[4];
+  for (int64_t i = 0, n = plan.elements(); i < n; ++i) {
+    plan.offsets(i, offset);
+    std::memcpy(out + offset[0] * elementSize, in + offset[1] * elementSize, elementSize);
   }
-  const auto bytes = static_cast<int64_t>(elementSize);
-  char *out = device_.bytesAt(static_cast<char *>(dst) + lowDst * bytes,
-                              static_cast<size_t>((highDst - lowDst + 1) * bytes), "kernel") -
-              lowDst * bytes;
-  const char *in = device_.bytesAt(static_cast<const char *>(src) + lowSrc * bytes,
-                                   static_cast<size_t>((highSrc - lowSrc + 1) * bytes),
-                                   "kernel") -
-                   lowSrc * bytes;
-  const int64_t n = plan.elements();
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t to, from;
-    plan.offsets(i, to, from);
-    std::memcpy(out + to * bytes, in + from * bytes, elementSize);
+}
+
+void EmulatedLauncher::trilu(const void *x, void *y, size_t elementSize, int64_t matrices,
+                             int64_t rows, int64_t columns, int64_t k, bool upper) {
+  const int64_t n = matrices * rows * columns;
+  const char *in = bytes(x, n, elementSize);
+  char *out = bytes(y, n, elementSize);
+  for (int64_t e = 0; e < n; ++e) {
+    const int64_t j = e % columns, i = (e / columns) % rows;
+    if (trilKeeps(i, j, k, upper))
+      std::memmove(out + e * elementSize, in + e * elementSize, elementSize);
+    else
+      std::memset(out + e * elementSize, 0, elementSize);
   }
+}
+
+void EmulatedLauncher::gather(const GatherGeometry &g, const int64_t *index, const void *x,
+                              void *y, size_t elementSize) {
+  const auto *rows = reinterpret_cast<const int64_t *>(bytes(index, g.count, sizeof(int64_t)));
+  const char *in = bytes(x, g.outer * g.size * g.inner, elementSize);
+  char *out = bytes(y, g.outer * g.count * g.inner, elementSize);
+  for (int64_t e = 0, n = g.outer * g.count * g.inner; e < n; ++e)
+    std::memcpy(out + e * elementSize, in + gatherSource(g, rows, e) * elementSize, elementSize);
+}
+
+void EmulatedLauncher::gatherGrad(const GatherGeometry &g, const int64_t *index, const float *dy,
+                                  float *dx) {
+  const auto *rows = reinterpret_cast<const int64_t *>(bytes(index, g.count, sizeof(int64_t)));
+  const float *in = at(dy, g.outer * g.count * g.inner);
+  float *out = at(dx, g.outer * g.size * g.inner);
+  for (int64_t column = 0, n = g.outer * g.inner; column < n; ++column)
+    gatherGradColumn(g, rows, column, in, out);
+}
+
+void EmulatedLauncher::dropout(const float *x, float *y, uint8_t *mask, int64_t n,
+                               uint64_t stream, double ratio, float scale) {
+  const float *in = at(x, n);
+  float *out = at(y, n);
+  uint8_t *keep = mask ? reinterpret_cast<uint8_t *>(bytes(mask, n, 1)) : nullptr;
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = dropoutElement(in[i], stream, i, ratio, scale, keep ? keep + i : nullptr);
+}
+
+void EmulatedLauncher::crossEntropy(const LossGeometry &g, const float *logits,
+                                    const int64_t *labels, float *logProb, double *picked,
+                                    float *loss) {
+  const int64_t n = g.positions * g.classes;
+  const float *in = at(logits, n);
+  const int64_t *label =
+      reinterpret_cast<const int64_t *>(bytes(labels, g.positions, sizeof(int64_t)));
+  float *lp = logProb ? at(logProb, n) : nullptr;
+  double *pick = reinterpret_cast<double *>(bytes(picked, g.positions, sizeof(double)));
+  for (int64_t p = 0; p < g.positions; ++p)
+    pick[p] = crossEntropyPosition(g, p, in, label[p], lp);
+  *at(loss, 1) = crossEntropyLoss(g, pick);
+}
+
+void EmulatedLauncher::crossEntropyGrad(const LossGeometry &g, const float *dloss,
+                                        const float *logProb, const int64_t *labels,
+                                        float *dlogits) {
+  const int64_t n = g.positions * g.classes;
+  const float seed = *at(dloss, 1);
+  const float *lp = at(logProb, n);
+  const int64_t *label =
+      reinterpret_cast<const int64_t *>(bytes(labels, g.positions, sizeof(int64_t)));
+  float *out = at(dlogits, n);
+  for (int64_t p = 0; p < g.positions; ++p)
+    crossEntropyGradPosition(g, p, seed, lp, label[p], out);
 }
 
 void EmulatedLauncher::gemm(const ColumnMajorGemm &g) {

@@ -8,6 +8,7 @@
 #ifndef PIPE_RUNTIME_INTERNAL_H
 #define PIPE_RUNTIME_INTERNAL_H
 
+#include "kernels/RandomBits.h"
 #include "pipe_runtime.h"
 
 #include <cstddef>
@@ -47,13 +48,9 @@ int64_t currentStep(pipe_rank *r);
 /// in one process do not oversubscribe the cores.
 int kernelThreads(pipe_rank *r);
 
-/// A counter-based 64-bit generator: the same (key, counter) gives the same
-/// value on every machine (SplitMix64 finaliser over a combined counter).
-uint64_t randomBits(uint64_t key, uint64_t counter);
-/// The key of a stream: seed, step, micro-batch, stream id mixed together.
+/// The key of a stream: seed, step, micro-batch, stream id mixed together
+/// with the counter-based generator (kernels/RandomBits.h).
 uint64_t streamKey(uint64_t seed, int64_t step, int64_t microbatch, int64_t id);
-/// A float uniform in [0, 1) from randomBits.
-inline double uniform01(uint64_t bits) { return (bits >> 11) * (1.0 / 9007199254740992.0); }
 
 } // namespace piperun
 

@@ -10,6 +10,7 @@
 // kernels' time.
 //
 //===----------------------------------------------------------------------===//
+#include "HostAccess.h"
 #include "Rank.h"
 #include "Tensor.h"
 #include "cpu/KernelSupport.h"
@@ -18,14 +19,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace piperun {
 namespace {
 
 KernelLauncher &launcherOf(pipe_rank *r) { return *r->device->launcher(); }
 
-/// A live f32 tensor of this rank in its device memory, whose element count
-/// matches its shape.
 /// In device memory, with an element count that matches the shape.
 bool onDeviceAndWellFormed(const pipe_tensor *t) {
   if (t->rank < 0 || t->rank > PIPE_MAX_RANK ||
@@ -102,58 +102,62 @@ bool unaryGrad(pipe_rank *r, int32_t fn, const pipe_tensor *saved, const pipe_te
   return true;
 }
 
-/// Input `t`'s strides over an output of `rank` dims `shape` (numpy
-/// broadcasting, dims aligned on the right); false when it does not broadcast.
-bool broadcastStrides(const pipe_tensor *t, int rank, const int64_t *shape, int64_t *strides) {
-  if (t->rank > rank)
-    return false;
-  int64_t step = 1;
-  for (int d = rank - 1; d >= 0; --d) {
-    const int td = d - (rank - t->rank);
-    if (td < 0) {
-      strides[d] = 0;
-      continue;
-    }
-    const int64_t size = t->shape[td];
-    if (size != shape[d] && size != 1)
-      return false;
-    strides[d] = size == 1 && shape[d] != 1 ? 0 : step;
-    step *= size;
+/// The device's view of one of the CPU kernels' strided loops.
+OperandPlan planOf(const cpu::StridedLoop &loop) {
+  OperandPlan plan;
+  plan.rank = loop.rank;
+  plan.operands = loop.operands;
+  for (int d = 0; d < loop.rank; ++d)
+    plan.shape[d] = loop.shape[d];
+  for (int k = 0; k < loop.operands; ++k) {
+    plan.base[k] = loop.base[k];
+    for (int d = 0; d < loop.rank; ++d)
+      plan.stride[k][d] = loop.strides[k][d];
   }
-  return true;
+  return plan;
+}
+
+/// Whether the device computes binary `fn` on inputs of `dtype`: every
+/// function the CPU kernel has on F32, I64 and I32 but the integer divisions
+/// (whose check for a zero divisor reads the data), comparisons on BOOL too,
+/// AND and OR on BOOL.
+bool binaryOnDevice(int32_t fn, int32_t dtype) {
+  if (fn == PIPE_AND || fn == PIPE_OR)
+    return dtype == PIPE_BOOL;
+  const bool integer = dtype == PIPE_I64 || dtype == PIPE_I32;
+  if (fn >= PIPE_EQUAL && fn <= PIPE_GREATER_EQUAL)
+    return dtype == PIPE_F32 || integer || dtype == PIPE_BOOL;
+  if (fn < PIPE_ADD || fn > PIPE_MIN)
+    return false;
+  if (dtype == PIPE_F32)
+    return true;
+  return integer && fn != PIPE_DIV && fn != PIPE_MOD && fn != PIPE_FMOD && fn != PIPE_POW;
 }
 
 bool binary(pipe_rank *r, int32_t fn, const pipe_tensor *a, const pipe_tensor *b,
             pipe_tensor *y) {
-  const bool arithmetic = (fn >= PIPE_ADD && fn <= PIPE_FMOD) || fn == PIPE_MAX || fn == PIPE_MIN;
-  if (!arithmetic || !usableF32(r, a) || !usableF32(r, b) || !usableF32(r, y))
+  if (!usableAny(r, a) || !usableAny(r, b) || !usableAny(r, y) || !binaryOnDevice(fn, a->dtype))
     return false;
-  // y must be exactly the broadcast of a and b.
-  const int rank = std::max(a->rank, b->rank);
-  if (y->rank != rank)
-    return false;
-  for (int d = 0; d < rank; ++d) {
-    const int da = d - (rank - a->rank), db = d - (rank - b->rank);
-    const int64_t sa = da >= 0 ? a->shape[da] : 1, sb = db >= 0 ? b->shape[db] : 1;
-    if (sa != sb && sa != 1 && sb != 1)
-      return false;
-    const int64_t size = sa == 1 ? sb : sa;
-    if (y->shape[d] != size)
-      return false;
-  }
-  BroadcastPlan plan;
-  plan.rank = rank;
-  for (int d = 0; d < rank; ++d)
-    plan.shape[d] = y->shape[d];
-  if (!broadcastStrides(a, rank, plan.shape, plan.strideA) ||
-      !broadcastStrides(b, rank, plan.shape, plan.strideB))
-    return false;
-  plan.contiguous = sameShape(a, y) && sameShape(b, y);
-  if (y->numel == 0)
+  const cpu::StridedLoop loop = cpu::binaryChecks(r, fn, a, b, y);
+  if (loop.numel() == 0)
     return true;
   KernelLauncher &launch = launcherOf(r);
-  launch.binary(fn, in(a), in(b), out(y), plan);
+  launch.binary(fn, a->dtype, planOf(loop), y->data, a->data, b->data);
   launch.finish("binary");
+  return true;
+}
+
+bool where(pipe_rank *r, const pipe_tensor *cond, const pipe_tensor *x, const pipe_tensor *z,
+           pipe_tensor *y) {
+  if (!usableAny(r, cond) || !usableAny(r, x) || !usableAny(r, z) || !usableAny(r, y))
+    return false;
+  const cpu::StridedLoop loop = cpu::whereChecks(r, cond, x, z, y);
+  if (loop.numel() == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.select(planOf(loop), dtypeSize(r, x->dtype), y->data,
+                static_cast<const uint8_t *>(cond->data), x->data, z->data);
+  launch.finish("where");
   return true;
 }
 
@@ -344,19 +348,10 @@ bool logSoftmaxGrad(pipe_rank *r, const pipe_tensor *y, const pipe_tensor *dy, p
 /// Runs the CPU kernel's strided loop (operand 0 the output) on the device.
 bool copyOnDevice(pipe_rank *r, const char *op, const cpu::StridedLoop &loop, void *dst,
                   const void *src, size_t elementSize) {
-  StridedCopy plan;
-  plan.rank = loop.rank;
-  for (int d = 0; d < loop.rank; ++d) {
-    plan.shape[d] = loop.shape[d];
-    plan.dstStride[d] = loop.strides[0][d];
-    plan.srcStride[d] = loop.strides[1][d];
-  }
-  plan.dstBase = loop.base[0];
-  plan.srcBase = loop.base[1];
-  if (plan.elements() == 0)
+  if (loop.numel() == 0)
     return true;
   KernelLauncher &launch = launcherOf(r);
-  launch.copyStrided(plan, dst, src, elementSize);
+  launch.copyStrided(planOf(loop), dst, src, elementSize);
   launch.finish(op);
   return true;
 }
@@ -435,6 +430,131 @@ bool usableOrAbsent(pipe_rank *r, std::initializer_list<const pipe_tensor *> ten
 
 const float *inOrNull(const pipe_tensor *t) { return t ? in(t) : nullptr; }
 float *outOrNull(pipe_tensor *t) { return t ? out(t) : nullptr; }
+
+bool trilu(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int64_t k, int32_t upper) {
+  if (!usableAny(r, x) || !usableAny(r, y))
+    return false;
+  cpu::triluChecks(r, x, y, upper);
+  if (x->numel == 0)
+    return true;
+  const int64_t rows = x->shape[x->rank - 2], columns = x->shape[x->rank - 1];
+  KernelLauncher &launch = launcherOf(r);
+  launch.trilu(x->data, y->data, dtypeSize(r, x->dtype), x->numel / (rows * columns), rows,
+               columns, k, upper != 0);
+  launch.finish("trilu");
+  return true;
+}
+
+/// Host bytes of a small device tensor (indices, labels): read once by the
+/// host for the CPU kernel's checks of every value.
+std::vector<char> hostCopy(pipe_rank *r, const pipe_tensor *t) {
+  std::vector<char> bytes(static_cast<size_t>(t->numel) * dtypeSize(r, t->dtype) + 1);
+  if (t->numel > 0)
+    downloadTensor(r, bytes.data(), t);
+  return bytes;
+}
+
+/// Gather's indices checked and normalised into [0, size) by the host, as
+/// the CPU kernel does, then uploaded into device workspace.
+class DeviceIndices {
+public:
+  DeviceIndices(pipe_rank *r, const char *op, const pipe_tensor *indices,
+                const GatherGeometry &g, const char *dataName, const pipe_tensor *data,
+                int64_t axis)
+      : scratch_(r, PIPE_I64, g.count) {
+    const std::vector<char> raw = hostCopy(r, indices);
+    std::vector<int64_t> index(static_cast<size_t>(std::max<int64_t>(g.count, 1)));
+    cpu::normaliseIndices(r, op, indices, raw.data(), g, dataName, data, axis, index.data());
+    uploadTensor(r, scratch_.get(), index.data());
+  }
+  const int64_t *data() const { return scratch_.as<int64_t>(); }
+
+private:
+  cpu::Scratch scratch_;
+};
+
+bool gather(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *indices, pipe_tensor *y,
+            int64_t axis) {
+  if (!usableAny(r, x) || !usableAny(r, y) || !usableAny(r, indices) || x->dtype != y->dtype)
+    return false;
+  const GatherGeometry g = cpu::gatherChecks(r, "gather", "x", x, indices, "y", y, axis);
+  const DeviceIndices index(r, "gather", indices, g, "x", x, axis);
+  if (y->numel == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.gather(g, index.data(), x->data, y->data, dtypeSize(r, x->dtype));
+  launch.finish("gather");
+  return true;
+}
+
+bool gatherGrad(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *indices, pipe_tensor *dx,
+                int64_t axis) {
+  if (!usableF32(r, dy) || !usableF32(r, dx) || !usableAny(r, indices))
+    return false;
+  const GatherGeometry g = cpu::gatherChecks(r, "gather_grad", "dx", dx, indices, "dy", dy, axis);
+  const DeviceIndices index(r, "gather_grad", indices, g, "dx", dx, axis);
+  if (dx->numel == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.gatherGrad(g, index.data(), in(dy), out(dx));
+  launch.finish("gather_grad");
+  return true;
+}
+
+bool dropout(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_tensor *mask, double ratio,
+             int32_t microbatch, int64_t key) {
+  if (!usableF32(r, x) || !usableF32(r, y) || (mask && !usableAny(r, mask)))
+    return false;
+  cpu::dropoutChecks(r, x, y, mask, ratio);
+  if (x->numel == 0)
+    return true;
+  const uint64_t stream = streamKey(runSeed(r), currentStep(r), microbatch, key);
+  KernelLauncher &launch = launcherOf(r);
+  launch.dropout(in(x), out(y), mask ? static_cast<uint8_t *>(mask->data) : nullptr, x->numel,
+                 stream, ratio, dropoutScale(ratio));
+  launch.finish("dropout");
+  return true;
+}
+
+/// Labels the device reads as they are: I64 (I32 ones run staged).
+bool usableLabels(pipe_rank *r, const pipe_tensor *labels) {
+  return usableAny(r, labels) && labels->dtype == PIPE_I64;
+}
+
+bool softmaxCrossEntropy(pipe_rank *r, const pipe_tensor *logits, const pipe_tensor *labels,
+                         pipe_tensor *loss, pipe_tensor *logProb, int64_t ignoreIndex,
+                         double scale) {
+  if (!usableF32(r, logits) || !usableF32(r, loss) || !usableOrAbsent(r, {logProb}) ||
+      !usableLabels(r, labels))
+    return false;
+  const std::vector<char> values = hostCopy(r, labels);
+  const LossGeometry g = cpu::crossEntropyChecks(r, logits, labels, values.data(), loss, logProb,
+                                                 ignoreIndex, scale);
+  cpu::Scratch picked(r, PIPE_F64, g.positions);
+  KernelLauncher &launch = launcherOf(r);
+  launch.crossEntropy(g, in(logits), static_cast<const int64_t *>(labels->data),
+                      outOrNull(logProb), picked.as<double>(), out(loss));
+  launch.finish("softmax_cross_entropy");
+  return true;
+}
+
+bool softmaxCrossEntropyGrad(pipe_rank *r, const pipe_tensor *dloss, const pipe_tensor *logProb,
+                             const pipe_tensor *labels, pipe_tensor *dlogits,
+                             int64_t ignoreIndex, double scale) {
+  if (!usableF32(r, dloss) || !usableF32(r, logProb) || !usableF32(r, dlogits) ||
+      !usableLabels(r, labels))
+    return false;
+  const std::vector<char> values = hostCopy(r, labels);
+  const LossGeometry g = cpu::crossEntropyGradChecks(r, dloss, logProb, labels, values.data(),
+                                                     dlogits, ignoreIndex, scale);
+  if (g.positions == 0 || g.classes == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.crossEntropyGrad(g, in(dloss), in(logProb), static_cast<const int64_t *>(labels->data),
+                          out(dlogits));
+  launch.finish("softmax_cross_entropy_grad");
+  return true;
+}
 
 bool layerNorm(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
                const pipe_tensor *bias, pipe_tensor *y, pipe_tensor *mean, pipe_tensor *invstd,
@@ -517,6 +637,7 @@ const DeviceKernels &nativeKernelTable() {
     k.unary = unary;
     k.unaryGrad = unaryGrad;
     k.binary = binary;
+    k.where = where;
     k.fill = fill;
     k.matmul = matmul;
     k.gemm = gemmKernel;
@@ -529,6 +650,12 @@ const DeviceKernels &nativeKernelTable() {
     k.slice = slice;
     k.sliceAssign = sliceAssign;
     k.expand = expand;
+    k.trilu = trilu;
+    k.gather = gather;
+    k.gatherGrad = gatherGrad;
+    k.dropout = dropout;
+    k.softmaxCrossEntropy = softmaxCrossEntropy;
+    k.softmaxCrossEntropyGrad = softmaxCrossEntropyGrad;
     k.layerNorm = layerNorm;
     k.layerNormGrad = layerNormGrad;
     k.accumulate = accumulate;

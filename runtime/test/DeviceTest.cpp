@@ -149,6 +149,15 @@ std::vector<float> valuesOn(pipe_rank *r, const pipe_tensor *t) {
   return values;
 }
 
+/// A workspace tensor of `dtype` on the rank holding `values` (host bytes).
+template <typename T>
+pipe_tensor *tensorOfType(pipe_rank *r, int32_t dtype, const std::vector<T> &values,
+                          pipe_ints shape) {
+  pipe_tensor *t = pipe_alloc(r, dtype, shape, PIPE_MEM_WORKSPACE);
+  pipe_copy_from_host(r, t, values.data());
+  return t;
+}
+
 TEST(DeviceRank, AccountsPerCategoryAsTheCpuRankAndReusesFreedBlocks) {
   DeviceRank cpu(Backend::Cpu), emulated(Backend::Emulated);
   for (DeviceRank *rank : {&cpu, &emulated}) {
@@ -257,12 +266,16 @@ double relativeError(const std::vector<float> &ours, const std::vector<float> &r
 }
 
 TEST(DeviceRank, StagedKernelsGiveTheCpuKernelsBits) {
-  // trilu and cross entropy have no native version: the CPU kernels run on
-  // downloaded inputs.
+  // pad and tile have no native version: the CPU kernels run on downloaded
+  // inputs.
   Outcome o = onBothBackends({PIPE_INTS(6, 5)}, PIPE_INTS(6, 5),
                              [](pipe_rank *r, auto &in, pipe_tensor *y) {
-                               pipe_k_trilu(r, in[0], y, 0, 1);
-                               pipe_k_trilu(r, y, y, 1, 0);
+                               pipe_tensor *t =
+                                   pipe_alloc(r, PIPE_F32, PIPE_INTS(6, 5), PIPE_MEM_WORKSPACE);
+                               pipe_k_pad(r, in[0], t, PIPE_INTS(1, 0, -1, 0), PIPE_PAD_CONSTANT,
+                                          2.5);
+                               pipe_k_pad(r, t, y, PIPE_INTS(0, -2, 0, 2), PIPE_PAD_REFLECT, 0);
+                               pipe_free(r, t);
                              });
   ASSERT_EQ(o.cpu.size(), 30u);
   EXPECT_EQ(o.cpu, o.emulated);
@@ -408,6 +421,86 @@ TEST(DeviceRank, NativeKernelsAgreeWithTheCpuKernels) {
        [](pipe_rank *r, auto &in, pipe_tensor *y) {
          pipe_k_log_softmax(r, in[0], y, 1);
          pipe_k_log_softmax_grad(r, y, in[1], y, 1);
+       }},
+      {"compare, and, where with broadcasts", {PIPE_INTS(4, 6), PIPE_INTS(6), PIPE_INTS(4, 1)},
+       PIPE_INTS(4, 6),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_tensor *greater = pipe_alloc(r, PIPE_BOOL, PIPE_INTS(4, 6), PIPE_MEM_WORKSPACE);
+         pipe_tensor *below = pipe_alloc(r, PIPE_BOOL, PIPE_INTS(4, 6), PIPE_MEM_WORKSPACE);
+         pipe_k_binary(r, PIPE_GREATER, in[0], in[1], greater);
+         pipe_k_binary(r, PIPE_LESS_EQUAL, in[0], in[2], below);
+         pipe_k_binary(r, PIPE_AND, greater, below, below);
+         pipe_k_binary(r, PIPE_EQUAL, below, greater, greater);
+         pipe_k_where(r, greater, in[1], in[2], y);
+         pipe_free(r, greater);
+         pipe_free(r, below);
+       }},
+      {"integer arithmetic and comparison", {PIPE_INTS(3, 4), PIPE_INTS(3, 4)}, PIPE_INTS(3, 4),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_tensor *a = tensorOfType<int64_t>(r, PIPE_I64, {3, -7, 12, 0, 5, 9, -2, 8, 1, 4, -6, 7},
+                                                PIPE_INTS(3, 4));
+         pipe_tensor *b = tensorOfType<int64_t>(r, PIPE_I64, {2, -3, 5, 1}, PIPE_INTS(4));
+         pipe_tensor *c = pipe_alloc(r, PIPE_I64, PIPE_INTS(3, 4), PIPE_MEM_WORKSPACE);
+         pipe_tensor *small = tensorOfType<int32_t>(r, PIPE_I32, {4, -1, 3}, PIPE_INTS(3, 1));
+         pipe_tensor *wide = pipe_alloc(r, PIPE_I32, PIPE_INTS(3, 4), PIPE_MEM_WORKSPACE);
+         pipe_tensor *keep = pipe_alloc(r, PIPE_BOOL, PIPE_INTS(3, 4), PIPE_MEM_WORKSPACE);
+         pipe_k_binary(r, PIPE_MUL, a, b, c);
+         pipe_k_binary(r, PIPE_SUB, c, a, c);
+         pipe_k_binary(r, PIPE_MAX, c, b, c);
+         pipe_k_binary(r, PIPE_GREATER_EQUAL, c, a, keep);
+         pipe_k_where(r, keep, in[0], in[1], y);
+         pipe_tensor *mixed = pipe_alloc(r, PIPE_I32, PIPE_INTS(3, 1), PIPE_MEM_WORKSPACE);
+         pipe_k_binary(r, PIPE_ADD, small, small, mixed);
+         pipe_k_binary(r, PIPE_MIN, mixed, small, mixed);
+         pipe_tensor *row = tensorOfType<int32_t>(r, PIPE_I32, {0, 1, 2, 3}, PIPE_INTS(4));
+         pipe_k_binary(r, PIPE_LESS, row, mixed, keep);
+         pipe_k_where(r, keep, y, in[0], y);
+         for (pipe_tensor *t : {a, b, c, small, wide, keep, mixed, row})
+           pipe_free(r, t);
+       }},
+      {"trilu on floats and on booleans", {PIPE_INTS(2, 3, 5), PIPE_INTS(2, 3, 5)},
+       PIPE_INTS(2, 3, 5),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_tensor *mask = pipe_alloc(r, PIPE_BOOL, PIPE_INTS(2, 3, 5), PIPE_MEM_WORKSPACE);
+         pipe_k_trilu(r, in[0], y, 1, 1);
+         pipe_k_binary(r, PIPE_LESS, in[1], in[0], mask);
+         pipe_k_trilu(r, mask, mask, -1, 0);
+         pipe_k_where(r, mask, in[1], y, y);
+         pipe_free(r, mask);
+       }},
+      {"gather, negative and repeated indices", {PIPE_INTS(3, 5, 2)}, PIPE_INTS(3, 2, 2, 2),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_tensor *index =
+             tensorOfType<int64_t>(r, PIPE_I64, {4, -1, 0, 4}, PIPE_INTS(2, 2));
+         pipe_k_gather(r, in[0], index, y, 1);
+         pipe_free(r, index);
+       }},
+      {"gather grad, repeated indices add up", {PIPE_INTS(2, 4, 3)}, PIPE_INTS(2, 5, 3),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_tensor *index = tensorOfType<int32_t>(r, PIPE_I32, {1, -4, 3, 1}, PIPE_INTS(4));
+         pipe_k_gather_grad(r, in[0], index, y, 1);
+         pipe_free(r, index);
+       }},
+      {"dropout with its mask", {PIPE_INTS(5, 7)}, PIPE_INTS(5, 7),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_tensor *mask = pipe_alloc(r, PIPE_BOOL, PIPE_INTS(5, 7), PIPE_MEM_WORKSPACE);
+         pipe_k_dropout(r, in[0], y, mask, 0.4, 3, 17);
+         pipe_k_where(r, mask, y, in[0], y);
+         pipe_free(r, mask);
+       }},
+      {"cross entropy over [N, C, d], ignore_index", {PIPE_INTS(2, 5, 3)}, PIPE_INTS(2, 5, 3),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_tensor *labels = tensorOfType<int64_t>(r, PIPE_I64, {4, 0, -100, 2, 2, 1},
+                                                     PIPE_INTS(2, 3));
+         pipe_tensor *loss = pipe_alloc(r, PIPE_F32, PIPE_INTS(), PIPE_MEM_WORKSPACE);
+         pipe_k_softmax_cross_entropy(r, in[0], labels, loss, y, -100, 0.5);
+         pipe_tensor *grad = pipe_alloc(r, PIPE_F32, PIPE_INTS(2, 5, 3), PIPE_MEM_WORKSPACE);
+         pipe_k_softmax_cross_entropy_grad(r, loss, y, labels, grad, -100, 0.5);
+         // y = log_prob + loss + grad: all three compared.
+         pipe_k_binary(r, PIPE_ADD, y, loss, y);
+         pipe_k_binary(r, PIPE_ADD, y, grad, y);
+         for (pipe_tensor *t : {labels, loss, grad})
+           pipe_free(r, t);
        }},
   };
   for (const Case &c : cases) {

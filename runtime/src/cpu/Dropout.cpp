@@ -1,7 +1,8 @@
 //===- Dropout.cpp - dropout with a counter-based mask --------------------===//
 //
 // Dropout with a counter-based mask: element i is kept when uniform01(randomBits(
-// streamKey(seed, step, microbatch, key), i)) >= ratio.
+// streamKey(seed, step, microbatch, key), i)) >= ratio (kernels/RandomBits.h),
+// so a device computes the same mask.
 //
 //===----------------------------------------------------------------------===//
 #include "HostAccess.h"
@@ -10,11 +11,8 @@
 using namespace piperun;
 using namespace piperun::cpu;
 
-extern "C" {
-
-void pipe_k_dropout(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_tensor *mask,
-                    double ratio, int32_t microbatch, int64_t key) {
-  PIPE_DEVICE_STAGED(r, pipe_k_dropout, x, y, mask, ratio, microbatch, key);
+void piperun::cpu::dropoutChecks(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y,
+                                 const pipe_tensor *mask, double ratio) {
   const char *op = "dropout";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);
@@ -28,6 +26,14 @@ void pipe_k_dropout(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ten
   }
   if (!(ratio >= 0.0 && ratio <= 1.0))
     fail(r, "%s: ratio %g is outside [0, 1]", op, ratio);
+}
+
+extern "C" {
+
+void pipe_k_dropout(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_tensor *mask,
+                    double ratio, int32_t microbatch, int64_t key) {
+  PIPE_DEVICE_KERNEL(r, dropout, pipe_k_dropout, x, y, mask, ratio, microbatch, key);
+  dropoutChecks(r, x, y, mask, ratio);
   const float *in = static_cast<const float *>(x->data);
   float *out = static_cast<float *>(y->data);
   uint8_t *keep = mask ? static_cast<uint8_t *>(mask->data) : nullptr;
@@ -41,16 +47,11 @@ void pipe_k_dropout(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ten
     return;
   }
   const uint64_t stream = streamKey(runSeed(r), currentStep(r), microbatch, key);
-  // ratio 1 drops everything (no division by zero).
-  const float scale = ratio < 1.0 ? static_cast<float>(1.0 / (1.0 - ratio)) : 0.0f;
+  const float scale = dropoutScale(ratio);
   const int threads = threadsFor(r, n * 4);
 #pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (int64_t i = 0; i < n; ++i) {
-    const bool kept = uniform01(randomBits(stream, static_cast<uint64_t>(i))) >= ratio;
-    out[i] = kept ? in[i] * scale : 0.0f;
-    if (keep)
-      keep[i] = kept ? 1 : 0;
-  }
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = dropoutElement(in[i], stream, i, ratio, scale, keep ? keep + i : nullptr);
 }
 
 } // extern "C"

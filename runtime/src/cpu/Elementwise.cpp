@@ -64,6 +64,51 @@ void binaryLoop(pipe_rank *r, const StridedLoop &loop, Out *y, const In *a, cons
 
 } // namespace
 
+StridedLoop piperun::cpu::binaryChecks(pipe_rank *r, int32_t fn, const pipe_tensor *a,
+                                       const pipe_tensor *b, const pipe_tensor *y) {
+  char op[48];
+  std::snprintf(op, sizeof op, "binary(%s)", binaryName(fn));
+  if (fn < PIPE_ADD || fn > PIPE_MIN)
+    fail(r, "binary: unknown function %d", fn);
+  requireTensor(r, op, "a", a);
+  requireTensor(r, op, "b", b);
+  requireTensor(r, op, "y", y);
+  requireSameDtype(r, op, "a", a, "b", b);
+  const bool compare = fn >= PIPE_EQUAL && fn <= PIPE_GREATER_EQUAL;
+  const bool logical = fn == PIPE_AND || fn == PIPE_OR;
+  if (compare || logical)
+    requireDtype(r, op, "y", y, PIPE_BOOL);
+  else
+    requireSameDtype(r, op, "a", a, "y", y);
+  const pipe_tensor *inputs[2] = {a, b};
+  const char *names[2] = {"a", "b"};
+  StridedLoop loop;
+  planBroadcast(r, op, y, "y", 2, inputs, names, loop);
+  if (logical)
+    requireDtype(r, op, "a", a, PIPE_BOOL);
+  if (fn == PIPE_POW)
+    requireFloat(r, op, "a", a);
+  return loop;
+}
+
+StridedLoop piperun::cpu::whereChecks(pipe_rank *r, const pipe_tensor *cond,
+                                      const pipe_tensor *x, const pipe_tensor *z,
+                                      const pipe_tensor *y) {
+  const char *op = "where";
+  requireTensor(r, op, "cond", cond);
+  requireTensor(r, op, "x", x);
+  requireTensor(r, op, "z", z);
+  requireTensor(r, op, "y", y);
+  requireDtype(r, op, "cond", cond, PIPE_BOOL);
+  requireSameDtype(r, op, "x", x, "z", z);
+  requireSameDtype(r, op, "x", x, "y", y);
+  const pipe_tensor *inputs[3] = {cond, x, z};
+  const char *names[3] = {"cond", "x", "z"};
+  StridedLoop loop;
+  planBroadcast(r, op, y, "y", 3, inputs, names, loop);
+  return loop;
+}
+
 extern "C" {
 
 void pipe_k_fill(pipe_rank *r, pipe_tensor *y, double value) {
@@ -176,28 +221,12 @@ void pipe_k_unary_grad(pipe_rank *r, int32_t fn, const pipe_tensor *saved, const
 void pipe_k_binary(pipe_rank *r, int32_t fn, const pipe_tensor *a, const pipe_tensor *b,
                    pipe_tensor *y) {
   PIPE_DEVICE_KERNEL(r, binary, pipe_k_binary, fn, a, b, y);
+  const StridedLoop loop = binaryChecks(r, fn, a, b, y);
   char op[48];
   std::snprintf(op, sizeof op, "binary(%s)", binaryName(fn));
-  if (fn < PIPE_ADD || fn > PIPE_MIN)
-    fail(r, "binary: unknown function %d", fn);
-  requireTensor(r, op, "a", a);
-  requireTensor(r, op, "b", b);
-  requireTensor(r, op, "y", y);
-  requireSameDtype(r, op, "a", a, "b", b);
   const bool compare = fn >= PIPE_EQUAL && fn <= PIPE_GREATER_EQUAL;
   const bool logical = fn == PIPE_AND || fn == PIPE_OR;
-  if (compare || logical)
-    requireDtype(r, op, "y", y, PIPE_BOOL);
-  else
-    requireSameDtype(r, op, "a", a, "y", y);
-
-  const pipe_tensor *inputs[2] = {a, b};
-  const char *names[2] = {"a", "b"};
-  StridedLoop loop;
-  planBroadcast(r, op, y, "y", 2, inputs, names, loop);
-
   if (logical) {
-    requireDtype(r, op, "a", a, PIPE_BOOL);
     const bool isAnd = fn == PIPE_AND;
     binaryLoop(r, loop, static_cast<uint8_t *>(y->data), static_cast<const uint8_t *>(a->data),
                static_cast<const uint8_t *>(b->data), [isAnd](uint8_t p, uint8_t q) -> uint8_t {
@@ -214,8 +243,6 @@ void pipe_k_binary(pipe_rank *r, int32_t fn, const pipe_tensor *a, const pipe_te
     });
     return;
   }
-  if (fn == PIPE_POW)
-    requireFloat(r, op, "a", a);
   dispatchDtype<kNumberDtypes>(r, op, "a", a->dtype, [&](auto tag) {
     using T = decltype(tag);
     const T *bData = static_cast<const T *>(b->data);
@@ -233,19 +260,9 @@ void pipe_k_binary(pipe_rank *r, int32_t fn, const pipe_tensor *a, const pipe_te
 
 void pipe_k_where(pipe_rank *r, const pipe_tensor *cond, const pipe_tensor *x,
                   const pipe_tensor *z, pipe_tensor *y) {
-  PIPE_DEVICE_STAGED(r, pipe_k_where, cond, x, z, y);
+  PIPE_DEVICE_KERNEL(r, where, pipe_k_where, cond, x, z, y);
+  const StridedLoop loop = whereChecks(r, cond, x, z, y);
   const char *op = "where";
-  requireTensor(r, op, "cond", cond);
-  requireTensor(r, op, "x", x);
-  requireTensor(r, op, "z", z);
-  requireTensor(r, op, "y", y);
-  requireDtype(r, op, "cond", cond, PIPE_BOOL);
-  requireSameDtype(r, op, "x", x, "z", z);
-  requireSameDtype(r, op, "x", x, "y", y);
-  const pipe_tensor *inputs[3] = {cond, x, z};
-  const char *names[3] = {"cond", "x", "z"};
-  StridedLoop loop;
-  planBroadcast(r, op, y, "y", 3, inputs, names, loop);
   dispatchElementSize(r, op, x->dtype, [&](auto tag) {
     using U = decltype(tag);
     const uint8_t *c = static_cast<const uint8_t *>(cond->data);

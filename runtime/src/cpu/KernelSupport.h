@@ -8,6 +8,8 @@
 #define PIPE_RUNTIME_CPU_KERNELSUPPORT_H
 
 #include "Internal.h"
+#include "kernels/AxisMath.h"
+#include "kernels/Plans.h"
 
 #include <algorithm>
 #include <cmath>
@@ -259,6 +261,7 @@ public:
   Scratch(const Scratch &) = delete;
   Scratch &operator=(const Scratch &) = delete;
   template <typename T> T *as() const { return static_cast<T *>(tensor->data); }
+  pipe_tensor *get() const { return tensor; }
 
 private:
   pipe_rank *rank;
@@ -299,6 +302,41 @@ RowLayout layerNormGradChecks(pipe_rank *r, const pipe_tensor *x, const pipe_ten
                               const pipe_tensor *mean, const pipe_tensor *invstd,
                               const pipe_tensor *dy, const pipe_tensor *dx,
                               const pipe_tensor *dscale, const pipe_tensor *dbias, int64_t axis);
+
+/// The argument checks of the kernels below, which a device's native kernel
+/// runs too (the same messages). Each reads shapes and dtypes, and the host
+/// bytes it is given (labels, indices), never a tensor's data; each fails on a
+/// bad argument.
+/// pipe_k_binary's: the broadcast loop of y (operand 0), a and b.
+StridedLoop binaryChecks(pipe_rank *r, int32_t fn, const pipe_tensor *a, const pipe_tensor *b,
+                         const pipe_tensor *y);
+/// pipe_k_where's: the broadcast loop of y, cond, x and z.
+StridedLoop whereChecks(pipe_rank *r, const pipe_tensor *cond, const pipe_tensor *x,
+                        const pipe_tensor *z, const pipe_tensor *y);
+void triluChecks(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y, int32_t upper);
+void dropoutChecks(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y,
+                   const pipe_tensor *mask, double ratio);
+/// Gather's shapes: `data` indexed along `axis` by `indices` gives `gathered`.
+GatherGeometry gatherChecks(pipe_rank *r, const char *op, const char *dataName,
+                            const pipe_tensor *data, const pipe_tensor *indices,
+                            const char *gatheredName, const pipe_tensor *gathered, int64_t axis);
+/// The indices (`raw`, host bytes of `indices`) normalised into [0, size)
+/// into `index`; one outside [-size, size) is an error naming it, its
+/// position and the data.
+void normaliseIndices(pipe_rank *r, const char *op, const pipe_tensor *indices, const void *raw,
+                      const GatherGeometry &l, const char *dataName, const pipe_tensor *data,
+                      int64_t axis, int64_t *index);
+/// Softmax cross entropy's and its gradient's checks, every label (host bytes
+/// `labelValues` of `labels`) a class or ignore_index; the geometry with the
+/// count of labels that are not ignored.
+LossGeometry crossEntropyChecks(pipe_rank *r, const pipe_tensor *logits,
+                                const pipe_tensor *labels, const void *labelValues,
+                                const pipe_tensor *loss, const pipe_tensor *log_prob,
+                                int64_t ignore_index, double scale);
+LossGeometry crossEntropyGradChecks(pipe_rank *r, const pipe_tensor *dloss,
+                                    const pipe_tensor *log_prob, const pipe_tensor *labels,
+                                    const void *labelValues, const pipe_tensor *dlogits,
+                                    int64_t ignore_index, double scale);
 
 } // namespace piperun::cpu
 

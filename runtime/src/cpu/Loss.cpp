@@ -12,12 +12,6 @@ using namespace piperun::cpu;
 
 namespace {
 
-// Splits logits [N, C, d...] into N, C and the product of d..., and checks
-// labels [N, d...] (I64 or I32) and every label (a class or ignore_index).
-struct LossShape {
-  int64_t batch = 0, classes = 0, inner = 0;
-};
-
 template <typename L>
 void checkLabelValues(pipe_rank *r, const char *op, const L *labels, int64_t count,
                       int64_t classes, int64_t ignoreIndex) {
@@ -31,9 +25,9 @@ void checkLabelValues(pipe_rank *r, const char *op, const L *labels, int64_t cou
   }
 }
 
-LossShape checkLossShapes(pipe_rank *r, const char *op, const pipe_tensor *logits,
-                          const char *logitsName, const pipe_tensor *labels,
-                          int64_t ignoreIndex) {
+LossGeometry lossChecks(pipe_rank *r, const char *op, const pipe_tensor *logits,
+                        const char *logitsName, const pipe_tensor *labels,
+                        const void *labelValues, int64_t ignoreIndex, double scale) {
   requireTensor(r, op, logitsName, logits);
   requireTensor(r, op, "labels", labels);
   requireDtype(r, op, logitsName, logits, PIPE_F32);
@@ -44,18 +38,21 @@ LossShape checkLossShapes(pipe_rank *r, const char *op, const pipe_tensor *logit
   for (int d = 2; d < logits->rank; ++d)
     expected[rank++] = logits->shape[d];
   requireShape(r, op, "labels", labels, rank, expected);
-  LossShape shape;
-  shape.batch = logits->shape[0];
-  shape.classes = logits->shape[1];
-  shape.inner = 1;
+  LossGeometry g;
+  g.classes = logits->shape[1];
   for (int d = 2; d < logits->rank; ++d)
-    shape.inner *= logits->shape[d];
+    g.inner *= logits->shape[d];
+  g.positions = logits->shape[0] * g.inner;
+  g.ignoreIndex = ignoreIndex;
+  g.scale = scale;
   dispatchDtype<bit(PIPE_I64) | bit(PIPE_I32)>(r, op, "labels", labels->dtype, [&](auto tag) {
     using L = decltype(tag);
-    checkLabelValues(r, op, static_cast<const L *>(labels->data), labels->numel, shape.classes,
-                     ignoreIndex);
+    const L *values = static_cast<const L *>(labelValues);
+    checkLabelValues(r, op, values, labels->numel, g.classes, ignoreIndex);
+    for (int64_t p = 0; p < g.positions; ++p)
+      g.counted += static_cast<int64_t>(values[p]) != ignoreIndex;
   });
-  return shape;
+  return g;
 }
 
 int64_t labelAt(const pipe_tensor *labels, int64_t i) {
@@ -66,15 +63,14 @@ int64_t labelAt(const pipe_tensor *labels, int64_t i) {
 
 } // namespace
 
-extern "C" {
-
-void pipe_k_softmax_cross_entropy(pipe_rank *r, const pipe_tensor *logits,
-                                  const pipe_tensor *labels, pipe_tensor *loss,
-                                  pipe_tensor *log_prob, int64_t ignore_index, double scale) {
-  PIPE_DEVICE_STAGED(r, pipe_k_softmax_cross_entropy, logits, labels, loss, log_prob, ignore_index,
-                     scale);
+LossGeometry piperun::cpu::crossEntropyChecks(pipe_rank *r, const pipe_tensor *logits,
+                                              const pipe_tensor *labels,
+                                              const void *labelValues, const pipe_tensor *loss,
+                                              const pipe_tensor *log_prob, int64_t ignore_index,
+                                              double scale) {
   const char *op = "softmax_cross_entropy";
-  const LossShape shape = checkLossShapes(r, op, logits, "logits", labels, ignore_index);
+  const LossGeometry g =
+      lossChecks(r, op, logits, "logits", labels, labelValues, ignore_index, scale);
   requireTensor(r, op, "loss", loss);
   requireDtype(r, op, "loss", loss, PIPE_F32);
   requireNumel(r, op, "loss", loss, 1);
@@ -83,89 +79,64 @@ void pipe_k_softmax_cross_entropy(pipe_rank *r, const pipe_tensor *logits,
     requireDtype(r, op, "log_prob", log_prob, PIPE_F32);
     requireSameShape(r, op, "logits", logits, "log_prob", log_prob);
   }
-  const int64_t classes = shape.classes, inner = shape.inner;
-  const int64_t positions = shape.batch * inner;
-  const float *x = static_cast<const float *>(logits->data);
-  float *lp = log_prob ? static_cast<float *>(log_prob->data) : nullptr;
-  // The log-probability of each position's label (0 where ignored), summed in order afterwards.
-  Scratch picked(r, PIPE_F64, positions);
-  double *pick = picked.as<double>();
-  const int threads = threadsFor(r, positions * classes * 4);
-#pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (int64_t p = 0; p < positions; ++p) {
-    const int64_t n = p / inner, j = p % inner;
-    const float *row = x + n * classes * inner + j;
-    // log_softmax over the classes: x - (max + log sum exp(x - max)).
-    float maximum = -std::numeric_limits<float>::infinity();
-    for (int64_t c = 0; c < classes; ++c)
-      maximum = std::max(maximum, row[c * inner]);
-    double sum = 0.0;
-    for (int64_t c = 0; c < classes; ++c)
-      sum += std::exp(static_cast<double>(row[c * inner]) - maximum);
-    const double logSum = maximum + std::log(sum);
-    if (lp) {
-      float *out = lp + n * classes * inner + j;
-      for (int64_t c = 0; c < classes; ++c)
-        out[c * inner] = static_cast<float>(row[c * inner] - logSum);
-    }
-    const int64_t label = labelAt(labels, p);
-    pick[p] = label == ignore_index ? 0.0 : row[label * inner] - logSum;
-  }
-  double total = 0.0;
-  int64_t counted = 0;
-  for (int64_t p = 0; p < positions; ++p) {
-    if (labelAt(labels, p) == ignore_index)
-      continue;
-    total -= pick[p];
-    ++counted;
-  }
-  // No counted entry: the mean is 0/0 = NaN, as in torch.
-  const double mean = counted ? total / static_cast<double>(counted)
-                              : std::numeric_limits<double>::quiet_NaN();
-  static_cast<float *>(loss->data)[0] = static_cast<float>(mean * scale);
+  return g;
 }
 
-void pipe_k_softmax_cross_entropy_grad(pipe_rank *r, const pipe_tensor *dloss,
-                                       const pipe_tensor *log_prob, const pipe_tensor *labels,
-                                       pipe_tensor *dlogits, int64_t ignore_index,
-                                       double scale) {
-  PIPE_DEVICE_STAGED(r, pipe_k_softmax_cross_entropy_grad, dloss, log_prob, labels, dlogits,
-                     ignore_index, scale);
+LossGeometry piperun::cpu::crossEntropyGradChecks(pipe_rank *r, const pipe_tensor *dloss,
+                                                  const pipe_tensor *log_prob,
+                                                  const pipe_tensor *labels,
+                                                  const void *labelValues,
+                                                  const pipe_tensor *dlogits,
+                                                  int64_t ignore_index, double scale) {
   const char *op = "softmax_cross_entropy_grad";
-  const LossShape shape = checkLossShapes(r, op, log_prob, "log_prob", labels, ignore_index);
+  const LossGeometry g =
+      lossChecks(r, op, log_prob, "log_prob", labels, labelValues, ignore_index, scale);
   requireTensor(r, op, "dloss", dloss);
   requireDtype(r, op, "dloss", dloss, PIPE_F32);
   requireNumel(r, op, "dloss", dloss, 1);
   requireTensor(r, op, "dlogits", dlogits);
   requireDtype(r, op, "dlogits", dlogits, PIPE_F32);
   requireSameShape(r, op, "log_prob", log_prob, "dlogits", dlogits);
-  const int64_t classes = shape.classes, inner = shape.inner;
-  const int64_t positions = shape.batch * inner;
-  int64_t counted = 0;
-  for (int64_t p = 0; p < positions; ++p)
-    counted += labelAt(labels, p) != ignore_index;
-  const double factor =
-      counted ? static_cast<double>(static_cast<const float *>(dloss->data)[0]) * scale /
-                    static_cast<double>(counted)
-              : 0.0;
+  return g;
+}
+
+extern "C" {
+
+void pipe_k_softmax_cross_entropy(pipe_rank *r, const pipe_tensor *logits,
+                                  const pipe_tensor *labels, pipe_tensor *loss,
+                                  pipe_tensor *log_prob, int64_t ignore_index, double scale) {
+  PIPE_DEVICE_KERNEL(r, softmaxCrossEntropy, pipe_k_softmax_cross_entropy, logits, labels, loss,
+                     log_prob, ignore_index, scale);
+  const LossGeometry g =
+      crossEntropyChecks(r, logits, labels, labels->data, loss, log_prob, ignore_index, scale);
+  const float *x = static_cast<const float *>(logits->data);
+  float *lp = log_prob ? static_cast<float *>(log_prob->data) : nullptr;
+  // The log-probability of each position's label (0 where ignored), summed in
+  // order afterwards.
+  Scratch picked(r, PIPE_F64, g.positions);
+  double *pick = picked.as<double>();
+  const int threads = threadsFor(r, g.positions * g.classes * 4);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+  for (int64_t p = 0; p < g.positions; ++p)
+    pick[p] = crossEntropyPosition(g, p, x, labelAt(labels, p), lp);
+  static_cast<float *>(loss->data)[0] = crossEntropyLoss(g, pick);
+}
+
+void pipe_k_softmax_cross_entropy_grad(pipe_rank *r, const pipe_tensor *dloss,
+                                       const pipe_tensor *log_prob, const pipe_tensor *labels,
+                                       pipe_tensor *dlogits, int64_t ignore_index,
+                                       double scale) {
+  PIPE_DEVICE_KERNEL(r, softmaxCrossEntropyGrad, pipe_k_softmax_cross_entropy_grad, dloss,
+                     log_prob, labels, dlogits, ignore_index, scale);
+  const LossGeometry g = crossEntropyGradChecks(r, dloss, log_prob, labels, labels->data,
+                                                dlogits, ignore_index, scale);
+  const float seed = static_cast<const float *>(dloss->data)[0];
   const float *lp = static_cast<const float *>(log_prob->data);
   float *dx = static_cast<float *>(dlogits->data);
-  const int threads = threadsFor(r, positions * classes * 4);
+  const int threads = threadsFor(r, g.positions * g.classes * 4);
 #pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (int64_t p = 0; p < positions; ++p) {
-    const int64_t n = p / inner, j = p % inner;
-    const int64_t offset = n * classes * inner + j;
-    const int64_t label = labelAt(labels, p);
-    for (int64_t c = 0; c < classes; ++c) {
-      const int64_t at = offset + c * inner;
-      if (label == ignore_index) {
-        dx[at] = 0.0f;
-        continue;
-      }
-      const double softmax = std::exp(static_cast<double>(lp[at]));
-      dx[at] = static_cast<float>(factor * (softmax - (c == label ? 1.0 : 0.0)));
-    }
-  }
+  for (int64_t p = 0; p < g.positions; ++p)
+    crossEntropyGradPosition(g, p, seed, lp, labelAt(labels, p), dx);
 }
 
 } // extern "C"

@@ -82,15 +82,7 @@ int64_t padSource(int64_t i, int64_t begin, int64_t size, int32_t mode) {
 
 } // namespace
 
-namespace {
-
-/// Gather's geometry: `data` [outer..., size, inner...] indexed along `axis` by
-/// `indices` gives `gathered` [outer..., indices..., inner...].
-struct GatherLayout {
-  int64_t outer = 1, inner = 1, size = 0, count = 0;
-};
-
-GatherLayout checkGather(pipe_rank *r, const char *op, const char *dataName,
+GatherGeometry piperun::cpu::gatherChecks(pipe_rank *r, const char *op, const char *dataName,
                          const pipe_tensor *data, const pipe_tensor *indices,
                          const char *gatheredName, const pipe_tensor *gathered, int64_t axis) {
   if (axis < 0 || axis >= data->rank)
@@ -99,7 +91,7 @@ GatherLayout checkGather(pipe_rank *r, const char *op, const char *dataName,
   if (data->rank - 1 + indices->rank > PIPE_MAX_RANK)
     fail(r, "%s: %s would have rank %d, more than %d", op, gatheredName,
          data->rank - 1 + indices->rank, PIPE_MAX_RANK);
-  GatherLayout l;
+  GatherGeometry l;
   int64_t expected[PIPE_MAX_RANK];
   int rank = 0;
   for (int d = 0; d < axis; ++d) {
@@ -118,16 +110,15 @@ GatherLayout checkGather(pipe_rank *r, const char *op, const char *dataName,
   return l;
 }
 
-/// The indices normalised into [0, size) before any element moves; an index
-/// outside [-size, size) is an error naming it, its position and the data.
-void normaliseIndices(pipe_rank *r, const char *op, const pipe_tensor *indices,
-                      const GatherLayout &l, const char *dataName, const pipe_tensor *data,
-                      int64_t axis, int64_t *index) {
+void piperun::cpu::normaliseIndices(pipe_rank *r, const char *op, const pipe_tensor *indices,
+                                    const void *raw, const GatherGeometry &l,
+                                    const char *dataName, const pipe_tensor *data, int64_t axis,
+                                    int64_t *index) {
   dispatchDtype<bit(PIPE_I64) | bit(PIPE_I32)>(r, op, "indices", indices->dtype, [&](auto tag) {
     using I = decltype(tag);
-    const I *raw = static_cast<const I *>(indices->data);
+    const I *values = static_cast<const I *>(raw);
     for (int64_t j = 0; j < l.count; ++j) {
-      int64_t v = static_cast<int64_t>(raw[j]);
+      int64_t v = static_cast<int64_t>(values[j]);
       if (v < -l.size || v >= l.size)
         fail(r, "%s: index %lld at position %lld is outside [-%lld, %lld) (%s %s, axis %lld)",
              op, static_cast<long long>(v), static_cast<long long>(j),
@@ -137,8 +128,6 @@ void normaliseIndices(pipe_rank *r, const char *op, const pipe_tensor *indices,
     }
   });
 }
-
-} // namespace
 
 StridedLoop piperun::cpu::transposeLoop(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y,
                                         const pipe_ints &perm) {
@@ -201,6 +190,16 @@ StridedLoop piperun::cpu::expandLoop(pipe_rank *r, const pipe_tensor *x, const p
   StridedLoop loop;
   planExpand(r, op, y, "y", x, "x", loop);
   return loop;
+}
+
+void piperun::cpu::triluChecks(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y,
+                               int32_t upper) {
+  const char *op = upper ? "trilu(upper)" : "trilu(lower)";
+  requireTensor(r, op, "x", x);
+  requireTensor(r, op, "y", y);
+  requireMinRank(r, op, "x", x, 2);
+  requireSameShape(r, op, "x", x, "y", y);
+  requireSameDtype(r, op, "x", x, "y", y);
 }
 
 extern "C" {
@@ -294,16 +293,16 @@ void pipe_k_pad(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints pa
 
 void pipe_k_gather(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *indices,
                    pipe_tensor *y, int64_t axis) {
-  PIPE_DEVICE_STAGED(r, pipe_k_gather, x, indices, y, axis);
+  PIPE_DEVICE_KERNEL(r, gather, pipe_k_gather, x, indices, y, axis);
   const char *op = "gather";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "indices", indices);
   requireTensor(r, op, "y", y);
   requireSameDtype(r, op, "x", x, "y", y);
-  const GatherLayout l = checkGather(r, op, "x", x, indices, "y", y, axis);
+  const GatherGeometry l = gatherChecks(r, op, "x", x, indices, "y", y, axis);
   Scratch normalised(r, PIPE_I64, l.count);
   int64_t *index = normalised.as<int64_t>();
-  normaliseIndices(r, op, indices, l, "x", x, axis, index);
+  normaliseIndices(r, op, indices, indices->data, l, "x", x, axis, index);
   const size_t element = dtypeSize(r, x->dtype);
   const size_t rowBytes = static_cast<size_t>(l.inner) * element;
   const char *in = static_cast<const char *>(x->data);
@@ -318,17 +317,17 @@ void pipe_k_gather(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *indice
 
 void pipe_k_gather_grad(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *indices,
                         pipe_tensor *dx, int64_t axis) {
-  PIPE_DEVICE_STAGED(r, pipe_k_gather_grad, dy, indices, dx, axis);
+  PIPE_DEVICE_KERNEL(r, gatherGrad, pipe_k_gather_grad, dy, indices, dx, axis);
   const char *op = "gather_grad";
   requireTensor(r, op, "dy", dy);
   requireTensor(r, op, "indices", indices);
   requireTensor(r, op, "dx", dx);
   requireDtype(r, op, "dy", dy, PIPE_F32);
   requireDtype(r, op, "dx", dx, PIPE_F32);
-  const GatherLayout l = checkGather(r, op, "dx", dx, indices, "dy", dy, axis);
+  const GatherGeometry l = gatherChecks(r, op, "dx", dx, indices, "dy", dy, axis);
   Scratch normalised(r, PIPE_I64, l.count);
   int64_t *index = normalised.as<int64_t>();
-  normaliseIndices(r, op, indices, l, "dx", dx, axis, index);
+  normaliseIndices(r, op, indices, indices->data, l, "dx", dx, axis, index);
   const float *g = static_cast<const float *>(dy->data);
   float *out = static_cast<float *>(dx->data);
   std::fill(out, out + dx->numel, 0.0f);
@@ -394,13 +393,9 @@ void pipe_k_tile(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) {
 
 void pipe_k_trilu(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int64_t k,
                   int32_t upper) {
-  PIPE_DEVICE_STAGED(r, pipe_k_trilu, x, y, k, upper);
+  PIPE_DEVICE_KERNEL(r, trilu, pipe_k_trilu, x, y, k, upper);
+  triluChecks(r, x, y, upper);
   const char *op = upper ? "trilu(upper)" : "trilu(lower)";
-  requireTensor(r, op, "x", x);
-  requireTensor(r, op, "y", y);
-  requireMinRank(r, op, "x", x, 2);
-  requireSameShape(r, op, "x", x, "y", y);
-  requireSameDtype(r, op, "x", x, "y", y);
   const int64_t rowsPerMatrix = x->shape[x->rank - 2], columns = x->shape[x->rank - 1];
   if (x->numel == 0)
     return;
@@ -414,8 +409,7 @@ void pipe_k_trilu(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int64_t k,
     for (int64_t row = 0; row < rows; ++row) {
       const int64_t i = row % rowsPerMatrix;
       for (int64_t j = 0; j < columns; ++j) {
-        const bool keep = upper ? (j - i >= k) : (j - i <= k);
-        out[row * columns + j] = keep ? in[row * columns + j] : U(0);
+        out[row * columns + j] = trilKeeps(i, j, k, upper != 0) ? in[row * columns + j] : U(0);
       }
     }
   });

@@ -194,9 +194,14 @@ void CudaLauncher::unaryGrad(int32_t fn, const float *saved, const float *dy, fl
   launchUnaryGrad(stream(), fn, saved, dy, dx, n, alpha, beta);
 }
 
-void CudaLauncher::binary(int32_t fn, const float *a, const float *b, float *y,
-                          const BroadcastPlan &plan) {
-  launchBinary(stream(), fn, a, b, y, plan);
+void CudaLauncher::binary(int32_t fn, int32_t dtype, const OperandPlan &plan, void *y,
+                          const void *a, const void *b) {
+  launchBinary(stream(), fn, dtype, plan, y, a, b);
+}
+
+void CudaLauncher::select(const OperandPlan &plan, size_t elementSize, void *y,
+                          const uint8_t *cond, const void *x, const void *z) {
+  launchSelect(stream(), plan, elementSize, y, cond, x, z);
 }
 
 void CudaLauncher::broadcastScaled(const float *c, int64_t rowStride, int64_t columnStride,
@@ -243,9 +248,41 @@ void CudaLauncher::reduce(int32_t fn, const ReduceGeometry &g, const float *x, f
   launchReduce(stream(), fn, g, x, y);
 }
 
-void CudaLauncher::copyStrided(const StridedCopy &plan, void *dst, const void *src,
+void CudaLauncher::copyStrided(const OperandPlan &plan, void *dst, const void *src,
                                size_t elementSize) {
   launchStridedCopy(stream(), plan, dst, src, elementSize);
+}
+
+void CudaLauncher::trilu(const void *x, void *y, size_t elementSize, int64_t matrices,
+                         int64_t rows, int64_t columns, int64_t k, bool upper) {
+  launchTrilu(stream(), x, y, elementSize, matrices, rows, columns, k, upper);
+}
+
+void CudaLauncher::gather(const GatherGeometry &g, const int64_t *index, const void *x, void *y,
+                          size_t elementSize) {
+  launchGather(stream(), g, index, x, y, elementSize);
+}
+
+void CudaLauncher::gatherGrad(const GatherGeometry &g, const int64_t *index, const float *dy,
+                              float *dx) {
+  launchGatherGrad(stream(), g, index, dy, dx);
+}
+
+void CudaLauncher::dropout(const float *x, float *y, uint8_t *mask, int64_t n, uint64_t key,
+                           double ratio, float scale) {
+  launchDropout(stream(), x, y, mask, n, key, ratio, scale);
+}
+
+void CudaLauncher::crossEntropy(const LossGeometry &g, const float *logits,
+                                const int64_t *labels, float *logProb, double *picked,
+                                float *loss) {
+  launchCrossEntropy(stream(), g, logits, labels, logProb, picked, loss);
+}
+
+void CudaLauncher::crossEntropyGrad(const LossGeometry &g, const float *dloss,
+                                    const float *logProb, const int64_t *labels,
+                                    float *dlogits) {
+  launchCrossEntropyGrad(stream(), g, dloss, logProb, labels, dlogits);
 }
 
 bool CudaLauncher::hasGemm() {

@@ -44,8 +44,10 @@ public:
              double beta) override;
   void unaryGrad(int32_t fn, const float *saved, const float *dy, float *dx, int64_t n,
                  double alpha, double beta) override;
-  void binary(int32_t fn, const float *a, const float *b, float *y,
-              const BroadcastPlan &plan) override;
+  void binary(int32_t fn, int32_t dtype, const OperandPlan &plan, void *y, const void *a,
+              const void *b) override;
+  void select(const OperandPlan &plan, size_t elementSize, void *y, const uint8_t *cond,
+              const void *x, const void *z) override;
   void broadcastScaled(const float *c, int64_t rowStride, int64_t columnStride, float scale,
                        float *y, int64_t m, int64_t n) override;
   void accumulate(float *into, const float *from, int64_t n) override;
@@ -63,8 +65,20 @@ public:
                      const float *gamma, const float *mean, const float *invstd, float *dx,
                      float *dscale, float *dbias) override;
   void reduce(int32_t fn, const ReduceGeometry &g, const float *x, float *y) override;
-  void copyStrided(const StridedCopy &plan, void *dst, const void *src,
+  void copyStrided(const OperandPlan &plan, void *dst, const void *src,
                    size_t elementSize) override;
+  void trilu(const void *x, void *y, size_t elementSize, int64_t matrices, int64_t rows,
+             int64_t columns, int64_t k, bool upper) override;
+  void gather(const GatherGeometry &g, const int64_t *index, const void *x, void *y,
+              size_t elementSize) override;
+  void gatherGrad(const GatherGeometry &g, const int64_t *index, const float *dy,
+                  float *dx) override;
+  void dropout(const float *x, float *y, uint8_t *mask, int64_t n, uint64_t stream, double ratio,
+               float scale) override;
+  void crossEntropy(const LossGeometry &g, const float *logits, const int64_t *labels,
+                    float *logProb, double *picked, float *loss) override;
+  void crossEntropyGrad(const LossGeometry &g, const float *dloss, const float *logProb,
+                        const int64_t *labels, float *dlogits) override;
   bool hasGemm() override;
   void gemm(const ColumnMajorGemm &gemm) override;
   void finish(const char *what) override;

@@ -8,6 +8,7 @@
 #include "cuda/Launch.h"
 #include "kernels/AxisMath.h"
 #include "kernels/PointwiseMath.h"
+#include "kernels/RandomBits.h"
 
 #include <algorithm>
 
@@ -47,18 +48,104 @@ __global__ void unaryGradKernel(int32_t fn, const float *saved, const float *dy,
         unaryGradValue<double>(fn, saved ? saved[i] : 0.0f, dy[i], alpha, beta));
 }
 
-__global__ void binaryContiguousKernel(int32_t fn, const float *a, const float *b, float *y,
-                                       int64_t n) {
+template <typename T>
+__global__ void binaryContiguousKernel(int32_t fn, const T *a, const T *b, void *y, int64_t n) {
   for (int64_t i = firstIndex(); i < n; i += indexStride())
-    y[i] = binaryValue<float>(fn, a[i], b[i]);
+    binaryAt<T>(fn, a[i], b[i], y, i);
 }
 
-__global__ void binaryBroadcastKernel(int32_t fn, const float *a, const float *b, float *y,
-                                      int64_t n, BroadcastPlan plan) {
+template <typename T>
+__global__ void binaryStridedKernel(int32_t fn, OperandPlan plan, const T *a, const T *b,
+                                    void *y, int64_t n) {
+  int64_t offset[4];
   for (int64_t i = firstIndex(); i < n; i += indexStride()) {
-    int64_t offsetA, offsetB;
-    plan.offsets(i, offsetA, offsetB);
-    y[i] = binaryValue<float>(fn, a[offsetA], b[offsetB]);
+    plan.offsets(i, offset);
+    binaryAt<T>(fn, a[offset[1]], b[offset[2]], y, offset[0]);
+  }
+}
+
+template <typename T>
+void binaryOf(cudaStream_t stream, int32_t fn, const OperandPlan &plan, void *y, const void *a,
+              const void *b) {
+  const int64_t n = plan.elements();
+  const T *left = static_cast<const T *>(a), *right = static_cast<const T *>(b);
+  if (plan.contiguous())
+    binaryContiguousKernel<T><<<blocksFor(n), kThreads, 0, stream>>>(fn, left, right, y, n);
+  else
+    binaryStridedKernel<T><<<blocksFor(n), kThreads, 0, stream>>>(fn, plan, left, right, y, n);
+}
+
+template <typename U>
+__global__ void selectKernel(OperandPlan plan, U *y, const uint8_t *cond, const U *x, const U *z,
+                             int64_t n) {
+  int64_t offset[4];
+  for (int64_t i = firstIndex(); i < n; i += indexStride()) {
+    plan.offsets(i, offset);
+    y[offset[0]] = cond[offset[1]] ? x[offset[2]] : z[offset[3]];
+  }
+}
+
+template <typename U>
+void selectOf(cudaStream_t stream, const OperandPlan &plan, void *y, const uint8_t *cond,
+              const void *x, const void *z) {
+  const int64_t n = plan.elements();
+  selectKernel<U><<<blocksFor(n), kThreads, 0, stream>>>(
+      plan, static_cast<U *>(y), cond, static_cast<const U *>(x), static_cast<const U *>(z), n);
+}
+
+template <typename U>
+__global__ void triluKernel(const U *x, U *y, int64_t n, int64_t rows, int64_t columns,
+                            int64_t k, bool upper) {
+  for (int64_t e = firstIndex(); e < n; e += indexStride()) {
+    const int64_t j = e % columns, i = (e / columns) % rows;
+    y[e] = trilKeeps(i, j, k, upper) ? x[e] : U(0);
+  }
+}
+
+template <typename U>
+__global__ void gatherKernel(GatherGeometry g, const int64_t *index, const U *x, U *y,
+                             int64_t n) {
+  for (int64_t e = firstIndex(); e < n; e += indexStride())
+    y[e] = x[gatherSource(g, index, e)];
+}
+
+__global__ void gatherGradKernel(GatherGeometry g, const int64_t *index, const float *dy,
+                                 float *dx, int64_t columns) {
+  for (int64_t column = firstIndex(); column < columns; column += indexStride())
+    gatherGradColumn(g, index, column, dy, dx);
+}
+
+__global__ void dropoutKernel(const float *x, float *y, uint8_t *mask, int64_t n,
+                              uint64_t stream, double ratio, float scale) {
+  for (int64_t i = firstIndex(); i < n; i += indexStride())
+    y[i] = dropoutElement(x[i], stream, i, ratio, scale, mask ? mask + i : nullptr);
+}
+
+__global__ void crossEntropyKernel(LossGeometry g, const float *logits, const int64_t *labels,
+                                   float *logProb, double *picked) {
+  for (int64_t p = firstIndex(); p < g.positions; p += indexStride())
+    picked[p] = crossEntropyPosition(g, p, logits, labels[p], logProb);
+}
+
+/// One thread: the positions' sum in order, as the CPU kernel.
+__global__ void crossEntropyLossKernel(LossGeometry g, const double *picked, float *loss) {
+  if (firstIndex() == 0)
+    *loss = crossEntropyLoss(g, picked);
+}
+
+__global__ void crossEntropyGradKernel(LossGeometry g, const float *dloss, const float *logProb,
+                                       const int64_t *labels, float *dlogits) {
+  for (int64_t p = firstIndex(); p < g.positions; p += indexStride())
+    crossEntropyGradPosition(g, p, *dloss, logProb, labels[p], dlogits);
+}
+
+/// Calls body(U{}) with an unsigned type of `elementSize` (1, 2, 4 or 8) bytes.
+template <typename Body> void byElementSize(size_t elementSize, Body body) {
+  switch (elementSize) {
+  case 1: body(uint8_t{}); break;
+  case 2: body(uint16_t{}); break;
+  case 4: body(uint32_t{}); break;
+  default: body(uint64_t{}); break;
   }
 }
 
@@ -107,19 +194,12 @@ __global__ void reduceKernel(int32_t fn, ReduceGeometry g, const float *x, float
 }
 
 template <typename U>
-__global__ void stridedCopyKernel(StridedCopy plan, U *dst, const U *src, int64_t n) {
+__global__ void stridedCopyKernel(OperandPlan plan, U *dst, const U *src, int64_t n) {
+  int64_t offset[4];
   for (int64_t i = firstIndex(); i < n; i += indexStride()) {
-    int64_t to, from;
-    plan.offsets(i, to, from);
-    dst[to] = src[from];
+    plan.offsets(i, offset);
+    dst[offset[0]] = src[offset[1]];
   }
-}
-
-template <typename U>
-void stridedCopy(cudaStream_t stream, const StridedCopy &plan, void *dst, const void *src) {
-  const int64_t n = plan.elements();
-  stridedCopyKernel<U><<<blocksFor(n), kThreads, 0, stream>>>(plan, static_cast<U *>(dst),
-                                                              static_cast<const U *>(src), n);
 }
 
 __global__ void accumulateKernel(float *into, const float *from, int64_t n) {
@@ -155,13 +235,66 @@ void launchUnaryGrad(cudaStream_t stream, int32_t fn, const float *saved, const 
   unaryGradKernel<<<blocksFor(n), kThreads, 0, stream>>>(fn, saved, dy, dx, n, alpha, beta);
 }
 
-void launchBinary(cudaStream_t stream, int32_t fn, const float *a, const float *b, float *y,
-                  const BroadcastPlan &plan) {
-  const int64_t n = plan.elements();
-  if (plan.contiguous)
-    binaryContiguousKernel<<<blocksFor(n), kThreads, 0, stream>>>(fn, a, b, y, n);
-  else
-    binaryBroadcastKernel<<<blocksFor(n), kThreads, 0, stream>>>(fn, a, b, y, n, plan);
+void launchBinary(cudaStream_t stream, int32_t fn, int32_t dtype, const OperandPlan &plan,
+                  void *y, const void *a, const void *b) {
+  switch (dtype) {
+  case PIPE_F32: binaryOf<float>(stream, fn, plan, y, a, b); break;
+  case PIPE_I64: binaryOf<int64_t>(stream, fn, plan, y, a, b); break;
+  case PIPE_I32: binaryOf<int32_t>(stream, fn, plan, y, a, b); break;
+  default: binaryOf<uint8_t>(stream, fn, plan, y, a, b); break;
+  }
+}
+
+void launchSelect(cudaStream_t stream, const OperandPlan &plan, size_t elementSize, void *y,
+                  const uint8_t *cond, const void *x, const void *z) {
+  byElementSize(elementSize, [&](auto tag) {
+    selectOf<decltype(tag)>(stream, plan, y, cond, x, z);
+  });
+}
+
+void launchTrilu(cudaStream_t stream, const void *x, void *y, size_t elementSize,
+                 int64_t matrices, int64_t rows, int64_t columns, int64_t k, bool upper) {
+  const int64_t n = matrices * rows * columns;
+  byElementSize(elementSize, [&](auto tag) {
+    using U = decltype(tag);
+    triluKernel<U><<<blocksFor(n), kThreads, 0, stream>>>(
+        static_cast<const U *>(x), static_cast<U *>(y), n, rows, columns, k, upper);
+  });
+}
+
+void launchGather(cudaStream_t stream, const GatherGeometry &g, const int64_t *index,
+                  const void *x, void *y, size_t elementSize) {
+  const int64_t n = g.outer * g.count * g.inner;
+  byElementSize(elementSize, [&](auto tag) {
+    using U = decltype(tag);
+    gatherKernel<U><<<blocksFor(n), kThreads, 0, stream>>>(g, index, static_cast<const U *>(x),
+                                                           static_cast<U *>(y), n);
+  });
+}
+
+void launchGatherGrad(cudaStream_t stream, const GatherGeometry &g, const int64_t *index,
+                      const float *dy, float *dx) {
+  const int64_t columns = g.outer * g.inner;
+  gatherGradKernel<<<blocksFor(columns), kThreads, 0, stream>>>(g, index, dy, dx, columns);
+}
+
+void launchDropout(cudaStream_t stream, const float *x, float *y, uint8_t *mask, int64_t n,
+                   uint64_t key, double ratio, float scale) {
+  dropoutKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, y, mask, n, key, ratio, scale);
+}
+
+void launchCrossEntropy(cudaStream_t stream, const LossGeometry &g, const float *logits,
+                        const int64_t *labels, float *logProb, double *picked, float *loss) {
+  if (g.positions > 0)
+    crossEntropyKernel<<<blocksFor(g.positions), kThreads, 0, stream>>>(g, logits, labels,
+                                                                        logProb, picked);
+  crossEntropyLossKernel<<<1, 1, 0, stream>>>(g, picked, loss);
+}
+
+void launchCrossEntropyGrad(cudaStream_t stream, const LossGeometry &g, const float *dloss,
+                            const float *logProb, const int64_t *labels, float *dlogits) {
+  crossEntropyGradKernel<<<blocksFor(g.positions), kThreads, 0, stream>>>(g, dloss, logProb,
+                                                                          labels, dlogits);
 }
 
 void launchBroadcastScaled(cudaStream_t stream, const float *c, int64_t rowStride,
@@ -203,14 +336,14 @@ void launchReduce(cudaStream_t stream, int32_t fn, const ReduceGeometry &g, cons
   reduceKernel<<<blocksFor(g.outputs), kThreads, 0, stream>>>(fn, g, x, y);
 }
 
-void launchStridedCopy(cudaStream_t stream, const StridedCopy &plan, void *dst, const void *src,
+void launchStridedCopy(cudaStream_t stream, const OperandPlan &plan, void *dst, const void *src,
                        size_t elementSize) {
-  switch (elementSize) {
-  case 1: stridedCopy<uint8_t>(stream, plan, dst, src); break;
-  case 2: stridedCopy<uint16_t>(stream, plan, dst, src); break;
-  case 4: stridedCopy<uint32_t>(stream, plan, dst, src); break;
-  default: stridedCopy<uint64_t>(stream, plan, dst, src); break;
-  }
+  const int64_t n = plan.elements();
+  byElementSize(elementSize, [&](auto tag) {
+    using U = decltype(tag);
+    stridedCopyKernel<U><<<blocksFor(n), kThreads, 0, stream>>>(plan, static_cast<U *>(dst),
+                                                                static_cast<const U *>(src), n);
+  });
 }
 
 void launchAccumulate(cudaStream_t stream, float *into, const float *from, int64_t n) {

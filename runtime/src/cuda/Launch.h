@@ -26,9 +26,29 @@ void launchUnary(cudaStream_t stream, int32_t fn, const float *x, float *y, int6
 /// dx = f'(saved) dy; `saved` may be null for functions that keep nothing.
 void launchUnaryGrad(cudaStream_t stream, int32_t fn, const float *saved, const float *dy,
                      float *dx, int64_t n, double alpha, double beta);
-/// y = a (fn) b over `plan` (pipe_binary arithmetic, max, min).
-void launchBinary(cudaStream_t stream, int32_t fn, const float *a, const float *b, float *y,
-                  const BroadcastPlan &plan);
+/// y = a (fn) b over `plan` (operands y, a, b), inputs of `dtype`
+/// (KernelLauncher::binary).
+void launchBinary(cudaStream_t stream, int32_t fn, int32_t dtype, const OperandPlan &plan,
+                  void *y, const void *a, const void *b);
+/// y = cond ? x : z over `plan` (operands y, cond, x, z).
+void launchSelect(cudaStream_t stream, const OperandPlan &plan, size_t elementSize, void *y,
+                  const uint8_t *cond, const void *x, const void *z);
+/// Trilu of contiguous matrices; gather and its gradient (one thread per
+/// (outer, inner) column, the indices in order); dropout; cross entropy
+/// (one thread per position, then one thread sums the loss in order) and its
+/// gradient (KernelLauncher's entries of the same names).
+void launchTrilu(cudaStream_t stream, const void *x, void *y, size_t elementSize,
+                 int64_t matrices, int64_t rows, int64_t columns, int64_t k, bool upper);
+void launchGather(cudaStream_t stream, const GatherGeometry &g, const int64_t *index,
+                  const void *x, void *y, size_t elementSize);
+void launchGatherGrad(cudaStream_t stream, const GatherGeometry &g, const int64_t *index,
+                      const float *dy, float *dx);
+void launchDropout(cudaStream_t stream, const float *x, float *y, uint8_t *mask, int64_t n,
+                   uint64_t key, double ratio, float scale);
+void launchCrossEntropy(cudaStream_t stream, const LossGeometry &g, const float *logits,
+                        const int64_t *labels, float *logProb, double *picked, float *loss);
+void launchCrossEntropyGrad(cudaStream_t stream, const LossGeometry &g, const float *dloss,
+                            const float *logProb, const int64_t *labels, float *dlogits);
 /// y[i, j] = scale * c[i * rowStride + j * columnStride], y of m x n.
 void launchBroadcastScaled(cudaStream_t stream, const float *c, int64_t rowStride,
                            int64_t columnStride, float scale, float *y, int64_t m, int64_t n);
@@ -48,8 +68,8 @@ void launchLayerNormGrad(cudaStream_t stream, int64_t rows, int64_t width, const
 /// A float reduction, one GPU thread per output.
 void launchReduce(cudaStream_t stream, int32_t fn, const ReduceGeometry &g, const float *x,
                   float *y);
-/// `plan` over elements of `elementSize` (1, 2, 4 or 8) bytes.
-void launchStridedCopy(cudaStream_t stream, const StridedCopy &plan, void *dst, const void *src,
+/// `plan` (operands dst, src) over elements of `elementSize` (1, 2, 4 or 8) bytes.
+void launchStridedCopy(cudaStream_t stream, const OperandPlan &plan, void *dst, const void *src,
                        size_t elementSize);
 /// into += from.
 void launchAccumulate(cudaStream_t stream, float *into, const float *from, int64_t n);

@@ -6,7 +6,8 @@
 // the vectors on OpenMP threads, the CUDA kernels one vector per GPU thread,
 // the emulated device in a loop; all three with these functions (compiled by
 // nvcc as host and device functions). Stable forms: the maximum is
-// subtracted before exp; sums in double.
+// subtracted before exp; sums in double. Softmax cross entropy is softmax
+// along dim 1 with a label per vector.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PIPE_RUNTIME_KERNELS_AXIS_MATH_H
@@ -158,6 +159,71 @@ PIPE_AXIS_HD inline void layerNormGradColumn(int64_t j, int64_t rows, int64_t wi
     dscale[j] = static_cast<float>(sumScale);
   if (dbias)
     dbias[j] = static_cast<float>(sumBias);
+}
+
+/// Softmax cross entropy over logits [batch, classes, inner...] (classes on
+/// dim 1): `positions` = batch * inner vectors of `classes` elements `inner`
+/// apart; `counted` labels are not ignoreIndex; the loss is their mean
+/// times `scale`.
+struct LossGeometry {
+  int64_t classes = 0, inner = 1, positions = 0, counted = 0, ignoreIndex = -100;
+  double scale = 1;
+  PIPE_AXIS_HD int64_t start(int64_t p) const {
+    return (p / inner) * classes * inner + p % inner;
+  }
+};
+
+/// Position p of cross entropy: log-softmax over the classes into logProb
+/// (may be null); returns the log-probability of `label`, 0 where it is
+/// ignoreIndex.
+PIPE_AXIS_HD inline double crossEntropyPosition(const LossGeometry &g, int64_t p,
+                                                const float *logits, int64_t label,
+                                                float *logProb) {
+  const float *row = logits + g.start(p);
+  const int64_t step = g.inner;
+  float maximum = -INFINITY;
+  for (int64_t c = 0; c < g.classes; ++c)
+    maximum = row[c * step] > maximum ? row[c * step] : maximum;
+  double sum = 0.0;
+  for (int64_t c = 0; c < g.classes; ++c)
+    sum += exp(static_cast<double>(row[c * step]) - maximum);
+  const double logSum = maximum + log(sum);
+  if (logProb) {
+    float *out = logProb + g.start(p);
+    for (int64_t c = 0; c < g.classes; ++c)
+      out[c * step] = static_cast<float>(row[c * step] - logSum);
+  }
+  return label == g.ignoreIndex ? 0.0 : row[label * step] - logSum;
+}
+
+/// The loss from every position's picked log-probability, summed in order (an
+/// ignored position's 0 changes nothing); no counted entry gives 0/0 = NaN,
+/// as in torch.
+PIPE_AXIS_HD inline float crossEntropyLoss(const LossGeometry &g, const double *picked) {
+  double total = 0.0;
+  for (int64_t p = 0; p < g.positions; ++p)
+    total -= picked[p];
+  const double mean = g.counted ? total / static_cast<double>(g.counted) : NAN;
+  return static_cast<float>(mean * g.scale);
+}
+
+/// dlogits at position p: dloss scale (softmax - onehot(label)) / counted,
+/// 0 where the label is ignored.
+PIPE_AXIS_HD inline void crossEntropyGradPosition(const LossGeometry &g, int64_t p, float dloss,
+                                                  const float *logProb, int64_t label,
+                                                  float *dlogits) {
+  const double factor =
+      g.counted ? static_cast<double>(dloss) * g.scale / static_cast<double>(g.counted) : 0.0;
+  const int64_t first = g.start(p), step = g.inner;
+  for (int64_t c = 0; c < g.classes; ++c) {
+    const int64_t at = first + c * step;
+    if (label == g.ignoreIndex) {
+      dlogits[at] = 0.0f;
+      continue;
+    }
+    const double softmax = exp(static_cast<double>(logProb[at]));
+    dlogits[at] = static_cast<float>(factor * (softmax - (c == label ? 1.0 : 0.0)));
+  }
 }
 
 } // namespace piperun

@@ -20,63 +20,84 @@
 
 namespace piperun {
 
-/// An output of `rank` dims and where each input's element of an output
-/// index is: input offset = sum over d of index[d] * stride[d], stride 0 on a
-/// broadcast dim.
-struct BroadcastPlan {
-  int32_t rank = 0;
+/// One pointwise loop over up to four operands of one shape (operand 0 the
+/// output): operand k's element of loop index i is at base[k] + sum over d of
+/// index[d] * stride[k][d] (stride 0 on a broadcast dim, any sign on a
+/// transposed or sliced one). A strided copy, a broadcast binary op and
+/// where are each one (the CPU kernels' StridedLoop, coalesced).
+struct OperandPlan {
+  int32_t rank = 0, operands = 0;
   int64_t shape[PIPE_MAX_RANK] = {};
-  int64_t strideA[PIPE_MAX_RANK] = {};
-  int64_t strideB[PIPE_MAX_RANK] = {};
-  bool contiguous = false; ///< a, b and y all have the output's shape
+  int64_t stride[4][PIPE_MAX_RANK] = {};
+  int64_t base[4] = {};
 
-  /// Where output element `i` reads a and b.
-  PIPE_PLAN_HD void offsets(int64_t i, int64_t &offsetA, int64_t &offsetB) const {
-    offsetA = offsetB = 0;
-    for (int d = rank - 1; d >= 0; --d) {
-      const int64_t coordinate = i % shape[d];
-      i /= shape[d];
-      offsetA += coordinate * strideA[d];
-      offsetB += coordinate * strideB[d];
-    }
-  }
-
-  int64_t elements() const {
+  PIPE_PLAN_HD int64_t elements() const {
     int64_t n = 1;
     for (int d = 0; d < rank; ++d)
       n *= shape[d];
     return n;
   }
-};
-
-/// A strided copy: for every index of `shape`, dst[dstBase + index . dstStride]
-/// = src[srcBase + index . srcStride] (elements of one size). Transpose, slice,
-/// slice-assign and expand are each one.
-struct StridedCopy {
-  int32_t rank = 0;
-  int64_t shape[PIPE_MAX_RANK] = {};
-  int64_t dstStride[PIPE_MAX_RANK] = {};
-  int64_t srcStride[PIPE_MAX_RANK] = {};
-  int64_t dstBase = 0, srcBase = 0;
-
-  int64_t elements() const {
-    int64_t n = 1;
-    for (int d = 0; d < rank; ++d)
-      n *= shape[d];
-    return n;
-  }
-  /// Where element i of the copy goes and comes from.
-  PIPE_PLAN_HD void offsets(int64_t i, int64_t &dst, int64_t &src) const {
-    dst = dstBase;
-    src = srcBase;
+  /// Where loop index i is in each operand.
+  PIPE_PLAN_HD void offsets(int64_t i, int64_t *offset) const {
+    for (int k = 0; k < operands; ++k)
+      offset[k] = base[k];
     for (int d = rank - 1; d >= 0; --d) {
       const int64_t coordinate = i % shape[d];
       i /= shape[d];
-      dst += coordinate * dstStride[d];
-      src += coordinate * srcStride[d];
+      for (int k = 0; k < operands; ++k)
+        offset[k] += coordinate * stride[k][d];
+    }
+  }
+  /// Every operand walks its elements in order from 0 (a contiguous loop).
+  bool contiguous() const {
+    if (rank > 1)
+      return false;
+    for (int k = 0; k < operands; ++k)
+      if (base[k] != 0 || (rank == 1 && shape[0] > 1 && stride[k][0] != 1))
+        return false;
+    return true;
+  }
+  /// The lowest and highest offset operand k reaches (elements() > 0).
+  void extent(int k, int64_t &low, int64_t &high) const {
+    low = high = base[k];
+    for (int d = 0; d < rank; ++d) {
+      const int64_t reach = (shape[d] - 1) * stride[k][d];
+      (reach < 0 ? low : high) += reach;
     }
   }
 };
+
+/// Gather's geometry: data [outer..., size, inner...] read at `count` indices
+/// along one axis gives [outer..., count, inner...].
+struct GatherGeometry {
+  int64_t outer = 1, size = 0, count = 0, inner = 1;
+};
+
+/// Whether trilu keeps element (i, j) of a matrix: the upper triangle from
+/// diagonal k (j - i >= k), or the lower one (j - i <= k).
+PIPE_PLAN_HD inline bool trilKeeps(int64_t i, int64_t j, int64_t k, bool upper) {
+  return upper ? j - i >= k : j - i <= k;
+}
+
+/// Where element e of gather's output reads its input.
+PIPE_PLAN_HD inline int64_t gatherSource(const GatherGeometry &g, const int64_t *index,
+                                         int64_t e) {
+  const int64_t i = e % g.inner, rest = e / g.inner;
+  const int64_t j = rest % g.count, o = rest / g.count;
+  return (o * g.size + index[j]) * g.inner + i;
+}
+
+/// Column (o, i) of gather's gradient: dx[o, :, i] = 0, then dy[o, j, i]
+/// added at index[j] in order of j (the CPU kernel's order, so repeated
+/// indices sum the same way).
+PIPE_PLAN_HD inline void gatherGradColumn(const GatherGeometry &g, const int64_t *index,
+                                          int64_t column, const float *dy, float *dx) {
+  const int64_t o = column / g.inner, i = column % g.inner;
+  for (int64_t s = 0; s < g.size; ++s)
+    dx[(o * g.size + s) * g.inner + i] = 0.0f;
+  for (int64_t j = 0; j < g.count; ++j)
+    dx[(o * g.size + index[j]) * g.inner + i] += dy[(o * g.count + j) * g.inner + i];
+}
 
 /// A reduction of contiguous x to y: y's element o has x's kept dims at o's
 /// coordinates and runs over the reduced dims in row-major order (the CPU

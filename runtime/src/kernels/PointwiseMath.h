@@ -212,6 +212,20 @@ template <typename T> PIPE_HD uint8_t compareValue(int32_t fn, T a, T b) {
   }
 }
 
+/// One element of pipe_binary on inputs of type T into y at offset `at`: a
+/// BOOL for the comparisons and for AND, OR (on BOOL inputs), else a T.
+template <typename T>
+PIPE_HD void binaryAt(int32_t fn, T a, T b, void *y, int64_t at) {
+  if (fn >= PIPE_EQUAL && fn <= PIPE_GREATER_EQUAL) {
+    static_cast<uint8_t *>(y)[at] = compareValue<T>(fn, a, b);
+  } else if constexpr (std::is_same_v<T, uint8_t>) {
+    // BOOL: only the logical functions.
+    static_cast<uint8_t *>(y)[at] = fn == PIPE_AND ? (a && b) : (a || b);
+  } else {
+    static_cast<T *>(y)[at] = binaryValue<T>(fn, a, b);
+  }
+}
+
 // What `saved` must be for pipe_k_unary_grad: 'y', 'x', or nothing.
 inline char savedKind(int32_t fn) {
   switch (fn) {
