@@ -17,6 +17,7 @@
 
 #include "kernels/AxisMath.h"
 #include "kernels/Plans.h"
+#include "kernels/WindowMath.h"
 #include "pipe_runtime.h"
 
 #include <cstddef>
@@ -70,6 +71,9 @@ struct DeviceKernels {
   bool (*sliceAssign)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints starts,
                       pipe_ints steps) = nullptr;
   bool (*expand)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) = nullptr;
+  bool (*pad)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints pads, int32_t mode,
+              double value) = nullptr;
+  bool (*cast)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) = nullptr;
   bool (*trilu)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int64_t k,
                 int32_t upper) = nullptr;
   bool (*gather)(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *indices, pipe_tensor *y,
@@ -85,6 +89,35 @@ struct DeviceKernels {
                                   const pipe_tensor *logProb, const pipe_tensor *labels,
                                   pipe_tensor *dlogits, int64_t ignoreIndex,
                                   double scale) = nullptr;
+  bool (*conv)(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *w, const pipe_tensor *bias,
+               pipe_tensor *y, pipe_ints strides, pipe_ints pads, pipe_ints dilations,
+               int64_t group) = nullptr;
+  bool (*convGradInput)(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *w,
+                        pipe_tensor *dx, pipe_ints strides, pipe_ints pads, pipe_ints dilations,
+                        int64_t group) = nullptr;
+  bool (*convGradWeight)(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *dy,
+                         pipe_tensor *dw, pipe_ints strides, pipe_ints pads, pipe_ints dilations,
+                         int64_t group) = nullptr;
+  bool (*maxPool)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_tensor *indices,
+                  pipe_ints kernel, pipe_ints strides, pipe_ints pads,
+                  pipe_ints dilations) = nullptr;
+  bool (*maxPoolGrad)(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *indices,
+                      pipe_tensor *dx) = nullptr;
+  bool (*averagePool)(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints kernel,
+                      pipe_ints strides, pipe_ints pads, int32_t countIncludePad) = nullptr;
+  bool (*averagePoolGrad)(pipe_rank *r, const pipe_tensor *dy, pipe_tensor *dx, pipe_ints kernel,
+                          pipe_ints strides, pipe_ints pads, int32_t countIncludePad) = nullptr;
+  bool (*batchNormTrain)(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                         const pipe_tensor *bias, pipe_tensor *runningMean,
+                         pipe_tensor *runningVar, pipe_tensor *y, pipe_tensor *savedMean,
+                         pipe_tensor *savedInvstd, double epsilon, double momentum) = nullptr;
+  bool (*batchNormInfer)(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                         const pipe_tensor *bias, const pipe_tensor *mean, const pipe_tensor *var,
+                         pipe_tensor *y, double epsilon) = nullptr;
+  bool (*batchNormGrad)(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                        const pipe_tensor *savedMean, const pipe_tensor *savedInvstd,
+                        const pipe_tensor *dy, pipe_tensor *dx, pipe_tensor *dscale,
+                        pipe_tensor *dbias) = nullptr;
   bool (*layerNorm)(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
                     const pipe_tensor *bias, pipe_tensor *y, pipe_tensor *mean,
                     pipe_tensor *invstd, int64_t axis, double epsilon) = nullptr;
@@ -150,6 +183,12 @@ public:
   /// `plan` (operands dst, src) over elements of `elementSize` (1, 2, 4 or 8) bytes.
   virtual void copyStrided(const OperandPlan &plan, void *dst, const void *src,
                            size_t elementSize) = 0;
+  /// y = x padded (kernels/Plans.h), elements of `elementSize` bytes; the
+  /// constant's bytes are the low `elementSize` bytes of `fill`.
+  virtual void pad(const PadGeometry &g, const void *x, void *y, size_t elementSize,
+                   uint64_t fill) = 0;
+  /// y = x converted from dtype `from` to `to` (pointwise::castElement).
+  virtual void cast(int32_t from, int32_t to, const void *x, void *y, int64_t n) = 0;
   /// Keeps the upper (j - i >= k) or lower (j - i <= k) triangle of each
   /// rows x columns matrix of contiguous x, zeroes the rest.
   virtual void trilu(const void *x, void *y, size_t elementSize, int64_t matrices, int64_t rows,
@@ -169,6 +208,35 @@ public:
                             float *logProb, double *picked, float *loss) = 0;
   virtual void crossEntropyGrad(const LossGeometry &g, const float *dloss, const float *logProb,
                                 const int64_t *labels, float *dlogits) = 0;
+  /// Batch norm (kernels/AxisMath.h): each channel's statistics and y = x a +
+  /// b's coefficients (ab, 2 doubles per channel; the running and saved
+  /// statistics may be null), or the coefficients from given statistics; then
+  /// y element by element. Its gradient: per channel dscale, dbias (may be
+  /// null) and dx's terms (5 doubles per channel), then dx (may be null).
+  virtual void batchNormTrain(const ChannelLayout &l, const float *x, const float *gamma,
+                              const float *beta, double epsilon, double momentum,
+                              float *savedMean, float *savedInvstd, float *runningMean,
+                              float *runningVar, double *ab, float *y) = 0;
+  virtual void batchNormInfer(const ChannelLayout &l, const float *x, const float *gamma,
+                              const float *beta, const float *mean, const float *var,
+                              double epsilon, double *ab, float *y) = 0;
+  virtual void batchNormGrad(const ChannelLayout &l, const float *x, const float *dy,
+                             const float *gamma, const float *savedMean, const float *savedInvstd,
+                             double *terms, float *dx, float *dscale, float *dbias) = 0;
+  /// One group's column matrix (kernels/WindowMath.h) from the group's
+  /// channels at x; its adjoint, overwriting the group's channels at x.
+  virtual void im2col(const ConvGeometry &g, const float *x, float *col) = 0;
+  virtual void col2im(const ConvGeometry &g, const float *col, float *x) = 0;
+  /// Pooling of every output element; indices may be null.
+  virtual void maxPool(const PoolGeometry &g, const float *x, float *y, int64_t *indices) = 0;
+  virtual void averagePool(const PoolGeometry &g, const float *x, float *y,
+                           bool countIncludePad) = 0;
+  virtual void averagePoolGrad(const PoolGeometry &g, const float *dy, float *dx,
+                               bool countIncludePad) = 0;
+  /// dx = 0, then dx[index[i]] += dy[i] in order of i within each of `planes`
+  /// planes (every index in its own plane, or -1).
+  virtual void maxPoolGrad(int64_t planes, int64_t outPlane, int64_t inPlane, const float *dy,
+                           const int64_t *index, float *dx) = 0;
   /// Whether gemm can run (CUDA: cuBLAS could be loaded; warns once if not).
   virtual bool hasGemm() { return true; }
   virtual void gemm(const ColumnMajorGemm &gemm) = 0;

@@ -74,6 +74,28 @@ public:
                     float *logProb, double *picked, float *loss) override;
   void crossEntropyGrad(const LossGeometry &g, const float *dloss, const float *logProb,
                         const int64_t *labels, float *dlogits) override;
+  void batchNormTrain(const ChannelLayout &l, const float *x, const float *gamma,
+                      const float *beta, double epsilon, double momentum, float *savedMean,
+                      float *savedInvstd, float *runningMean, float *runningVar, double *ab,
+                      float *y) override;
+  void batchNormInfer(const ChannelLayout &l, const float *x, const float *gamma,
+                      const float *beta, const float *mean, const float *var, double epsilon,
+                      double *ab, float *y) override;
+  void batchNormGrad(const ChannelLayout &l, const float *x, const float *dy, const float *gamma,
+                     const float *savedMean, const float *savedInvstd, double *terms, float *dx,
+                     float *dscale, float *dbias) override;
+  void pad(const PadGeometry &g, const void *x, void *y, size_t elementSize,
+           uint64_t fill) override;
+  void cast(int32_t from, int32_t to, const void *x, void *y, int64_t n) override;
+  void im2col(const ConvGeometry &g, const float *x, float *col) override;
+  void col2im(const ConvGeometry &g, const float *col, float *x) override;
+  void maxPool(const PoolGeometry &g, const float *x, float *y, int64_t *indices) override;
+  void averagePool(const PoolGeometry &g, const float *x, float *y,
+                   bool countIncludePad) override;
+  void averagePoolGrad(const PoolGeometry &g, const float *dy, float *dx,
+                       bool countIncludePad) override;
+  void maxPoolGrad(int64_t planes, int64_t outPlane, int64_t inPlane, const float *dy,
+                   const int64_t *index, float *dx) override;
   void gemm(const ColumnMajorGemm &gemm) override;
   void finish(const char *) override {}
 
@@ -412,6 +434,138 @@ void EmulatedLauncher::gatherGrad(const GatherGeometry &g, const int64_t *index,
   float *out = at(dx, g.outer * g.size * g.inner);
   for (int64_t column = 0, n = g.outer * g.inner; column < n; ++column)
     gatherGradColumn(g, rows, column, in, out);
+}
+
+void EmulatedLauncher::pad(const PadGeometry &g, const void *x, void *y, size_t elementSize,
+                           uint64_t fill) {
+  int64_t inputs = 1, outputs = 1;
+  for (int d = 0; d < g.rank; ++d) {
+    inputs *= g.xShape[d];
+    outputs *= g.yShape[d];
+  }
+  const char *in = bytes(x, inputs, elementSize);
+  char *out = bytes(y, outputs, elementSize);
+  for (int64_t e = 0; e < outputs; ++e) {
+    const int64_t s = padSourceOffset(g, e);
+    std::memcpy(out + e * elementSize,
+                s < 0 ? reinterpret_cast<const char *>(&fill) : in + s * elementSize, elementSize);
+  }
+}
+
+void EmulatedLauncher::cast(int32_t from, int32_t to, const void *x, void *y, int64_t n) {
+  const char *in = bytes(x, n, static_cast<size_t>(dtypeBytes(from)));
+  char *out = bytes(y, n, static_cast<size_t>(dtypeBytes(to)));
+  for (int64_t i = 0; i < n; ++i)
+    castElement(from, to, in, out, i);
+}
+
+void EmulatedLauncher::batchNormTrain(const ChannelLayout &l, const float *x,
+                                      const float *gamma, const float *beta, double epsilon,
+                                      double momentum, float *savedMean, float *savedInvstd,
+                                      float *runningMean, float *runningVar, double *ab,
+                                      float *y) {
+  const int64_t n = l.batch * l.channels * l.spatial, c = l.channels;
+  const float *in = at(x, n);
+  auto *coefficients = reinterpret_cast<double *>(bytes(ab, 2 * c, sizeof(double)));
+  for (int64_t channel = 0; channel < c; ++channel)
+    batchNormTrainChannel(l, channel, in, at(gamma, c), at(beta, c), epsilon, momentum,
+                          savedMean ? at(savedMean, c) : nullptr,
+                          savedInvstd ? at(savedInvstd, c) : nullptr,
+                          runningMean ? at(runningMean, c) : nullptr,
+                          runningVar ? at(runningVar, c) : nullptr, coefficients);
+  float *out = at(y, n);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = batchNormElement(l, coefficients, in, i);
+}
+
+void EmulatedLauncher::batchNormInfer(const ChannelLayout &l, const float *x, const float *gamma,
+                                      const float *beta, const float *mean, const float *var,
+                                      double epsilon, double *ab, float *y) {
+  const int64_t n = l.batch * l.channels * l.spatial, c = l.channels;
+  auto *coefficients = reinterpret_cast<double *>(bytes(ab, 2 * c, sizeof(double)));
+  for (int64_t channel = 0; channel < c; ++channel)
+    batchNormInferChannel(channel, at(gamma, c), at(beta, c), at(mean, c), at(var, c), epsilon,
+                          coefficients);
+  const float *in = at(x, n);
+  float *out = at(y, n);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = batchNormElement(l, coefficients, in, i);
+}
+
+void EmulatedLauncher::batchNormGrad(const ChannelLayout &l, const float *x, const float *dy,
+                                     const float *gamma, const float *savedMean,
+                                     const float *savedInvstd, double *terms, float *dx,
+                                     float *dscale, float *dbias) {
+  const int64_t n = l.batch * l.channels * l.spatial, c = l.channels;
+  const float *in = at(x, n), *gradient = at(dy, n);
+  auto *t = reinterpret_cast<double *>(bytes(terms, 5 * c, sizeof(double)));
+  for (int64_t channel = 0; channel < c; ++channel)
+    batchNormGradChannel(l, channel, in, gradient, at(gamma, c), at(savedMean, c),
+                         at(savedInvstd, c), dscale ? at(dscale, c) : nullptr,
+                         dbias ? at(dbias, c) : nullptr, t);
+  if (!dx)
+    return;
+  float *out = at(dx, n);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = batchNormGradElement(l, t, in, gradient, i);
+}
+
+void EmulatedLauncher::im2col(const ConvGeometry &g, const float *x, float *col) {
+  const float *in = at(x, g.channelsPerGroup * g.inVolume);
+  float *out = at(col, g.columnRows() * g.outVolume);
+  for (int64_t row = 0; row < g.columnRows(); ++row)
+    for (int64_t o = 0; o < g.outVolume; ++o)
+      out[row * g.outVolume + o] = im2colElement(g, in, row, o);
+}
+
+void EmulatedLauncher::col2im(const ConvGeometry &g, const float *col, float *x) {
+  const float *in = at(col, g.columnRows() * g.outVolume);
+  float *out = at(x, g.channelsPerGroup * g.inVolume);
+  for (int64_t e = 0, n = g.channelsPerGroup * g.inVolume; e < n; ++e)
+    out[e] = col2imElement(g, in, e);
+}
+
+void EmulatedLauncher::maxPool(const PoolGeometry &g, const float *x, float *y,
+                               int64_t *indices) {
+  const int64_t outputs = g.planes * g.outVolume;
+  const float *in = at(x, g.planes * g.inVolume);
+  float *out = at(y, outputs);
+  auto *taken = indices ? reinterpret_cast<int64_t *>(bytes(indices, outputs, sizeof(int64_t)))
+                        : nullptr;
+  for (int64_t e = 0; e < outputs; ++e) {
+    int64_t index;
+    out[e] = maxPoolElement(g, in, e, &index);
+    if (taken)
+      taken[e] = index;
+  }
+}
+
+void EmulatedLauncher::averagePool(const PoolGeometry &g, const float *x, float *y,
+                                   bool countIncludePad) {
+  const int64_t outputs = g.planes * g.outVolume;
+  const float *in = at(x, g.planes * g.inVolume);
+  float *out = at(y, outputs);
+  for (int64_t e = 0; e < outputs; ++e)
+    out[e] = averagePoolElement(g, in, e, countIncludePad);
+}
+
+void EmulatedLauncher::averagePoolGrad(const PoolGeometry &g, const float *dy, float *dx,
+                                       bool countIncludePad) {
+  const int64_t inputs = g.planes * g.inVolume;
+  const float *in = at(dy, g.planes * g.outVolume);
+  float *out = at(dx, inputs);
+  for (int64_t e = 0; e < inputs; ++e)
+    out[e] = averagePoolGradElement(g, in, e, countIncludePad);
+}
+
+void EmulatedLauncher::maxPoolGrad(int64_t planes, int64_t outPlane, int64_t inPlane,
+                                   const float *dy, const int64_t *index, float *dx) {
+  const float *in = at(dy, planes * outPlane);
+  const auto *taken =
+      reinterpret_cast<const int64_t *>(bytes(index, planes * outPlane, sizeof(int64_t)));
+  float *out = at(dx, planes * inPlane);
+  for (int64_t plane = 0; plane < planes; ++plane)
+    maxPoolGradPlane(plane, outPlane, inPlane, in, taken, out);
 }
 
 void EmulatedLauncher::dropout(const float *x, float *y, uint8_t *mask, int64_t n,

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -445,6 +446,38 @@ bool trilu(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, int64_t k, int32_
   return true;
 }
 
+bool pad(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints pads, int32_t mode,
+         double value) {
+  if (!usableAny(r, x) || !usableAny(r, y))
+    return false;
+  const PadGeometry g = cpu::padChecks(r, x, y, pads, mode);
+  if (y->numel == 0)
+    return true;
+  uint64_t fill = 0;
+  cpu::dispatchDtype<cpu::kAnyDtype>(r, "pad", "x", x->dtype, [&](auto tag) {
+    const auto constant = cpu::convertValue<decltype(tag)>(value);
+    std::memcpy(&fill, &constant, sizeof(constant));
+  });
+  KernelLauncher &launch = launcherOf(r);
+  launch.pad(g, x->data, y->data, dtypeSize(r, x->dtype), fill);
+  launch.finish("pad");
+  return true;
+}
+
+bool cast(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) {
+  // F16 and BF16 have no kernel: the CPU kernel refuses them.
+  if (!usableAny(r, x) || !usableAny(r, y) || !(cpu::kAnyDtype & cpu::bit(x->dtype)) ||
+      !(cpu::kAnyDtype & cpu::bit(y->dtype)))
+    return false;
+  cpu::requireSameShape(r, "cast", "x", x, "y", y);
+  if (x->numel == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.cast(x->dtype, y->dtype, x->data, y->data, x->numel);
+  launch.finish("cast");
+  return true;
+}
+
 /// Host bytes of a small device tensor (indices, labels): read once by the
 /// host for the CPU kernel's checks of every value.
 std::vector<char> hostCopy(pipe_rank *r, const pipe_tensor *t) {
@@ -556,6 +589,244 @@ bool softmaxCrossEntropyGrad(pipe_rank *r, const pipe_tensor *dloss, const pipe_
   return true;
 }
 
+/// A convolution's GEMMs and column matrix: the cuBLAS path or nothing.
+bool convUsable(pipe_rank *r, std::initializer_list<const pipe_tensor *> tensors) {
+  for (const pipe_tensor *t : tensors)
+    if (!usableF32(r, t))
+      return false;
+  return launcherOf(r).hasGemm();
+}
+
+/// GEMM sizes cuBLAS takes (an empty dimension runs staged).
+bool convGemmSizes(const ConvGeometry &g) {
+  for (int64_t size : {g.batch, g.outPerGroup, g.outVolume, g.columnRows(), g.inVolume})
+    if (size < 1 || !fitsInt(size))
+      return false;
+  return true;
+}
+
+/// Conv as the CPU kernel computes it: per (sample, group) the column matrix
+/// (x itself for a pointwise kernel), then y_g = w_g col; the bias added last.
+bool conv(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *w, const pipe_tensor *bias,
+          pipe_tensor *y, pipe_ints strides, pipe_ints pads, pipe_ints dilations, int64_t group) {
+  if (!convUsable(r, {x, w, y}) || (bias && !usableF32(r, bias)))
+    return false;
+  const ConvGeometry g =
+      cpu::convChecks(r, "conv", x, "x", w, "w", y, "y", strides, pads, dilations, group);
+  cpu::convBiasChecks(r, bias, g);
+  if (!convGemmSizes(g))
+    return false;
+  const bool pointwise = g.isPointwise();
+  const int64_t rows = g.columnRows();
+  cpu::Scratch columns(r, PIPE_F32, pointwise ? 1 : rows * g.outVolume);
+  KernelLauncher &launch = launcherOf(r);
+  for (int64_t n = 0; n < g.batch; ++n)
+    for (int64_t gr = 0; gr < g.group; ++gr) {
+      const float *xGroup = in(x) + (n * g.channels + gr * g.channelsPerGroup) * g.inVolume;
+      const float *col = xGroup;
+      if (!pointwise) {
+        launch.im2col(g, xGroup, columns.as<float>());
+        col = columns.as<float>();
+      }
+      rowMajorGemm(launch, false, false, g.outPerGroup, g.outVolume, rows, 1.0f,
+                   in(w) + gr * g.outPerGroup * rows, rows, 0, col, g.outVolume, 0, 0.0f,
+                   out(y) + (n * g.outChannels + gr * g.outPerGroup) * g.outVolume, 0, 1);
+    }
+  if (bias) {
+    // y [N, M, out] += bias [M], broadcast over samples and positions.
+    OperandPlan plan;
+    plan.rank = 3;
+    plan.operands = 3;
+    const int64_t shape[3] = {g.batch, g.outChannels, g.outVolume};
+    const int64_t dense[3] = {g.outChannels * g.outVolume, g.outVolume, 1};
+    for (int d = 0; d < 3; ++d) {
+      plan.shape[d] = shape[d];
+      plan.stride[0][d] = plan.stride[1][d] = dense[d];
+    }
+    plan.stride[2][1] = 1;
+    launch.binary(PIPE_ADD, PIPE_F32, plan, out(y), out(y), in(bias));
+  }
+  launch.finish("conv");
+  return true;
+}
+
+/// dx: per (sample, group) col = w_g^T dy_g, then col2im (pointwise: col is dx_g).
+bool convGradInput(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *w, pipe_tensor *dx,
+                   pipe_ints strides, pipe_ints pads, pipe_ints dilations, int64_t group) {
+  if (!convUsable(r, {dy, w, dx}))
+    return false;
+  const ConvGeometry g = cpu::convChecks(r, "conv_grad_input", dx, "dx", w, "w", dy, "dy",
+                                         strides, pads, dilations, group);
+  if (!convGemmSizes(g))
+    return false;
+  const bool pointwise = g.isPointwise();
+  const int64_t rows = g.columnRows();
+  KernelLauncher &launch = launcherOf(r);
+  cpu::Scratch columns(r, PIPE_F32, pointwise ? 1 : rows * g.outVolume);
+  for (int64_t n = 0; n < g.batch; ++n)
+    for (int64_t gr = 0; gr < g.group; ++gr) {
+      float *dxGroup = out(dx) + (n * g.channels + gr * g.channelsPerGroup) * g.inVolume;
+      float *col = pointwise ? dxGroup : columns.as<float>();
+      rowMajorGemm(launch, true, false, rows, g.outVolume, g.outPerGroup, 1.0f,
+                   in(w) + gr * g.outPerGroup * rows, rows, 0,
+                   in(dy) + (n * g.outChannels + gr * g.outPerGroup) * g.outVolume, g.outVolume,
+                   0, 0.0f, col, 0, 1);
+      if (!pointwise)
+        launch.col2im(g, col, dxGroup);
+    }
+  launch.finish("conv_grad_input");
+  return true;
+}
+
+/// dw: zero, then dw_g += dy_g col^T per sample in order.
+bool convGradWeight(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *dy, pipe_tensor *dw,
+                    pipe_ints strides, pipe_ints pads, pipe_ints dilations, int64_t group) {
+  if (!convUsable(r, {x, dy, dw}))
+    return false;
+  const ConvGeometry g = cpu::convChecks(r, "conv_grad_weight", x, "x", dw, "dw", dy, "dy",
+                                         strides, pads, dilations, group);
+  if (!convGemmSizes(g))
+    return false;
+  const bool pointwise = g.isPointwise();
+  const int64_t rows = g.columnRows();
+  KernelLauncher &launch = launcherOf(r);
+  launch.fill(out(dw), 0.0f, dw->numel);
+  cpu::Scratch columns(r, PIPE_F32, pointwise ? 1 : rows * g.outVolume);
+  for (int64_t n = 0; n < g.batch; ++n)
+    for (int64_t gr = 0; gr < g.group; ++gr) {
+      const float *xGroup = in(x) + (n * g.channels + gr * g.channelsPerGroup) * g.inVolume;
+      const float *col = xGroup;
+      if (!pointwise) {
+        launch.im2col(g, xGroup, columns.as<float>());
+        col = columns.as<float>();
+      }
+      rowMajorGemm(launch, false, true, g.outPerGroup, rows, g.outVolume, 1.0f,
+                   in(dy) + (n * g.outChannels + gr * g.outPerGroup) * g.outVolume, g.outVolume,
+                   0, col, g.outVolume, 0, 1.0f, out(dw) + gr * g.outPerGroup * rows, 0, 1);
+    }
+  launch.finish("conv_grad_weight");
+  return true;
+}
+
+bool maxPool(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_tensor *indices,
+             pipe_ints kernel, pipe_ints strides, pipe_ints pads, pipe_ints dilations) {
+  if (!usableF32(r, x) || !usableF32(r, y) || (indices && !usableAny(r, indices)))
+    return false;
+  const PoolGeometry g =
+      cpu::poolChecks(r, "max_pool", x, "x", y, "y", kernel, strides, pads, &dilations);
+  cpu::maxPoolIndicesChecks(r, y, indices);
+  if (y->numel == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.maxPool(g, in(x), out(y), indices ? static_cast<int64_t *>(indices->data) : nullptr);
+  launch.finish("max_pool");
+  return true;
+}
+
+/// The indices are read by the host for the CPU kernel's checks; where one
+/// leaves its (n, c) plane the CPU kernel runs staged (one serial scatter).
+bool maxPoolGrad(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *indices,
+                 pipe_tensor *dx) {
+  if (!usableF32(r, dy) || !usableF32(r, dx) || !usableAny(r, indices) ||
+      indices->dtype != PIPE_I64)
+    return false;
+  const std::vector<char> raw = hostCopy(r, indices);
+  if (!cpu::maxPoolGradChecks(r, dy, indices, raw.data(), dx))
+    return false;
+  if (dx->numel == 0)
+    return true;
+  const int64_t planes = dy->shape[0] * dy->shape[1];
+  KernelLauncher &launch = launcherOf(r);
+  launch.maxPoolGrad(planes, dy->numel / planes, dx->numel / planes, in(dy),
+                     static_cast<const int64_t *>(indices->data), out(dx));
+  launch.finish("max_pool_grad");
+  return true;
+}
+
+bool averagePool(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints kernel,
+                 pipe_ints strides, pipe_ints pads, int32_t countIncludePad) {
+  if (!usableF32(r, x) || !usableF32(r, y))
+    return false;
+  const PoolGeometry g =
+      cpu::poolChecks(r, "average_pool", x, "x", y, "y", kernel, strides, pads, nullptr);
+  if (y->numel == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.averagePool(g, in(x), out(y), countIncludePad != 0);
+  launch.finish("average_pool");
+  return true;
+}
+
+bool averagePoolGrad(pipe_rank *r, const pipe_tensor *dy, pipe_tensor *dx, pipe_ints kernel,
+                     pipe_ints strides, pipe_ints pads, int32_t countIncludePad) {
+  if (!usableF32(r, dy) || !usableF32(r, dx))
+    return false;
+  const PoolGeometry g = cpu::poolChecks(r, "average_pool_grad", dx, "dx", dy, "dy", kernel,
+                                         strides, pads, nullptr);
+  if (dx->numel == 0)
+    return true;
+  KernelLauncher &launch = launcherOf(r);
+  launch.averagePoolGrad(g, in(dy), out(dx), countIncludePad != 0);
+  launch.finish("average_pool_grad");
+  return true;
+}
+
+bool batchNormTrain(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                    const pipe_tensor *bias, pipe_tensor *runningMean, pipe_tensor *runningVar,
+                    pipe_tensor *y, pipe_tensor *savedMean, pipe_tensor *savedInvstd,
+                    double epsilon, double momentum) {
+  if (!usableF32(r, x) || !usableF32(r, scale) || !usableF32(r, bias) || !usableF32(r, y) ||
+      !usableOrAbsent(r, {runningMean, runningVar, savedMean, savedInvstd}))
+    return false;
+  const ChannelLayout l = cpu::batchNormTrainChecks(r, x, scale, bias, runningMean, runningVar, y,
+                                                    savedMean, savedInvstd);
+  if (l.channels == 0 || l.count() == 0)
+    return true;
+  cpu::Scratch ab(r, PIPE_F64, 2 * l.channels);
+  KernelLauncher &launch = launcherOf(r);
+  launch.batchNormTrain(l, in(x), in(scale), in(bias), epsilon, momentum, outOrNull(savedMean),
+                        outOrNull(savedInvstd), outOrNull(runningMean), outOrNull(runningVar),
+                        ab.as<double>(), out(y));
+  launch.finish("batch_norm_train");
+  return true;
+}
+
+bool batchNormInfer(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                    const pipe_tensor *bias, const pipe_tensor *mean, const pipe_tensor *var,
+                    pipe_tensor *y, double epsilon) {
+  if (!usableF32(r, x) || !usableF32(r, scale) || !usableF32(r, bias) || !usableF32(r, mean) ||
+      !usableF32(r, var) || !usableF32(r, y))
+    return false;
+  const ChannelLayout l = cpu::batchNormInferChecks(r, x, scale, bias, mean, var, y);
+  if (x->numel == 0)
+    return true;
+  cpu::Scratch ab(r, PIPE_F64, 2 * l.channels);
+  KernelLauncher &launch = launcherOf(r);
+  launch.batchNormInfer(l, in(x), in(scale), in(bias), in(mean), in(var), epsilon,
+                        ab.as<double>(), out(y));
+  launch.finish("batch_norm_infer");
+  return true;
+}
+
+bool batchNormGrad(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                   const pipe_tensor *savedMean, const pipe_tensor *savedInvstd,
+                   const pipe_tensor *dy, pipe_tensor *dx, pipe_tensor *dscale,
+                   pipe_tensor *dbias) {
+  if (!usableF32(r, x) || !usableF32(r, scale) || !usableF32(r, savedMean) ||
+      !usableF32(r, savedInvstd) || !usableF32(r, dy) || !usableOrAbsent(r, {dx, dscale, dbias}))
+    return false;
+  const ChannelLayout l = cpu::batchNormGradChecks(r, x, scale, savedMean, savedInvstd, dy, dx,
+                                                   dscale, dbias);
+  if (l.channels == 0)
+    return true;
+  cpu::Scratch terms(r, PIPE_F64, 5 * l.channels);
+  KernelLauncher &launch = launcherOf(r);
+  launch.batchNormGrad(l, in(x), in(dy), in(scale), in(savedMean), in(savedInvstd),
+                       terms.as<double>(), outOrNull(dx), outOrNull(dscale), outOrNull(dbias));
+  launch.finish("batch_norm_grad");
+  return true;
+}
+
 bool layerNorm(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
                const pipe_tensor *bias, pipe_tensor *y, pipe_tensor *mean, pipe_tensor *invstd,
                int64_t axis, double epsilon) {
@@ -650,12 +921,24 @@ const DeviceKernels &nativeKernelTable() {
     k.slice = slice;
     k.sliceAssign = sliceAssign;
     k.expand = expand;
+    k.pad = pad;
+    k.cast = cast;
     k.trilu = trilu;
     k.gather = gather;
     k.gatherGrad = gatherGrad;
     k.dropout = dropout;
     k.softmaxCrossEntropy = softmaxCrossEntropy;
     k.softmaxCrossEntropyGrad = softmaxCrossEntropyGrad;
+    k.conv = conv;
+    k.convGradInput = convGradInput;
+    k.convGradWeight = convGradWeight;
+    k.maxPool = maxPool;
+    k.maxPoolGrad = maxPoolGrad;
+    k.averagePool = averagePool;
+    k.averagePoolGrad = averagePoolGrad;
+    k.batchNormTrain = batchNormTrain;
+    k.batchNormInfer = batchNormInfer;
+    k.batchNormGrad = batchNormGrad;
     k.layerNorm = layerNorm;
     k.layerNormGrad = layerNormGrad;
     k.accumulate = accumulate;

@@ -61,21 +61,10 @@ uint16_t toHalf(float value) {
 } // namespace
 
 size_t dtypeSize(pipe_rank *r, int32_t dtype) {
-  switch (dtype) {
-  case PIPE_F64:
-  case PIPE_I64:
-    return 8;
-  case PIPE_F32:
-  case PIPE_I32:
-    return 4;
-  case PIPE_F16:
-  case PIPE_BF16:
-    return 2;
-  case PIPE_BOOL:
-    return 1;
-  default:
+  const int bytes = dtypeBytes(dtype);
+  if (bytes == 0)
     fail(r, "unknown dtype %d", dtype);
-  }
+  return static_cast<size_t>(bytes);
 }
 
 const char *dtypeName(int32_t dtype) {

@@ -266,21 +266,21 @@ double relativeError(const std::vector<float> &ours, const std::vector<float> &r
 }
 
 TEST(DeviceRank, StagedKernelsGiveTheCpuKernelsBits) {
-  // pad and tile have no native version: the CPU kernels run on downloaded
-  // inputs.
-  Outcome o = onBothBackends({PIPE_INTS(6, 5)}, PIPE_INTS(6, 5),
+  // tile and range have no native version: the CPU kernels run on
+  // downloaded inputs.
+  Outcome o = onBothBackends({PIPE_INTS(3, 5)}, PIPE_INTS(6, 5),
                              [](pipe_rank *r, auto &in, pipe_tensor *y) {
                                pipe_tensor *t =
-                                   pipe_alloc(r, PIPE_F32, PIPE_INTS(6, 5), PIPE_MEM_WORKSPACE);
-                               pipe_k_pad(r, in[0], t, PIPE_INTS(1, 0, -1, 0), PIPE_PAD_CONSTANT,
-                                          2.5);
-                               pipe_k_pad(r, t, y, PIPE_INTS(0, -2, 0, 2), PIPE_PAD_REFLECT, 0);
+                                   pipe_alloc(r, PIPE_F32, PIPE_INTS(5), PIPE_MEM_WORKSPACE);
+                               pipe_k_tile(r, in[0], y);
+                               pipe_k_range(r, t, -1.5, 0.75);
+                               pipe_k_binary(r, PIPE_MUL, y, t, y);
                                pipe_free(r, t);
                              });
   ASSERT_EQ(o.cpu.size(), 30u);
   EXPECT_EQ(o.cpu, o.emulated);
   EXPECT_EQ(o.staged, 2);
-  EXPECT_EQ(o.native, 0);
+  EXPECT_EQ(o.native, 1);
 }
 
 /// The native kernels' host side (shapes to launches, row-major GEMMs to
@@ -500,6 +500,146 @@ TEST(DeviceRank, NativeKernelsAgreeWithTheCpuKernels) {
          pipe_k_binary(r, PIPE_ADD, y, loss, y);
          pipe_k_binary(r, PIPE_ADD, y, grad, y);
          for (pipe_tensor *t : {labels, loss, grad})
+           pipe_free(r, t);
+       }},
+      {"conv 2-D: stride, padding, dilation, bias", {PIPE_INTS(2, 3, 7, 6), PIPE_INTS(4, 3, 3, 2),
+        PIPE_INTS(4)}, PIPE_INTS(2, 4, 4, 5),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_conv(r, in[0], in[1], in[2], y, PIPE_INTS(2, 1), PIPE_INTS(1, 0, 1, 1),
+                     PIPE_INTS(1, 2), 1);
+       }},
+      {"conv 1-D grouped pointwise", {PIPE_INTS(2, 4, 5), PIPE_INTS(6, 2, 1)}, PIPE_INTS(2, 6, 5),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_conv(r, in[0], in[1], nullptr, y, PIPE_INTS(1), PIPE_INTS(0, 0), PIPE_INTS(1), 2);
+       }},
+      {"conv grad input, grouped, strided", {PIPE_INTS(2, 6, 3, 3), PIPE_INTS(6, 2, 3, 3)},
+       PIPE_INTS(2, 4, 6, 5),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_conv_grad_input(r, in[0], in[1], y, PIPE_INTS(2, 2), PIPE_INTS(1, 1, 1, 1),
+                                PIPE_INTS(1, 1), 2);
+       }},
+      {"conv grad weight, grouped, strided", {PIPE_INTS(2, 4, 6, 5), PIPE_INTS(2, 6, 3, 3)},
+       PIPE_INTS(6, 2, 3, 3),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_conv_grad_weight(r, in[0], in[1], y, PIPE_INTS(2, 2), PIPE_INTS(1, 1, 1, 1),
+                                 PIPE_INTS(1, 1), 2);
+       }},
+      {"conv grads, 3-D pointwise", {PIPE_INTS(2, 3, 2, 3, 2), PIPE_INTS(4, 3, 1, 1, 1),
+        PIPE_INTS(2, 4, 2, 3, 2)}, PIPE_INTS(2, 3, 2, 3, 2),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_tensor *dw = pipe_alloc(r, PIPE_F32, PIPE_INTS(4, 3, 1, 1, 1), PIPE_MEM_WORKSPACE);
+         pipe_k_conv_grad_weight(r, in[0], in[2], dw, PIPE_INTS(1, 1, 1), PIPE_INTS(0, 0, 0, 0, 0, 0),
+                                 PIPE_INTS(1, 1, 1), 1);
+         // dx from the weight gradient: both compared.
+         pipe_k_conv_grad_input(r, in[2], dw, y, PIPE_INTS(1, 1, 1), PIPE_INTS(0, 0, 0, 0, 0, 0),
+                                PIPE_INTS(1, 1, 1), 1);
+         pipe_free(r, dw);
+       }},
+      {"max pool, ceil mode, dilation", {PIPE_INTS(2, 3, 7, 7)}, PIPE_INTS(2, 3, 4, 4),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_max_pool(r, in[0], y, nullptr, PIPE_INTS(3, 2), PIPE_INTS(2, 2),
+                         PIPE_INTS(1, 0, 1, 1), PIPE_INTS(1, 2));
+       }},
+      {"max pool grad through its indices", {PIPE_INTS(2, 3, 7, 7), PIPE_INTS(2, 3, 3, 4)},
+       PIPE_INTS(2, 3, 7, 7),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         // Overlapping windows: an input can be the maximum of two.
+         pipe_tensor *pooled = pipe_alloc(r, PIPE_F32, PIPE_INTS(2, 3, 3, 4), PIPE_MEM_WORKSPACE);
+         pipe_tensor *index = pipe_alloc(r, PIPE_I64, PIPE_INTS(2, 3, 3, 4), PIPE_MEM_WORKSPACE);
+         pipe_k_max_pool(r, in[0], pooled, index, PIPE_INTS(3, 3), PIPE_INTS(2, 2),
+                         PIPE_INTS(0, 1, 0, 1), PIPE_INTS(1, 1));
+         pipe_k_max_pool_grad(r, in[1], index, y);
+         pipe_free(r, pooled);
+         pipe_free(r, index);
+       }},
+      {"max pool grad, an index outside its plane (staged)", {PIPE_INTS(1, 2, 1, 2)},
+       PIPE_INTS(1, 2, 2, 2),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_tensor *index = tensorOfType<int64_t>(r, PIPE_I64, {0, 5, 3, -1}, PIPE_INTS(1, 2, 1, 2));
+         pipe_k_max_pool_grad(r, in[0], index, y);
+         pipe_free(r, index);
+       }},
+      {"average pool, padding counted, ceil mode", {PIPE_INTS(2, 2, 5, 6)}, PIPE_INTS(2, 2, 3, 4),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_average_pool(r, in[0], y, PIPE_INTS(3, 3), PIPE_INTS(2, 2), PIPE_INTS(1, 1, 1, 1),
+                             1);
+       }},
+      {"average pool grad, padding not counted", {PIPE_INTS(2, 2, 3, 4)}, PIPE_INTS(2, 2, 5, 6),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_k_average_pool_grad(r, in[0], y, PIPE_INTS(3, 3), PIPE_INTS(2, 2),
+                                  PIPE_INTS(1, 1, 1, 1), 0);
+       }},
+      {"batch norm train, then infer from its running statistics",
+       {PIPE_INTS(3, 4, 4), PIPE_INTS(4), PIPE_INTS(4)}, PIPE_INTS(3, 4, 4),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_tensor *mean = pipe_alloc(r, PIPE_F32, PIPE_INTS(4), PIPE_MEM_WORKSPACE);
+         pipe_tensor *var = pipe_alloc(r, PIPE_F32, PIPE_INTS(4), PIPE_MEM_WORKSPACE);
+         pipe_tensor *inferred = pipe_alloc(r, PIPE_F32, PIPE_INTS(3, 4, 4), PIPE_MEM_WORKSPACE);
+         pipe_k_fill(r, mean, 0.25);
+         pipe_k_fill(r, var, 2.0);
+         pipe_k_batch_norm_train(r, in[0], in[1], in[2], mean, var, y, nullptr, nullptr, 1e-5, 0.9);
+         pipe_k_batch_norm_infer(r, in[0], in[1], in[2], mean, var, inferred, 1e-3);
+         pipe_k_binary(r, PIPE_ADD, y, inferred, y);
+         for (pipe_tensor *t : {mean, var, inferred})
+           pipe_free(r, t);
+       }},
+      {"batch norm grad", {PIPE_INTS(3, 4, 4), PIPE_INTS(4), PIPE_INTS(3, 4, 4)},
+       PIPE_INTS(3, 4, 4),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_tensor *mean = pipe_alloc(r, PIPE_F32, PIPE_INTS(4), PIPE_MEM_WORKSPACE);
+         pipe_tensor *invstd = pipe_alloc(r, PIPE_F32, PIPE_INTS(4), PIPE_MEM_WORKSPACE);
+         pipe_tensor *dscale = pipe_alloc(r, PIPE_F32, PIPE_INTS(4), PIPE_MEM_WORKSPACE);
+         pipe_tensor *dbias = pipe_alloc(r, PIPE_F32, PIPE_INTS(4), PIPE_MEM_WORKSPACE);
+         pipe_k_batch_norm_train(r, in[0], in[1], in[1], nullptr, nullptr, y, mean, invstd, 1e-5,
+                                 0.9);
+         pipe_k_batch_norm_grad(r, in[0], in[1], mean, invstd, in[2], y, dscale, dbias);
+         // dx, dscale and dbias (broadcast along the last dim) all compared.
+         pipe_k_binary(r, PIPE_ADD, y, dscale, y);
+         pipe_k_binary(r, PIPE_MUL, y, dbias, y);
+         for (pipe_tensor *t : {mean, invstd, dscale, dbias})
+           pipe_free(r, t);
+       }},
+      {"pad: constant with a crop, then reflect", {PIPE_INTS(6, 5)}, PIPE_INTS(6, 5),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_tensor *t = pipe_alloc(r, PIPE_F32, PIPE_INTS(6, 5), PIPE_MEM_WORKSPACE);
+         pipe_k_pad(r, in[0], t, PIPE_INTS(1, 0, -1, 0), PIPE_PAD_CONSTANT, 2.5);
+         pipe_k_pad(r, t, y, PIPE_INTS(0, -2, 0, 2), PIPE_PAD_REFLECT, 0);
+         pipe_free(r, t);
+       }},
+      {"pad integers (edge) and booleans (wrap, constant)", {PIPE_INTS(4, 5)}, PIPE_INTS(4, 5),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_tensor *a = tensorOfType<int64_t>(r, PIPE_I64, {-3, 7, 9}, PIPE_INTS(1, 3));
+         pipe_tensor *b = pipe_alloc(r, PIPE_I64, PIPE_INTS(4, 5), PIPE_MEM_WORKSPACE);
+         pipe_k_pad(r, a, b, PIPE_INTS(2, 1, 1, 1), PIPE_PAD_EDGE, 0);
+         pipe_tensor *m = tensorOfType<uint8_t>(r, PIPE_BOOL, {1, 0, 0}, PIPE_INTS(3, 1));
+         pipe_tensor *wrapped = pipe_alloc(r, PIPE_BOOL, PIPE_INTS(4, 3), PIPE_MEM_WORKSPACE);
+         pipe_tensor *mask = pipe_alloc(r, PIPE_BOOL, PIPE_INTS(4, 5), PIPE_MEM_WORKSPACE);
+         pipe_k_pad(r, m, wrapped, PIPE_INTS(0, 1, 1, 1), PIPE_PAD_WRAP, 0);
+         pipe_k_pad(r, wrapped, mask, PIPE_INTS(0, 1, 0, 1), PIPE_PAD_CONSTANT, 1);
+         pipe_k_cast(r, b, y);
+         pipe_k_where(r, mask, y, in[0], y);
+         for (pipe_tensor *t : {a, b, m, wrapped, mask})
+           pipe_free(r, t);
+       }},
+      {"cast between every dtype: saturation, NaN, booleans", {PIPE_INTS(2, 4)}, PIPE_INTS(2, 4),
+       [](pipe_rank *r, auto &in, pipe_tensor *y) {
+         pipe_tensor *wide = tensorOfType<double>(
+             r, PIPE_F64, {3.7, -2.5, NAN, 1e12, -1e12, 0.0, 0.49, -7.0}, PIPE_INTS(2, 4));
+         pipe_tensor *i32 = pipe_alloc(r, PIPE_I32, PIPE_INTS(2, 4), PIPE_MEM_WORKSPACE);
+         pipe_tensor *i64 = pipe_alloc(r, PIPE_I64, PIPE_INTS(2, 4), PIPE_MEM_WORKSPACE);
+         pipe_tensor *flag = pipe_alloc(r, PIPE_BOOL, PIPE_INTS(2, 4), PIPE_MEM_WORKSPACE);
+         pipe_tensor *f = pipe_alloc(r, PIPE_F32, PIPE_INTS(2, 4), PIPE_MEM_WORKSPACE);
+         pipe_k_cast(r, wide, i32);
+         pipe_k_cast(r, i32, i64);
+         pipe_k_cast(r, i64, flag);
+         pipe_k_cast(r, flag, wide);
+         pipe_k_cast(r, i32, y);
+         pipe_k_cast(r, wide, f);
+         pipe_k_binary(r, PIPE_ADD, y, f, y);
+         pipe_k_cast(r, in[0], i64);
+         pipe_k_cast(r, i64, f);
+         pipe_k_binary(r, PIPE_ADD, y, f, y);
+         for (pipe_tensor *t : {wide, i32, i64, flag, f})
            pipe_free(r, t);
        }},
   };

@@ -10,31 +10,10 @@
 using namespace piperun;
 using namespace piperun::cpu;
 
-namespace {
+namespace piperun {
+namespace cpu {
 
-// Every size padded to three spatial dims (leading dims of size 1), so one
-// loop nest serves 1-D, 2-D and 3-D.
-struct ConvGeometry {
-  int64_t batch = 0, channels = 0, outChannels = 0, group = 1;
-  int64_t channelsPerGroup = 0, outPerGroup = 0;
-  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, kernel[3] = {1, 1, 1};
-  int64_t stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, dilation[3] = {1, 1, 1};
-  int64_t inVolume = 1, outVolume = 1, kernelVolume = 1;
-
-  // Rows of the column matrix of one group.
-  int64_t columnRows() const { return channelsPerGroup * kernelVolume; }
-  // A 1x1 kernel with stride 1 and no padding reads x as its own column matrix.
-  bool isPointwise() const {
-    for (int d = 0; d < 3; ++d)
-      if (kernel[d] != 1 || stride[d] != 1 || pad[d] != 0)
-        return false;
-    return true;
-  }
-};
-
-// Checks x-like [N, C, in...], w [M, C/G, k...] and y-like [N, M, out...]
-// against each other and the attribute lists.
-ConvGeometry checkConv(pipe_rank *r, const char *op, const pipe_tensor *x, const char *xName,
+ConvGeometry convChecks(pipe_rank *r, const char *op, const pipe_tensor *x, const char *xName,
                        const pipe_tensor *w, const char *wName, const pipe_tensor *y,
                        const char *yName,
                        const pipe_ints &strides, const pipe_ints &pads,
@@ -101,6 +80,20 @@ ConvGeometry checkConv(pipe_rank *r, const char *op, const pipe_tensor *x, const
   }
   return g;
 }
+
+void convBiasChecks(pipe_rank *r, const pipe_tensor *bias, const ConvGeometry &g) {
+  if (!bias)
+    return;
+  requireTensor(r, "conv", "bias", bias);
+  requireDtype(r, "conv", "bias", bias, PIPE_F32);
+  const int64_t expected[1] = {g.outChannels};
+  requireShape(r, "conv", "bias", bias, 1, expected);
+}
+
+} // namespace cpu
+} // namespace piperun
+
+namespace {
 
 // col[(c * K + k), o] = x[c, o * stride - pad + k * dilation] (0 in the padding),
 // for the C/G channels of one group starting at `x`.
@@ -173,15 +166,10 @@ extern "C" {
 void pipe_k_conv(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *w,
                  const pipe_tensor *bias, pipe_tensor *y, pipe_ints strides, pipe_ints pads,
                  pipe_ints dilations, int64_t group) {
-  PIPE_DEVICE_STAGED(r, pipe_k_conv, x, w, bias, y, strides, pads, dilations, group);
+  PIPE_DEVICE_KERNEL(r, conv, pipe_k_conv, x, w, bias, y, strides, pads, dilations, group);
   const char *op = "conv";
-  const ConvGeometry g = checkConv(r, op, x, "x", w, "w", y, "y", strides, pads, dilations, group);
-  if (bias) {
-    requireTensor(r, op, "bias", bias);
-    requireDtype(r, op, "bias", bias, PIPE_F32);
-    const int64_t expected[1] = {g.outChannels};
-    requireShape(r, op, "bias", bias, 1, expected);
-  }
+  const ConvGeometry g = convChecks(r, op, x, "x", w, "w", y, "y", strides, pads, dilations, group);
+  convBiasChecks(r, bias, g);
   if (y->numel == 0)
     return;
   const bool pointwise = g.isPointwise();
@@ -219,10 +207,10 @@ void pipe_k_conv(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *w,
 void pipe_k_conv_grad_input(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *w,
                             pipe_tensor *dx, pipe_ints strides, pipe_ints pads,
                             pipe_ints dilations, int64_t group) {
-  PIPE_DEVICE_STAGED(r, pipe_k_conv_grad_input, dy, w, dx, strides, pads, dilations, group);
+  PIPE_DEVICE_KERNEL(r, convGradInput, pipe_k_conv_grad_input, dy, w, dx, strides, pads, dilations, group);
   const char *op = "conv_grad_input";
   const ConvGeometry g =
-      checkConv(r, op, dx, "dx", w, "w", dy, "dy", strides, pads, dilations, group);
+      convChecks(r, op, dx, "dx", w, "w", dy, "dy", strides, pads, dilations, group);
   if (dx->numel == 0)
     return;
   float *pdx = static_cast<float *>(dx->data);
@@ -249,9 +237,9 @@ void pipe_k_conv_grad_input(pipe_rank *r, const pipe_tensor *dy, const pipe_tens
 void pipe_k_conv_grad_weight(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *dy,
                              pipe_tensor *dw, pipe_ints strides, pipe_ints pads,
                              pipe_ints dilations, int64_t group) {
-  PIPE_DEVICE_STAGED(r, pipe_k_conv_grad_weight, x, dy, dw, strides, pads, dilations, group);
+  PIPE_DEVICE_KERNEL(r, convGradWeight, pipe_k_conv_grad_weight, x, dy, dw, strides, pads, dilations, group);
   const char *op = "conv_grad_weight";
-  const ConvGeometry g = checkConv(r, op, x, "x", dw, "dw", dy, "dy", strides, pads, dilations, group);
+  const ConvGeometry g = convChecks(r, op, x, "x", dw, "dw", dy, "dy", strides, pads, dilations, group);
   float *pdw = static_cast<float *>(dw->data);
   std::fill(pdw, pdw + dw->numel, 0.0f);
   if (dy->numel == 0 || x->numel == 0)

@@ -279,7 +279,7 @@ void pipe_k_where(pipe_rank *r, const pipe_tensor *cond, const pipe_tensor *x,
 }
 
 void pipe_k_cast(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y) {
-  PIPE_DEVICE_STAGED(r, pipe_k_cast, x, y);
+  PIPE_DEVICE_KERNEL(r, cast, pipe_k_cast, x, y);
   const char *op = "cast";
   requireTensor(r, op, "x", x);
   requireTensor(r, op, "y", y);

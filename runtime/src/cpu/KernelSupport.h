@@ -10,6 +10,8 @@
 #include "Internal.h"
 #include "kernels/AxisMath.h"
 #include "kernels/Plans.h"
+#include "kernels/PointwiseMath.h"
+#include "kernels/WindowMath.h"
 
 #include <algorithm>
 #include <cmath>
@@ -112,27 +114,7 @@ void dispatchElementSize(pipe_rank *r, const char *op, int32_t dtype, Body &&bod
   }
 }
 
-/// A value converted to T: floats as C does; integers from floats truncate
-/// toward zero, saturate at the type's range and map NaN to 0; BOOL is v != 0.
-template <typename To, typename From> inline To convertValue(From v) {
-  if constexpr (std::is_same_v<To, uint8_t>) {
-    return v != From(0) ? 1 : 0;
-  } else if constexpr (std::is_floating_point_v<To>) {
-    return static_cast<To>(v);
-  } else if constexpr (std::is_floating_point_v<From>) {
-    if (std::isnan(v))
-      return 0;
-    // The largest integers of To are not exact in From: compare against 2^(bits-1).
-    const From limit = std::ldexp(From(1), std::numeric_limits<To>::digits);
-    if (v >= limit)
-      return std::numeric_limits<To>::max();
-    if (v < -limit)
-      return std::numeric_limits<To>::min();
-    return static_cast<To>(v);
-  } else {
-    return static_cast<To>(v);
-  }
-}
+using pointwise::convertValue;
 
 /// One loop over up to four operands that share a shape but not strides
 /// (broadcast inputs have stride 0, transposes permuted ones, slices any).
@@ -316,6 +298,10 @@ StridedLoop whereChecks(pipe_rank *r, const pipe_tensor *cond, const pipe_tensor
 void triluChecks(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y, int32_t upper);
 void dropoutChecks(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y,
                    const pipe_tensor *mask, double ratio);
+/// Pad's: y's shape is x's plus the pads; a non-constant mode needs every
+/// dim of x non-empty (when y is).
+PadGeometry padChecks(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y,
+                      const pipe_ints &pads, int32_t mode);
 /// Gather's shapes: `data` indexed along `axis` by `indices` gives `gathered`.
 GatherGeometry gatherChecks(pipe_rank *r, const char *op, const char *dataName,
                             const pipe_tensor *data, const pipe_tensor *indices,
@@ -337,6 +323,39 @@ LossGeometry crossEntropyGradChecks(pipe_rank *r, const pipe_tensor *dloss,
                                     const pipe_tensor *log_prob, const pipe_tensor *labels,
                                     const void *labelValues, const pipe_tensor *dlogits,
                                     int64_t ignore_index, double scale);
+/// Batch norm's (training and gradient): x [N, C, ...] as channels, each
+/// vector of C floats; training needs more than one value per channel.
+ChannelLayout batchNormTrainChecks(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                                   const pipe_tensor *bias, const pipe_tensor *running_mean,
+                                   const pipe_tensor *running_var, const pipe_tensor *y,
+                                   const pipe_tensor *saved_mean,
+                                   const pipe_tensor *saved_invstd);
+ChannelLayout batchNormInferChecks(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                                   const pipe_tensor *bias, const pipe_tensor *mean,
+                                   const pipe_tensor *var, const pipe_tensor *y);
+ChannelLayout batchNormGradChecks(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
+                                  const pipe_tensor *saved_mean, const pipe_tensor *saved_invstd,
+                                  const pipe_tensor *dy, const pipe_tensor *dx,
+                                  const pipe_tensor *dscale, const pipe_tensor *dbias);
+/// Convolution's: x-like [N, C, in...], w [M, C/G, k...] and y-like
+/// [N, M, out...] against each other and the attributes; and conv's bias
+/// (null: none).
+ConvGeometry convChecks(pipe_rank *r, const char *op, const pipe_tensor *x, const char *xName,
+                        const pipe_tensor *w, const char *wName, const pipe_tensor *y,
+                        const char *yName, const pipe_ints &strides, const pipe_ints &pads,
+                        const pipe_ints &dilations, int64_t group);
+void convBiasChecks(pipe_rank *r, const pipe_tensor *bias, const ConvGeometry &g);
+/// Pooling's: x-like [N, C, in...] and y-like [N, C, out...], each out dim the
+/// floor-mode or the ceil-mode size; `dilations` null for average pooling.
+PoolGeometry poolChecks(pipe_rank *r, const char *op, const pipe_tensor *x, const char *xName,
+                        const pipe_tensor *y, const char *yName, const pipe_ints &kernel,
+                        const pipe_ints &strides, const pipe_ints &pads,
+                        const pipe_ints *dilations);
+void maxPoolIndicesChecks(pipe_rank *r, const pipe_tensor *y, const pipe_tensor *indices);
+/// max_pool_grad's, every index (`raw`, host bytes of `indices`) in dx or -1;
+/// whether each stays in its own (n, c) plane.
+bool maxPoolGradChecks(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *indices,
+                       const void *raw, const pipe_tensor *dx);
 
 } // namespace piperun::cpu
 

@@ -59,28 +59,37 @@ void planWindow(pipe_rank *r, const char *op, const pipe_tensor *big, const char
   loop.coalesce();
 }
 
-// Source index along one dim of pad's output (-1: the constant).
-int64_t padSource(int64_t i, int64_t begin, int64_t size, int32_t mode) {
-  int64_t s = i - begin;
-  if (s >= 0 && s < size)
-    return s;
-  switch (mode) {
-  case PIPE_PAD_EDGE: return s < 0 ? 0 : size - 1;
-  case PIPE_PAD_WRAP: return ((s % size) + size) % size;
-  case PIPE_PAD_REFLECT: {
-    // Mirror about the first and last elements (the edge is not repeated),
-    // period 2 (size - 1), as numpy's 'reflect'.
-    if (size == 1)
-      return 0;
-    const int64_t period = 2 * (size - 1);
-    int64_t m = ((s % period) + period) % period;
-    return m < size ? m : period - m;
-  }
-  default: return -1;
-  }
-}
-
 } // namespace
+
+PadGeometry piperun::cpu::padChecks(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *y,
+                                    const pipe_ints &pads, int32_t mode) {
+  const char *op = "pad";
+  requireTensor(r, op, "x", x);
+  requireTensor(r, op, "y", y);
+  requireSameDtype(r, op, "x", x, "y", y);
+  if (mode < PIPE_PAD_CONSTANT || mode > PIPE_PAD_WRAP)
+    fail(r, "%s: unknown mode %d", op, mode);
+  const int rank = x->rank;
+  requireInts(r, op, "pads", pads, 2 * rank);
+  PadGeometry g;
+  g.rank = rank;
+  g.mode = mode;
+  for (int d = 0; d < rank; ++d) {
+    g.begin[d] = pads.v[d];
+    g.xShape[d] = x->shape[d];
+    g.yShape[d] = x->shape[d] + pads.v[d] + pads.v[rank + d];
+    if (g.yShape[d] < 0)
+      fail(r, "%s: pads %s crop dim %d of x %s below zero", op, intsText(pads).c_str(), d,
+           shapeText(x).c_str());
+  }
+  requireShape(r, op, "y", y, rank, g.yShape);
+  if (y->numel > 0)
+    for (int d = 0; d < rank; ++d)
+      if (x->shape[d] == 0 && mode != PIPE_PAD_CONSTANT)
+        fail(r, "%s: dim %d of x %s is empty, nothing to pad it with", op, d,
+             shapeText(x).c_str());
+  return g;
+}
 
 GatherGeometry piperun::cpu::gatherChecks(pipe_rank *r, const char *op, const char *dataName,
                          const pipe_tensor *data, const pipe_tensor *indices,
@@ -226,31 +235,15 @@ void pipe_k_slice_assign(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pip
 
 void pipe_k_pad(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ints pads, int32_t mode,
                 double value) {
-  PIPE_DEVICE_STAGED(r, pipe_k_pad, x, y, pads, mode, value);
+  PIPE_DEVICE_KERNEL(r, pad, pipe_k_pad, x, y, pads, mode, value);
   const char *op = "pad";
-  requireTensor(r, op, "x", x);
-  requireTensor(r, op, "y", y);
-  requireSameDtype(r, op, "x", x, "y", y);
-  if (mode < PIPE_PAD_CONSTANT || mode > PIPE_PAD_WRAP)
-    fail(r, "%s: unknown mode %d", op, mode);
-  const int rank = x->rank;
-  requireInts(r, op, "pads", pads, 2 * rank);
-  int64_t expected[PIPE_MAX_RANK];
-  for (int d = 0; d < rank; ++d) {
-    expected[d] = x->shape[d] + pads.v[d] + pads.v[rank + d];
-    if (expected[d] < 0)
-      fail(r, "%s: pads %s crop dim %d of x %s below zero", op, intsText(pads).c_str(), d,
-           shapeText(x).c_str());
-  }
-  requireShape(r, op, "y", y, rank, expected);
+  const PadGeometry g = padChecks(r, x, y, pads, mode);
+  const int rank = g.rank;
   if (y->numel == 0)
     return;
   // Per dim, the x index each y index reads (-1: the constant).
   std::vector<int64_t> sources[PIPE_MAX_RANK];
   for (int d = 0; d < rank; ++d) {
-    if (x->shape[d] == 0 && mode != PIPE_PAD_CONSTANT)
-      fail(r, "%s: dim %d of x %s is empty, nothing to pad it with", op, d,
-           shapeText(x).c_str());
     sources[d].resize(static_cast<size_t>(y->shape[d]));
     for (int64_t i = 0; i < y->shape[d]; ++i)
       sources[d][static_cast<size_t>(i)] = padSource(i, pads.v[d], x->shape[d], mode);

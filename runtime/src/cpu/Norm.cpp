@@ -13,12 +13,6 @@ using namespace piperun::cpu;
 
 namespace {
 
-// x [N, C, ...] as N blocks of C channels of `spatial` elements.
-struct ChannelLayout {
-  int64_t batch = 0, channels = 0, spatial = 1;
-  int64_t count() const { return batch * spatial; }
-};
-
 ChannelLayout checkChannels(pipe_rank *r, const char *op, const pipe_tensor *x) {
   requireTensor(r, op, "x", x);
   requireDtype(r, op, "x", x, PIPE_F32);
@@ -37,15 +31,6 @@ void requireChannelVector(pipe_rank *r, const char *op, const char *arg, const p
   requireDtype(r, op, arg, t, PIPE_F32);
   const int64_t expected[1] = {channels};
   requireShape(r, op, arg, t, 1, expected);
-}
-
-// The elements of channel c: `batch` runs of `spatial`, `channels * spatial` apart.
-template <typename Fn> void forChannel(const ChannelLayout &l, int64_t c, Fn fn) {
-  for (int64_t n = 0; n < l.batch; ++n) {
-    const int64_t base = (n * l.channels + c) * l.spatial;
-    for (int64_t s = 0; s < l.spatial; ++s)
-      fn(base + s);
-  }
 }
 
 // scale / bias of layer norm: the normalised dims' shape (leading 1s ignored).
@@ -90,7 +75,78 @@ RowLayout checkLayerNorm(pipe_rank *r, const char *op, const pipe_tensor *x, int
   return layout;
 }
 
+float *floatsOrNull(pipe_tensor *t) { return t ? static_cast<float *>(t->data) : nullptr; }
+
 } // namespace
+
+ChannelLayout piperun::cpu::batchNormTrainChecks(
+    pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale, const pipe_tensor *bias,
+    const pipe_tensor *running_mean, const pipe_tensor *running_var, const pipe_tensor *y,
+    const pipe_tensor *saved_mean, const pipe_tensor *saved_invstd) {
+  const char *op = "batch_norm_train";
+  const ChannelLayout l = checkChannels(r, op, x);
+  requireChannelVector(r, op, "scale", scale, l.channels);
+  requireChannelVector(r, op, "bias", bias, l.channels);
+  if (running_mean)
+    requireChannelVector(r, op, "running_mean", running_mean, l.channels);
+  if (running_var)
+    requireChannelVector(r, op, "running_var", running_var, l.channels);
+  if (saved_mean)
+    requireChannelVector(r, op, "saved_mean", saved_mean, l.channels);
+  if (saved_invstd)
+    requireChannelVector(r, op, "saved_invstd", saved_invstd, l.channels);
+  requireTensor(r, op, "y", y);
+  requireSameShape(r, op, "x", x, "y", y);
+  requireDtype(r, op, "y", y, PIPE_F32);
+  if (l.count() < 2 && l.channels > 0)
+    fail(r, "%s: expected more than 1 value per channel when training, got x %s", op,
+         shapeText(x).c_str());
+  return l;
+}
+
+ChannelLayout piperun::cpu::batchNormInferChecks(pipe_rank *r, const pipe_tensor *x,
+                                                 const pipe_tensor *scale,
+                                                 const pipe_tensor *bias,
+                                                 const pipe_tensor *mean, const pipe_tensor *var,
+                                                 const pipe_tensor *y) {
+  const char *op = "batch_norm_infer";
+  const ChannelLayout l = checkChannels(r, op, x);
+  requireChannelVector(r, op, "scale", scale, l.channels);
+  requireChannelVector(r, op, "bias", bias, l.channels);
+  requireChannelVector(r, op, "mean", mean, l.channels);
+  requireChannelVector(r, op, "var", var, l.channels);
+  requireTensor(r, op, "y", y);
+  requireSameShape(r, op, "x", x, "y", y);
+  requireDtype(r, op, "y", y, PIPE_F32);
+  return l;
+}
+
+ChannelLayout piperun::cpu::batchNormGradChecks(pipe_rank *r, const pipe_tensor *x,
+                                                const pipe_tensor *scale,
+                                                const pipe_tensor *saved_mean,
+                                                const pipe_tensor *saved_invstd,
+                                                const pipe_tensor *dy, const pipe_tensor *dx,
+                                                const pipe_tensor *dscale,
+                                                const pipe_tensor *dbias) {
+  const char *op = "batch_norm_grad";
+  const ChannelLayout l = checkChannels(r, op, x);
+  requireChannelVector(r, op, "scale", scale, l.channels);
+  requireChannelVector(r, op, "saved_mean", saved_mean, l.channels);
+  requireChannelVector(r, op, "saved_invstd", saved_invstd, l.channels);
+  requireTensor(r, op, "dy", dy);
+  requireSameShape(r, op, "x", x, "dy", dy);
+  requireDtype(r, op, "dy", dy, PIPE_F32);
+  if (dx) {
+    requireTensor(r, op, "dx", dx);
+    requireSameShape(r, op, "x", x, "dx", dx);
+    requireDtype(r, op, "dx", dx, PIPE_F32);
+  }
+  if (dscale)
+    requireChannelVector(r, op, "dscale", dscale, l.channels);
+  if (dbias)
+    requireChannelVector(r, op, "dbias", dbias, l.channels);
+  return l;
+}
 
 RowLayout piperun::cpu::layerNormChecks(pipe_rank *r, const pipe_tensor *x,
                                         const pipe_tensor *scale, const pipe_tensor *bias,
@@ -142,145 +198,69 @@ void pipe_k_batch_norm_train(pipe_rank *r, const pipe_tensor *x, const pipe_tens
                              const pipe_tensor *bias, pipe_tensor *running_mean,
                              pipe_tensor *running_var, pipe_tensor *y, pipe_tensor *saved_mean,
                              pipe_tensor *saved_invstd, double epsilon, double momentum) {
-  PIPE_DEVICE_STAGED(r, pipe_k_batch_norm_train, x, scale, bias, running_mean, running_var, y,
+  PIPE_DEVICE_KERNEL(r, batchNormTrain, pipe_k_batch_norm_train, x, scale, bias, running_mean, running_var, y,
                      saved_mean, saved_invstd, epsilon, momentum);
-  const char *op = "batch_norm_train";
-  const ChannelLayout l = checkChannels(r, op, x);
-  requireChannelVector(r, op, "scale", scale, l.channels);
-  requireChannelVector(r, op, "bias", bias, l.channels);
-  if (running_mean)
-    requireChannelVector(r, op, "running_mean", running_mean, l.channels);
-  if (running_var)
-    requireChannelVector(r, op, "running_var", running_var, l.channels);
-  if (saved_mean)
-    requireChannelVector(r, op, "saved_mean", saved_mean, l.channels);
-  if (saved_invstd)
-    requireChannelVector(r, op, "saved_invstd", saved_invstd, l.channels);
-  requireTensor(r, op, "y", y);
-  requireSameShape(r, op, "x", x, "y", y);
-  requireDtype(r, op, "y", y, PIPE_F32);
-  const int64_t count = l.count();
-  if (count < 2 && l.channels > 0)
-    fail(r, "%s: expected more than 1 value per channel when training, got x %s", op,
-         shapeText(x).c_str());
+  const ChannelLayout l = batchNormTrainChecks(r, x, scale, bias, running_mean, running_var, y,
+                                               saved_mean, saved_invstd);
   const float *px = static_cast<const float *>(x->data);
-  const float *gamma = static_cast<const float *>(scale->data);
-  const float *beta = static_cast<const float *>(bias->data);
-  float *py = static_cast<float *>(y->data);
+  std::vector<double> ab(static_cast<size_t>(2 * l.channels));
   const int threads = threadsFor(r, x->numel * 3);
 #pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (int64_t c = 0; c < l.channels; ++c) {
-    double sum = 0.0;
-    forChannel(l, c, [&](int64_t i) { sum += px[i]; });
-    const double mean = sum / static_cast<double>(count);
-    double squares = 0.0;
-    forChannel(l, c, [&](int64_t i) {
-      const double d = px[i] - mean;
-      squares += d * d;
-    });
-    const double var = squares / static_cast<double>(count);
-    const double invstd = 1.0 / std::sqrt(var + epsilon);
-    const double a = gamma[c] * invstd, b = beta[c] - mean * a;
-    forChannel(l, c, [&](int64_t i) { py[i] = static_cast<float>(px[i] * a + b); });
-    if (saved_mean)
-      static_cast<float *>(saved_mean->data)[c] = static_cast<float>(mean);
-    if (saved_invstd)
-      static_cast<float *>(saved_invstd->data)[c] = static_cast<float>(invstd);
-    // The running variance is the unbiased one.
-    if (running_mean) {
-      float &m = static_cast<float *>(running_mean->data)[c];
-      m = static_cast<float>(momentum * m + (1.0 - momentum) * mean);
-    }
-    if (running_var) {
-      float &v = static_cast<float *>(running_var->data)[c];
-      const double unbiased = squares / static_cast<double>(count - 1);
-      v = static_cast<float>(momentum * v + (1.0 - momentum) * unbiased);
-    }
-  }
+  for (int64_t c = 0; c < l.channels; ++c)
+    batchNormTrainChannel(l, c, px, static_cast<const float *>(scale->data),
+                          static_cast<const float *>(bias->data), epsilon, momentum,
+                          floatsOrNull(saved_mean), floatsOrNull(saved_invstd),
+                          floatsOrNull(running_mean), floatsOrNull(running_var), ab.data());
+  float *py = static_cast<float *>(y->data);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+  for (int64_t i = 0; i < x->numel; ++i)
+    py[i] = batchNormElement(l, ab.data(), px, i);
 }
 
 void pipe_k_batch_norm_infer(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
                              const pipe_tensor *bias, const pipe_tensor *mean,
                              const pipe_tensor *var, pipe_tensor *y, double epsilon) {
-  PIPE_DEVICE_STAGED(r, pipe_k_batch_norm_infer, x, scale, bias, mean, var, y, epsilon);
-  const char *op = "batch_norm_infer";
-  const ChannelLayout l = checkChannels(r, op, x);
-  requireChannelVector(r, op, "scale", scale, l.channels);
-  requireChannelVector(r, op, "bias", bias, l.channels);
-  requireChannelVector(r, op, "mean", mean, l.channels);
-  requireChannelVector(r, op, "var", var, l.channels);
-  requireTensor(r, op, "y", y);
-  requireSameShape(r, op, "x", x, "y", y);
-  requireDtype(r, op, "y", y, PIPE_F32);
+  PIPE_DEVICE_KERNEL(r, batchNormInfer, pipe_k_batch_norm_infer, x, scale, bias, mean, var, y,
+                     epsilon);
+  const ChannelLayout l = batchNormInferChecks(r, x, scale, bias, mean, var, y);
+  std::vector<double> ab(static_cast<size_t>(2 * l.channels));
+  for (int64_t c = 0; c < l.channels; ++c)
+    batchNormInferChannel(c, static_cast<const float *>(scale->data),
+                          static_cast<const float *>(bias->data),
+                          static_cast<const float *>(mean->data),
+                          static_cast<const float *>(var->data), epsilon, ab.data());
   const float *px = static_cast<const float *>(x->data);
-  const float *gamma = static_cast<const float *>(scale->data);
-  const float *beta = static_cast<const float *>(bias->data);
-  const float *pm = static_cast<const float *>(mean->data);
-  const float *pv = static_cast<const float *>(var->data);
   float *py = static_cast<float *>(y->data);
   const int threads = threadsFor(r, x->numel);
 #pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (int64_t c = 0; c < l.channels; ++c) {
-    const double a = gamma[c] / std::sqrt(static_cast<double>(pv[c]) + epsilon);
-    const double b = beta[c] - pm[c] * a;
-    forChannel(l, c, [&](int64_t i) { py[i] = static_cast<float>(px[i] * a + b); });
-  }
+  for (int64_t i = 0; i < x->numel; ++i)
+    py[i] = batchNormElement(l, ab.data(), px, i);
 }
 
 void pipe_k_batch_norm_grad(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
                             const pipe_tensor *saved_mean, const pipe_tensor *saved_invstd,
                             const pipe_tensor *dy, pipe_tensor *dx, pipe_tensor *dscale,
                             pipe_tensor *dbias) {
-  PIPE_DEVICE_STAGED(r, pipe_k_batch_norm_grad, x, scale, saved_mean, saved_invstd, dy, dx, dscale,
+  PIPE_DEVICE_KERNEL(r, batchNormGrad, pipe_k_batch_norm_grad, x, scale, saved_mean, saved_invstd, dy, dx, dscale,
                      dbias);
-  const char *op = "batch_norm_grad";
-  const ChannelLayout l = checkChannels(r, op, x);
-  requireChannelVector(r, op, "scale", scale, l.channels);
-  requireChannelVector(r, op, "saved_mean", saved_mean, l.channels);
-  requireChannelVector(r, op, "saved_invstd", saved_invstd, l.channels);
-  requireTensor(r, op, "dy", dy);
-  requireSameShape(r, op, "x", x, "dy", dy);
-  requireDtype(r, op, "dy", dy, PIPE_F32);
-  if (dx) {
-    requireTensor(r, op, "dx", dx);
-    requireSameShape(r, op, "x", x, "dx", dx);
-    requireDtype(r, op, "dx", dx, PIPE_F32);
-  }
-  if (dscale)
-    requireChannelVector(r, op, "dscale", dscale, l.channels);
-  if (dbias)
-    requireChannelVector(r, op, "dbias", dbias, l.channels);
+  const ChannelLayout l =
+      batchNormGradChecks(r, x, scale, saved_mean, saved_invstd, dy, dx, dscale, dbias);
   const float *px = static_cast<const float *>(x->data);
   const float *pdy = static_cast<const float *>(dy->data);
-  const float *gamma = static_cast<const float *>(scale->data);
-  const float *pm = static_cast<const float *>(saved_mean->data);
-  const float *ps = static_cast<const float *>(saved_invstd->data);
-  const double count = static_cast<double>(l.count());
+  std::vector<double> terms(static_cast<size_t>(5 * l.channels));
   const int threads = threadsFor(r, x->numel * 3);
 #pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (int64_t c = 0; c < l.channels; ++c) {
-    const double mean = pm[c], invstd = ps[c];
-    // dbias = sum dy; dscale = sum dy xhat, xhat = (x - mean) invstd.
-    double sumDy = 0.0, sumDyXhat = 0.0;
-    forChannel(l, c, [&](int64_t i) {
-      sumDy += pdy[i];
-      sumDyXhat += pdy[i] * (px[i] - mean) * invstd;
-    });
-    if (dbias)
-      static_cast<float *>(dbias->data)[c] = static_cast<float>(sumDy);
-    if (dscale)
-      static_cast<float *>(dscale->data)[c] = static_cast<float>(sumDyXhat);
-    if (dx) {
-      // dx = scale invstd (dy - mean(dy) - xhat mean(dy xhat)).
-      float *pdx = static_cast<float *>(dx->data);
-      const double meanDy = sumDy / count, meanDyXhat = sumDyXhat / count;
-      const double factor = gamma[c] * invstd;
-      forChannel(l, c, [&](int64_t i) {
-        const double xhat = (px[i] - mean) * invstd;
-        pdx[i] = static_cast<float>(factor * (pdy[i] - meanDy - xhat * meanDyXhat));
-      });
-    }
-  }
+  for (int64_t c = 0; c < l.channels; ++c)
+    batchNormGradChannel(l, c, px, pdy, static_cast<const float *>(scale->data),
+                         static_cast<const float *>(saved_mean->data),
+                         static_cast<const float *>(saved_invstd->data), floatsOrNull(dscale),
+                         floatsOrNull(dbias), terms.data());
+  if (!dx)
+    return;
+  float *pdx = static_cast<float *>(dx->data);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+  for (int64_t i = 0; i < x->numel; ++i)
+    pdx[i] = batchNormGradElement(l, terms.data(), px, pdy, i);
 }
 
 void pipe_k_layer_norm(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,

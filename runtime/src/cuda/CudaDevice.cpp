@@ -268,6 +268,64 @@ void CudaLauncher::gatherGrad(const GatherGeometry &g, const int64_t *index, con
   launchGatherGrad(stream(), g, index, dy, dx);
 }
 
+void CudaLauncher::pad(const PadGeometry &g, const void *x, void *y, size_t elementSize,
+                       uint64_t fill) {
+  launchPad(stream(), g, x, y, elementSize, fill);
+}
+
+void CudaLauncher::cast(int32_t from, int32_t to, const void *x, void *y, int64_t n) {
+  launchCast(stream(), from, to, x, y, n);
+}
+
+void CudaLauncher::batchNormTrain(const ChannelLayout &l, const float *x, const float *gamma,
+                                  const float *beta, double epsilon, double momentum,
+                                  float *savedMean, float *savedInvstd, float *runningMean,
+                                  float *runningVar, double *ab, float *y) {
+  launchBatchNormTrain(stream(), l, x, gamma, beta, epsilon, momentum, savedMean, savedInvstd,
+                       runningMean, runningVar, ab, y);
+}
+
+void CudaLauncher::batchNormInfer(const ChannelLayout &l, const float *x, const float *gamma,
+                                  const float *beta, const float *mean, const float *var,
+                                  double epsilon, double *ab, float *y) {
+  launchBatchNormInfer(stream(), l, x, gamma, beta, mean, var, epsilon, ab, y);
+}
+
+void CudaLauncher::batchNormGrad(const ChannelLayout &l, const float *x, const float *dy,
+                                 const float *gamma, const float *savedMean,
+                                 const float *savedInvstd, double *terms, float *dx,
+                                 float *dscale, float *dbias) {
+  launchBatchNormGrad(stream(), l, x, dy, gamma, savedMean, savedInvstd, terms, dx, dscale,
+                      dbias);
+}
+
+void CudaLauncher::im2col(const ConvGeometry &g, const float *x, float *col) {
+  launchIm2col(stream(), g, x, col);
+}
+
+void CudaLauncher::col2im(const ConvGeometry &g, const float *col, float *x) {
+  launchCol2im(stream(), g, col, x);
+}
+
+void CudaLauncher::maxPool(const PoolGeometry &g, const float *x, float *y, int64_t *indices) {
+  launchMaxPool(stream(), g, x, y, indices);
+}
+
+void CudaLauncher::averagePool(const PoolGeometry &g, const float *x, float *y,
+                               bool countIncludePad) {
+  launchAveragePool(stream(), g, x, y, countIncludePad);
+}
+
+void CudaLauncher::averagePoolGrad(const PoolGeometry &g, const float *dy, float *dx,
+                                   bool countIncludePad) {
+  launchAveragePoolGrad(stream(), g, dy, dx, countIncludePad);
+}
+
+void CudaLauncher::maxPoolGrad(int64_t planes, int64_t outPlane, int64_t inPlane,
+                               const float *dy, const int64_t *index, float *dx) {
+  launchMaxPoolGrad(stream(), planes, outPlane, inPlane, dy, index, dx);
+}
+
 void CudaLauncher::dropout(const float *x, float *y, uint8_t *mask, int64_t n, uint64_t key,
                            double ratio, float scale) {
   launchDropout(stream(), x, y, mask, n, key, ratio, scale);

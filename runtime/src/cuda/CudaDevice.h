@@ -79,6 +79,28 @@ public:
                     float *logProb, double *picked, float *loss) override;
   void crossEntropyGrad(const LossGeometry &g, const float *dloss, const float *logProb,
                         const int64_t *labels, float *dlogits) override;
+  void pad(const PadGeometry &g, const void *x, void *y, size_t elementSize,
+           uint64_t fill) override;
+  void cast(int32_t from, int32_t to, const void *x, void *y, int64_t n) override;
+  void batchNormTrain(const ChannelLayout &l, const float *x, const float *gamma,
+                      const float *beta, double epsilon, double momentum, float *savedMean,
+                      float *savedInvstd, float *runningMean, float *runningVar, double *ab,
+                      float *y) override;
+  void batchNormInfer(const ChannelLayout &l, const float *x, const float *gamma,
+                      const float *beta, const float *mean, const float *var, double epsilon,
+                      double *ab, float *y) override;
+  void batchNormGrad(const ChannelLayout &l, const float *x, const float *dy, const float *gamma,
+                     const float *savedMean, const float *savedInvstd, double *terms, float *dx,
+                     float *dscale, float *dbias) override;
+  void im2col(const ConvGeometry &g, const float *x, float *col) override;
+  void col2im(const ConvGeometry &g, const float *col, float *x) override;
+  void maxPool(const PoolGeometry &g, const float *x, float *y, int64_t *indices) override;
+  void averagePool(const PoolGeometry &g, const float *x, float *y,
+                   bool countIncludePad) override;
+  void averagePoolGrad(const PoolGeometry &g, const float *dy, float *dx,
+                       bool countIncludePad) override;
+  void maxPoolGrad(int64_t planes, int64_t outPlane, int64_t inPlane, const float *dy,
+                   const int64_t *index, float *dx) override;
   bool hasGemm() override;
   void gemm(const ColumnMajorGemm &gemm) override;
   void finish(const char *what) override;

@@ -115,6 +115,94 @@ __global__ void gatherGradKernel(GatherGeometry g, const int64_t *index, const f
     gatherGradColumn(g, index, column, dy, dx);
 }
 
+__global__ void padKernel(PadGeometry g, const char *x, char *y, int elementSize, uint64_t fill,
+                          int64_t n) {
+  for (int64_t e = firstIndex(); e < n; e += indexStride()) {
+    const int64_t s = padSourceOffset(g, e);
+    const char *from = s < 0 ? reinterpret_cast<const char *>(&fill) : x + s * elementSize;
+    for (int b = 0; b < elementSize; ++b)
+      y[e * elementSize + b] = from[b];
+  }
+}
+
+__global__ void castKernel(int32_t from, int32_t to, const void *x, void *y, int64_t n) {
+  for (int64_t i = firstIndex(); i < n; i += indexStride())
+    castElement(from, to, x, y, i);
+}
+
+__global__ void batchNormTrainKernel(ChannelLayout l, const float *x, const float *gamma,
+                                     const float *beta, double epsilon, double momentum,
+                                     float *savedMean, float *savedInvstd, float *runningMean,
+                                     float *runningVar, double *ab) {
+  for (int64_t c = firstIndex(); c < l.channels; c += indexStride())
+    batchNormTrainChannel(l, c, x, gamma, beta, epsilon, momentum, savedMean, savedInvstd,
+                          runningMean, runningVar, ab);
+}
+
+__global__ void batchNormInferKernel(ChannelLayout l, const float *gamma, const float *beta,
+                                     const float *mean, const float *var, double epsilon,
+                                     double *ab) {
+  for (int64_t c = firstIndex(); c < l.channels; c += indexStride())
+    batchNormInferChannel(c, gamma, beta, mean, var, epsilon, ab);
+}
+
+__global__ void batchNormElementKernel(ChannelLayout l, const double *ab, const float *x,
+                                       float *y) {
+  for (int64_t i = firstIndex(), n = l.batch * l.channels * l.spatial; i < n; i += indexStride())
+    y[i] = batchNormElement(l, ab, x, i);
+}
+
+__global__ void batchNormGradChannelKernel(ChannelLayout l, const float *x, const float *dy,
+                                           const float *gamma, const float *savedMean,
+                                           const float *savedInvstd, float *dscale,
+                                           float *dbias, double *terms) {
+  for (int64_t c = firstIndex(); c < l.channels; c += indexStride())
+    batchNormGradChannel(l, c, x, dy, gamma, savedMean, savedInvstd, dscale, dbias, terms);
+}
+
+__global__ void batchNormGradElementKernel(ChannelLayout l, const double *terms, const float *x,
+                                           const float *dy, float *dx) {
+  for (int64_t i = firstIndex(), n = l.batch * l.channels * l.spatial; i < n; i += indexStride())
+    dx[i] = batchNormGradElement(l, terms, x, dy, i);
+}
+
+__global__ void im2colKernel(ConvGeometry g, const float *x, float *col) {
+  for (int64_t e = firstIndex(), n = g.columnRows() * g.outVolume; e < n; e += indexStride())
+    col[e] = im2colElement(g, x, e / g.outVolume, e % g.outVolume);
+}
+
+__global__ void col2imKernel(ConvGeometry g, const float *col, float *x) {
+  for (int64_t e = firstIndex(), n = g.channelsPerGroup * g.inVolume; e < n; e += indexStride())
+    x[e] = col2imElement(g, col, e);
+}
+
+__global__ void maxPoolKernel(PoolGeometry g, const float *x, float *y, int64_t *indices) {
+  for (int64_t e = firstIndex(), n = g.planes * g.outVolume; e < n; e += indexStride()) {
+    int64_t index;
+    y[e] = maxPoolElement(g, x, e, &index);
+    if (indices)
+      indices[e] = index;
+  }
+}
+
+__global__ void averagePoolKernel(PoolGeometry g, const float *x, float *y,
+                                  bool countIncludePad) {
+  for (int64_t e = firstIndex(), n = g.planes * g.outVolume; e < n; e += indexStride())
+    y[e] = averagePoolElement(g, x, e, countIncludePad);
+}
+
+__global__ void averagePoolGradKernel(PoolGeometry g, const float *dy, float *dx,
+                                      bool countIncludePad) {
+  for (int64_t e = firstIndex(), n = g.planes * g.inVolume; e < n; e += indexStride())
+    dx[e] = averagePoolGradElement(g, dy, e, countIncludePad);
+}
+
+__global__ void maxPoolGradKernel(int64_t planes, int64_t outPlane, int64_t inPlane,
+                                  const float *dy, const int64_t *index, float *dx) {
+  for (int64_t plane = firstIndex(); plane < planes; plane += indexStride())
+    maxPoolGradPlane(plane, outPlane, inPlane, dy, index, dx);
+}
+
 __global__ void dropoutKernel(const float *x, float *y, uint8_t *mask, int64_t n,
                               uint64_t stream, double ratio, float scale) {
   for (int64_t i = firstIndex(); i < n; i += indexStride())
@@ -276,6 +364,82 @@ void launchGatherGrad(cudaStream_t stream, const GatherGeometry &g, const int64_
                       const float *dy, float *dx) {
   const int64_t columns = g.outer * g.inner;
   gatherGradKernel<<<blocksFor(columns), kThreads, 0, stream>>>(g, index, dy, dx, columns);
+}
+
+void launchPad(cudaStream_t stream, const PadGeometry &g, const void *x, void *y,
+               size_t elementSize, uint64_t fill) {
+  int64_t n = 1;
+  for (int d = 0; d < g.rank; ++d)
+    n *= g.yShape[d];
+  padKernel<<<blocksFor(n), kThreads, 0, stream>>>(g, static_cast<const char *>(x),
+                                                   static_cast<char *>(y),
+                                                   static_cast<int>(elementSize), fill, n);
+}
+
+void launchCast(cudaStream_t stream, int32_t from, int32_t to, const void *x, void *y,
+                int64_t n) {
+  castKernel<<<blocksFor(n), kThreads, 0, stream>>>(from, to, x, y, n);
+}
+
+void launchBatchNormTrain(cudaStream_t stream, const ChannelLayout &l, const float *x,
+                          const float *gamma, const float *beta, double epsilon, double momentum,
+                          float *savedMean, float *savedInvstd, float *runningMean,
+                          float *runningVar, double *ab, float *y) {
+  batchNormTrainKernel<<<blocksFor(l.channels), kThreads, 0, stream>>>(
+      l, x, gamma, beta, epsilon, momentum, savedMean, savedInvstd, runningMean, runningVar, ab);
+  batchNormElementKernel<<<blocksFor(l.batch * l.channels * l.spatial), kThreads, 0, stream>>>(
+      l, ab, x, y);
+}
+
+void launchBatchNormInfer(cudaStream_t stream, const ChannelLayout &l, const float *x,
+                          const float *gamma, const float *beta, const float *mean,
+                          const float *var, double epsilon, double *ab, float *y) {
+  batchNormInferKernel<<<blocksFor(l.channels), kThreads, 0, stream>>>(l, gamma, beta, mean, var,
+                                                                       epsilon, ab);
+  batchNormElementKernel<<<blocksFor(l.batch * l.channels * l.spatial), kThreads, 0, stream>>>(
+      l, ab, x, y);
+}
+
+void launchBatchNormGrad(cudaStream_t stream, const ChannelLayout &l, const float *x,
+                         const float *dy, const float *gamma, const float *savedMean,
+                         const float *savedInvstd, double *terms, float *dx, float *dscale,
+                         float *dbias) {
+  batchNormGradChannelKernel<<<blocksFor(l.channels), kThreads, 0, stream>>>(
+      l, x, dy, gamma, savedMean, savedInvstd, dscale, dbias, terms);
+  if (dx)
+    batchNormGradElementKernel<<<blocksFor(l.batch * l.channels * l.spatial), kThreads, 0,
+                                 stream>>>(l, terms, x, dy, dx);
+}
+
+void launchIm2col(cudaStream_t stream, const ConvGeometry &g, const float *x, float *col) {
+  im2colKernel<<<blocksFor(g.columnRows() * g.outVolume), kThreads, 0, stream>>>(g, x, col);
+}
+
+void launchCol2im(cudaStream_t stream, const ConvGeometry &g, const float *col, float *x) {
+  col2imKernel<<<blocksFor(g.channelsPerGroup * g.inVolume), kThreads, 0, stream>>>(g, col, x);
+}
+
+void launchMaxPool(cudaStream_t stream, const PoolGeometry &g, const float *x, float *y,
+                   int64_t *indices) {
+  maxPoolKernel<<<blocksFor(g.planes * g.outVolume), kThreads, 0, stream>>>(g, x, y, indices);
+}
+
+void launchAveragePool(cudaStream_t stream, const PoolGeometry &g, const float *x, float *y,
+                       bool countIncludePad) {
+  averagePoolKernel<<<blocksFor(g.planes * g.outVolume), kThreads, 0, stream>>>(
+      g, x, y, countIncludePad);
+}
+
+void launchAveragePoolGrad(cudaStream_t stream, const PoolGeometry &g, const float *dy, float *dx,
+                           bool countIncludePad) {
+  averagePoolGradKernel<<<blocksFor(g.planes * g.inVolume), kThreads, 0, stream>>>(
+      g, dy, dx, countIncludePad);
+}
+
+void launchMaxPoolGrad(cudaStream_t stream, int64_t planes, int64_t outPlane, int64_t inPlane,
+                       const float *dy, const int64_t *index, float *dx) {
+  maxPoolGradKernel<<<blocksFor(planes), kThreads, 0, stream>>>(planes, outPlane, inPlane, dy,
+                                                                index, dx);
 }
 
 void launchDropout(cudaStream_t stream, const float *x, float *y, uint8_t *mask, int64_t n,

@@ -12,6 +12,7 @@
 
 #include "kernels/AxisMath.h"
 #include "kernels/Plans.h"
+#include "kernels/WindowMath.h"
 
 #include <cuda_runtime_api.h>
 
@@ -49,6 +50,36 @@ void launchCrossEntropy(cudaStream_t stream, const LossGeometry &g, const float 
                         const int64_t *labels, float *logProb, double *picked, float *loss);
 void launchCrossEntropyGrad(cudaStream_t stream, const LossGeometry &g, const float *dloss,
                             const float *logProb, const int64_t *labels, float *dlogits);
+/// Pad, one thread per element of y; cast, one per element.
+void launchPad(cudaStream_t stream, const PadGeometry &g, const void *x, void *y,
+               size_t elementSize, uint64_t fill);
+void launchCast(cudaStream_t stream, int32_t from, int32_t to, const void *x, void *y, int64_t n);
+/// Batch norm: statistics and gradient sums one thread per channel, then one
+/// thread per element (KernelLauncher's entries of the same names).
+void launchBatchNormTrain(cudaStream_t stream, const ChannelLayout &l, const float *x,
+                          const float *gamma, const float *beta, double epsilon, double momentum,
+                          float *savedMean, float *savedInvstd, float *runningMean,
+                          float *runningVar, double *ab, float *y);
+void launchBatchNormInfer(cudaStream_t stream, const ChannelLayout &l, const float *x,
+                          const float *gamma, const float *beta, const float *mean,
+                          const float *var, double epsilon, double *ab, float *y);
+void launchBatchNormGrad(cudaStream_t stream, const ChannelLayout &l, const float *x,
+                         const float *dy, const float *gamma, const float *savedMean,
+                         const float *savedInvstd, double *terms, float *dx, float *dscale,
+                         float *dbias);
+/// One group's column matrix and its adjoint (one thread per element);
+/// pooling and its gradients (one thread per element, max pooling's gradient
+/// one per plane): KernelLauncher's entries of the same names.
+void launchIm2col(cudaStream_t stream, const ConvGeometry &g, const float *x, float *col);
+void launchCol2im(cudaStream_t stream, const ConvGeometry &g, const float *col, float *x);
+void launchMaxPool(cudaStream_t stream, const PoolGeometry &g, const float *x, float *y,
+                   int64_t *indices);
+void launchAveragePool(cudaStream_t stream, const PoolGeometry &g, const float *x, float *y,
+                       bool countIncludePad);
+void launchAveragePoolGrad(cudaStream_t stream, const PoolGeometry &g, const float *dy, float *dx,
+                           bool countIncludePad);
+void launchMaxPoolGrad(cudaStream_t stream, int64_t planes, int64_t outPlane, int64_t inPlane,
+                       const float *dy, const int64_t *index, float *dx);
 /// y[i, j] = scale * c[i * rowStride + j * columnStride], y of m x n.
 void launchBroadcastScaled(cudaStream_t stream, const float *c, int64_t rowStride,
                            int64_t columnStride, float scale, float *y, int64_t m, int64_t n);

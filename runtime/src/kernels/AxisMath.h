@@ -226,6 +226,106 @@ PIPE_AXIS_HD inline void crossEntropyGradPosition(const LossGeometry &g, int64_t
   }
 }
 
+/// Batch norm's view of x [N, C, ...]: N blocks of C channels of `spatial`
+/// elements; channel c's k-th element (in the CPU kernel's order) is at(c, k).
+struct ChannelLayout {
+  int64_t batch = 0, channels = 0, spatial = 1;
+  PIPE_AXIS_HD int64_t count() const { return batch * spatial; }
+  PIPE_AXIS_HD int64_t at(int64_t c, int64_t k) const {
+    return ((k / spatial) * channels + c) * spatial + k % spatial;
+  }
+  PIPE_AXIS_HD int64_t channelOf(int64_t i) const { return (i / spatial) % channels; }
+};
+
+/// Training batch norm's statistics of channel c (two passes in double): the
+/// saved mean and invstd and running statistics (each may be null; the
+/// running variance is the unbiased one), and y = x a + b's coefficients
+/// into ab[2c], ab[2c + 1].
+PIPE_AXIS_HD inline void batchNormTrainChannel(const ChannelLayout &l, int64_t c, const float *x,
+                                               const float *gamma, const float *beta,
+                                               double epsilon, double momentum,
+                                               float *savedMean, float *savedInvstd,
+                                               float *runningMean, float *runningVar,
+                                               double *ab) {
+  const int64_t count = l.count();
+  double sum = 0.0;
+  for (int64_t k = 0; k < count; ++k)
+    sum += x[l.at(c, k)];
+  const double mean = sum / static_cast<double>(count);
+  double squares = 0.0;
+  for (int64_t k = 0; k < count; ++k) {
+    const double d = x[l.at(c, k)] - mean;
+    squares += d * d;
+  }
+  const double var = squares / static_cast<double>(count);
+  const double invstd = 1.0 / sqrt(var + epsilon);
+  const double a = gamma[c] * invstd;
+  ab[2 * c] = a;
+  ab[2 * c + 1] = beta[c] - mean * a;
+  if (savedMean)
+    savedMean[c] = static_cast<float>(mean);
+  if (savedInvstd)
+    savedInvstd[c] = static_cast<float>(invstd);
+  if (runningMean)
+    runningMean[c] = static_cast<float>(momentum * runningMean[c] + (1.0 - momentum) * mean);
+  if (runningVar) {
+    const double unbiased = squares / static_cast<double>(count - 1);
+    runningVar[c] = static_cast<float>(momentum * runningVar[c] + (1.0 - momentum) * unbiased);
+  }
+}
+
+/// Inference batch norm's coefficients of channel c from the given statistics.
+PIPE_AXIS_HD inline void batchNormInferChannel(int64_t c, const float *gamma, const float *beta,
+                                               const float *mean, const float *var,
+                                               double epsilon, double *ab) {
+  const double a = gamma[c] / sqrt(static_cast<double>(var[c]) + epsilon);
+  ab[2 * c] = a;
+  ab[2 * c + 1] = beta[c] - mean[c] * a;
+}
+
+/// Element i of y = x a + b with channel coefficients ab (batch norm's
+/// training and inference forms).
+PIPE_AXIS_HD inline float batchNormElement(const ChannelLayout &l, const double *ab,
+                                           const float *x, int64_t i) {
+  const int64_t c = l.channelOf(i);
+  return static_cast<float>(x[i] * ab[2 * c] + ab[2 * c + 1]);
+}
+
+/// Batch norm's gradient, channel c: dbias = sum dy, dscale = sum dy xhat
+/// (each may be null), and dx's coefficients into terms[5c..5c+4]: mean,
+/// invstd, scale invstd, mean(dy), mean(dy xhat).
+PIPE_AXIS_HD inline void batchNormGradChannel(const ChannelLayout &l, int64_t c, const float *x,
+                                              const float *dy, const float *gamma,
+                                              const float *savedMean, const float *savedInvstd,
+                                              float *dscale, float *dbias, double *terms) {
+  const double mean = savedMean[c], invstd = savedInvstd[c];
+  double sumDy = 0.0, sumDyXhat = 0.0;
+  for (int64_t k = 0, count = l.count(); k < count; ++k) {
+    const int64_t i = l.at(c, k);
+    sumDy += dy[i];
+    sumDyXhat += dy[i] * (x[i] - mean) * invstd;
+  }
+  if (dbias)
+    dbias[c] = static_cast<float>(sumDy);
+  if (dscale)
+    dscale[c] = static_cast<float>(sumDyXhat);
+  const double count = static_cast<double>(l.count());
+  double *t = terms + 5 * c;
+  t[0] = mean;
+  t[1] = invstd;
+  t[2] = gamma[c] * invstd;
+  t[3] = sumDy / count;
+  t[4] = sumDyXhat / count;
+}
+
+/// Element i of dx = scale invstd (dy - mean(dy) - xhat mean(dy xhat)).
+PIPE_AXIS_HD inline float batchNormGradElement(const ChannelLayout &l, const double *terms,
+                                               const float *x, const float *dy, int64_t i) {
+  const double *t = terms + 5 * l.channelOf(i);
+  const double xhat = (x[i] - t[0]) * t[1];
+  return static_cast<float>(t[2] * (dy[i] - t[3] - xhat * t[4]));
+}
+
 } // namespace piperun
 
 #endif // PIPE_RUNTIME_KERNELS_AXIS_MATH_H

@@ -20,6 +20,17 @@
 
 namespace piperun {
 
+/// Bytes per element of `dtype`; 0 for an unknown one.
+PIPE_PLAN_HD inline int dtypeBytes(int32_t dtype) {
+  switch (dtype) {
+  case PIPE_F64: case PIPE_I64: return 8;
+  case PIPE_F32: case PIPE_I32: return 4;
+  case PIPE_F16: case PIPE_BF16: return 2;
+  case PIPE_BOOL: return 1;
+  default: return 0;
+  }
+}
+
 /// One pointwise loop over up to four operands of one shape (operand 0 the
 /// output): operand k's element of loop index i is at base[k] + sum over d of
 /// index[d] * stride[k][d] (stride 0 on a broadcast dim, any sign on a
@@ -97,6 +108,48 @@ PIPE_PLAN_HD inline void gatherGradColumn(const GatherGeometry &g, const int64_t
     dx[(o * g.size + s) * g.inner + i] = 0.0f;
   for (int64_t j = 0; j < g.count; ++j)
     dx[(o * g.size + index[j]) * g.inner + i] += dy[(o * g.count + j) * g.inner + i];
+}
+
+/// Source index along one dim of pad's output (-1: the constant); `begin`
+/// x's offset in y along it (negative: cropped).
+PIPE_PLAN_HD inline int64_t padSource(int64_t i, int64_t begin, int64_t size, int32_t mode) {
+  const int64_t s = i - begin;
+  if (s >= 0 && s < size)
+    return s;
+  switch (mode) {
+  case PIPE_PAD_EDGE: return s < 0 ? 0 : size - 1;
+  case PIPE_PAD_WRAP: return ((s % size) + size) % size;
+  case PIPE_PAD_REFLECT: {
+    // Mirror about the first and last elements (the edge is not repeated),
+    // period 2 (size - 1), as numpy's 'reflect'.
+    if (size == 1)
+      return 0;
+    const int64_t period = 2 * (size - 1);
+    const int64_t m = ((s % period) + period) % period;
+    return m < size ? m : period - m;
+  }
+  default: return -1;
+  }
+}
+
+/// Pad of contiguous x into contiguous y: per dim x's offset in y and sizes.
+struct PadGeometry {
+  int32_t rank = 0, mode = PIPE_PAD_CONSTANT;
+  int64_t begin[PIPE_MAX_RANK] = {}, xShape[PIPE_MAX_RANK] = {}, yShape[PIPE_MAX_RANK] = {};
+};
+
+/// The element of x that y's element e reads (-1: the constant).
+PIPE_PLAN_HD inline int64_t padSourceOffset(const PadGeometry &g, int64_t e) {
+  int64_t offset = 0, scale = 1;
+  for (int d = g.rank - 1; d >= 0; --d) {
+    const int64_t s = padSource(e % g.yShape[d], g.begin[d], g.xShape[d], g.mode);
+    e /= g.yShape[d];
+    if (s < 0)
+      return -1;
+    offset += s * scale;
+    scale *= g.xShape[d];
+  }
+  return offset;
 }
 
 /// A reduction of contiguous x to y: y's element o has x's kept dims at o's

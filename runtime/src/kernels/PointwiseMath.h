@@ -226,6 +226,53 @@ PIPE_HD void binaryAt(int32_t fn, T a, T b, void *y, int64_t at) {
   }
 }
 
+/// A value converted to T: floats as C does; integers from floats truncate
+/// toward zero, saturate at the type's range and map NaN to 0; BOOL
+/// (uint8_t) is v != 0.
+template <typename To, typename From> PIPE_HD To convertValue(From v) {
+  if constexpr (std::is_same_v<To, uint8_t>) {
+    return v != From(0) ? 1 : 0;
+  } else if constexpr (std::is_floating_point_v<To>) {
+    return static_cast<To>(v);
+  } else if constexpr (std::is_floating_point_v<From>) {
+    if (v != v)
+      return 0;
+    // The largest integers of To are not exact in From: compare against 2^(bits-1).
+    const From limit =
+        static_cast<From>(static_cast<double>(uint64_t{1} << std::numeric_limits<To>::digits));
+    if (v >= limit)
+      return std::numeric_limits<To>::max();
+    if (v < -limit)
+      return std::numeric_limits<To>::min();
+    return static_cast<To>(v);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+/// y[i] (dtype `to`) = x[i] (dtype `from`) converted: pipe_k_cast's element,
+/// for F32, F64, I64, I32 and BOOL.
+template <typename From> PIPE_HD void castInto(int32_t to, From v, void *y, int64_t i) {
+  switch (to) {
+  case PIPE_F32: static_cast<float *>(y)[i] = convertValue<float>(v); break;
+  case PIPE_F64: static_cast<double *>(y)[i] = convertValue<double>(v); break;
+  case PIPE_I64: static_cast<int64_t *>(y)[i] = convertValue<int64_t>(v); break;
+  case PIPE_I32: static_cast<int32_t *>(y)[i] = convertValue<int32_t>(v); break;
+  case PIPE_BOOL: static_cast<uint8_t *>(y)[i] = convertValue<uint8_t>(v); break;
+  default: break;
+  }
+}
+PIPE_HD inline void castElement(int32_t from, int32_t to, const void *x, void *y, int64_t i) {
+  switch (from) {
+  case PIPE_F32: castInto(to, static_cast<const float *>(x)[i], y, i); break;
+  case PIPE_F64: castInto(to, static_cast<const double *>(x)[i], y, i); break;
+  case PIPE_I64: castInto(to, static_cast<const int64_t *>(x)[i], y, i); break;
+  case PIPE_I32: castInto(to, static_cast<const int32_t *>(x)[i], y, i); break;
+  case PIPE_BOOL: castInto(to, static_cast<const uint8_t *>(x)[i], y, i); break;
+  default: break;
+  }
+}
+
 // What `saved` must be for pipe_k_unary_grad: 'y', 'x', or nothing.
 inline char savedKind(int32_t fn) {
   switch (fn) {
