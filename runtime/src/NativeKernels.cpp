@@ -605,6 +605,17 @@ bool convGemmSizes(const ConvGeometry &g) {
   return true;
 }
 
+/// The column matrix of sample n, group gr: x's own channels for a pointwise
+/// kernel, else im2col into `columns`.
+const float *columnMatrix(KernelLauncher &launch, const ConvGeometry &g, const float *x,
+                          int64_t n, int64_t gr, const cpu::Scratch &columns) {
+  const float *xGroup = x + (n * g.channels + gr * g.channelsPerGroup) * g.inVolume;
+  if (g.isPointwise())
+    return xGroup;
+  launch.im2col(g, xGroup, columns.as<float>());
+  return columns.as<float>();
+}
+
 /// Conv as the CPU kernel computes it: per (sample, group) the column matrix
 /// (x itself for a pointwise kernel), then y_g = w_g col; the bias added last.
 bool conv(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *w, const pipe_tensor *bias,
@@ -622,12 +633,7 @@ bool conv(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *w, const pipe_t
   KernelLauncher &launch = launcherOf(r);
   for (int64_t n = 0; n < g.batch; ++n)
     for (int64_t gr = 0; gr < g.group; ++gr) {
-      const float *xGroup = in(x) + (n * g.channels + gr * g.channelsPerGroup) * g.inVolume;
-      const float *col = xGroup;
-      if (!pointwise) {
-        launch.im2col(g, xGroup, columns.as<float>());
-        col = columns.as<float>();
-      }
+      const float *col = columnMatrix(launch, g, in(x), n, gr, columns);
       rowMajorGemm(launch, false, false, g.outPerGroup, g.outVolume, rows, 1.0f,
                    in(w) + gr * g.outPerGroup * rows, rows, 0, col, g.outVolume, 0, 0.0f,
                    out(y) + (n * g.outChannels + gr * g.outPerGroup) * g.outVolume, 0, 1);
@@ -694,12 +700,7 @@ bool convGradWeight(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *dy, p
   cpu::Scratch columns(r, PIPE_F32, pointwise ? 1 : rows * g.outVolume);
   for (int64_t n = 0; n < g.batch; ++n)
     for (int64_t gr = 0; gr < g.group; ++gr) {
-      const float *xGroup = in(x) + (n * g.channels + gr * g.channelsPerGroup) * g.inVolume;
-      const float *col = xGroup;
-      if (!pointwise) {
-        launch.im2col(g, xGroup, columns.as<float>());
-        col = columns.as<float>();
-      }
+      const float *col = columnMatrix(launch, g, in(x), n, gr, columns);
       rowMajorGemm(launch, false, true, g.outPerGroup, rows, g.outVolume, 1.0f,
                    in(dy) + (n * g.outChannels + gr * g.outPerGroup) * g.outVolume, g.outVolume,
                    0, col, g.outVolume, 0, 1.0f, out(dw) + gr * g.outPerGroup * rows, 0, 1);
