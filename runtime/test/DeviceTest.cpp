@@ -23,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <sstream>
 
 using namespace piperun;
 using namespace piperun::test;
@@ -651,6 +652,148 @@ TEST(DeviceRank, NativeKernelsAgreeWithTheCpuKernels) {
     const bool fallsBack = std::string(c.name).find("(staged)") != std::string::npos;
     EXPECT_EQ(o.staged, fallsBack ? 1 : 0) << c.name;
     EXPECT_GE(o.native, fallsBack ? 0 : 1) << c.name;
+  }
+}
+
+pipe_ints intsOf(const std::vector<int64_t> &values) {
+  pipe_ints ints{};
+  ints.n = static_cast<int32_t>(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    ints.v[i] = values[i];
+  return ints;
+}
+
+std::string intsOfText(const pipe_ints &ints) {
+  std::string text = "[";
+  for (int i = 0; i < ints.n; ++i)
+    text += (i ? ", " : "") + std::to_string(ints.v[i]);
+  return text + "]";
+}
+
+/// Convolutions and pooling over random geometries (1-3 spatial dims, sizes,
+/// kernels, strides, dilations, uneven padding, groups, ceil mode): the
+/// native kernels (im2col/col2im and pooling as gathers) against the CPU's.
+TEST(DeviceRank, RandomWindowGeometriesAgreeWithTheCpuKernels) {
+  std::mt19937 random(2026);
+  auto pick = [&](int low, int high) {
+    return std::uniform_int_distribution<int>(low, high)(random);
+  };
+  int convs = 0, pools = 0;
+  auto check = [](const Outcome &o, const std::string &what) {
+    ASSERT_EQ(o.cpu.size(), o.emulated.size()) << what;
+    EXPECT_LE(relativeError(o.emulated, o.cpu), 1e-6) << what;
+    EXPECT_EQ(o.staged, 0) << what;
+  };
+  while (convs < 60) {
+    const int spatial = pick(1, 3);
+    const int64_t batch = pick(1, 2), group = pick(1, 2);
+    const int64_t channels = group * pick(1, 3), outChannels = group * pick(1, 3);
+    std::vector<int64_t> xShape{batch, channels}, wShape{outChannels, channels / group},
+        yShape{batch, outChannels}, strides, pads(2 * spatial), dilations;
+    bool valid = true;
+    for (int d = 0; d < spatial; ++d) {
+      const int64_t in = pick(1, 7), k = pick(1, 3), stride = pick(1, 3), dilation = pick(1, 2);
+      pads[d] = pick(0, 2);
+      pads[spatial + d] = pick(0, 2);
+      const int64_t room = in + pads[d] + pads[spatial + d] - (dilation * (k - 1) + 1);
+      valid = valid && room >= 0;
+      xShape.push_back(in);
+      wShape.push_back(k);
+      yShape.push_back(room >= 0 ? room / stride + 1 : 0);
+      strides.push_back(stride);
+      dilations.push_back(dilation);
+    }
+    if (!valid)
+      continue;
+    ++convs;
+    const pipe_ints x = intsOf(xShape), w = intsOf(wShape), y = intsOf(yShape),
+                    st = intsOf(strides), pd = intsOf(pads), dl = intsOf(dilations);
+    std::ostringstream what;
+    what << "conv x " << intsOfText(x) << " w " << intsOfText(w)
+         << " strides " << intsOfText(st) << " pads " << intsOfText(pd) << " dilations "
+         << intsOfText(dl) << " group " << group;
+    check(onBothBackends({x, w, PIPE_INTS(outChannels)}, y,
+                         [&](pipe_rank *r, auto &in, pipe_tensor *out) {
+                           pipe_k_conv(r, in[0], in[1], in[2], out, st, pd, dl, group);
+                         }),
+          what.str() + " (forward)");
+    check(onBothBackends({y, w}, x,
+                         [&](pipe_rank *r, auto &in, pipe_tensor *out) {
+                           pipe_k_conv_grad_input(r, in[0], in[1], out, st, pd, dl, group);
+                         }),
+          what.str() + " (grad input)");
+    check(onBothBackends({x, y}, w,
+                         [&](pipe_rank *r, auto &in, pipe_tensor *out) {
+                           pipe_k_conv_grad_weight(r, in[0], in[1], out, st, pd, dl, group);
+                         }),
+          what.str() + " (grad weight)");
+  }
+  while (pools < 60) {
+    const int spatial = pick(1, 3);
+    const bool average = pick(0, 1) == 1;
+    std::vector<int64_t> xShape{pick(1, 2), pick(1, 3)}, yShape{xShape[0], xShape[1]}, kernel,
+        strides, pads(2 * spatial), dilations;
+    bool valid = true;
+    for (int d = 0; d < spatial; ++d) {
+      const int64_t in = pick(1, 8), k = pick(1, 3), stride = pick(1, 3);
+      const int64_t dilation = average ? 1 : pick(1, 2);
+      pads[d] = pick(0, 2);
+      pads[spatial + d] = pick(0, 2);
+      const int64_t room = in + pads[d] + pads[spatial + d] - dilation * (k - 1) - 1;
+      valid = valid && room >= 0;
+      // Floor or ceil mode (a last window may not start in the end padding).
+      int64_t out = room / stride + 1;
+      int64_t ceil = (room + stride - 1) / stride + 1;
+      if ((ceil - 1) * stride >= in + pads[d])
+        --ceil;
+      if (pick(0, 1) == 1)
+        out = ceil;
+      xShape.push_back(in);
+      yShape.push_back(out);
+      kernel.push_back(k);
+      strides.push_back(stride);
+      dilations.push_back(dilation);
+    }
+    if (!valid)
+      continue;
+    ++pools;
+    const pipe_ints x = intsOf(xShape), y = intsOf(yShape), kn = intsOf(kernel),
+                    st = intsOf(strides), pd = intsOf(pads), dl = intsOf(dilations);
+    const int32_t countPad = pick(0, 1);
+    std::ostringstream what;
+    what << (average ? "average" : "max") << " pool x " << intsOfText(x) << " y "
+         << intsOfText(y) << " kernel " << intsOfText(kn) << " strides " << intsOfText(st)
+         << " pads " << intsOfText(pd) << " dilations " << intsOfText(dl)
+         << " count_include_pad " << countPad;
+    if (average) {
+      check(onBothBackends({x}, y,
+                           [&](pipe_rank *r, auto &in, pipe_tensor *out) {
+                             pipe_k_average_pool(r, in[0], out, kn, st, pd, countPad);
+                           }),
+            what.str());
+      check(onBothBackends({y}, x,
+                           [&](pipe_rank *r, auto &in, pipe_tensor *out) {
+                             pipe_k_average_pool_grad(r, in[0], out, kn, st, pd, countPad);
+                           }),
+            what.str() + " (grad)");
+      continue;
+    }
+    check(onBothBackends({x}, y,
+                         [&](pipe_rank *r, auto &in, pipe_tensor *out) {
+                           pipe_k_max_pool(r, in[0], out, nullptr, kn, st, pd, dl);
+                         }),
+          what.str());
+    // The gradient through the indices the forward chose.
+    check(onBothBackends({x, y}, x,
+                         [&](pipe_rank *r, auto &in, pipe_tensor *out) {
+                           pipe_tensor *pooled = pipe_alloc(r, PIPE_F32, y, PIPE_MEM_WORKSPACE);
+                           pipe_tensor *index = pipe_alloc(r, PIPE_I64, y, PIPE_MEM_WORKSPACE);
+                           pipe_k_max_pool(r, in[0], pooled, index, kn, st, pd, dl);
+                           pipe_k_max_pool_grad(r, in[1], index, out);
+                           pipe_free(r, pooled);
+                           pipe_free(r, index);
+                         }),
+          what.str() + " (grad)");
   }
 }
 

@@ -26,10 +26,11 @@ struct ConvGeometry {
 
   /// Rows of the column matrix of one group.
   PIPE_PLAN_HD int64_t columnRows() const { return channelsPerGroup * kernelVolume; }
-  /// A 1x1 kernel with stride 1 and no padding reads x as its own column matrix.
+  /// A 1x1 kernel with stride 1 and no padding at either end (out equal to
+  /// in) reads x as its own column matrix.
   PIPE_PLAN_HD bool isPointwise() const {
     for (int d = 0; d < 3; ++d)
-      if (kernel[d] != 1 || stride[d] != 1 || pad[d] != 0)
+      if (kernel[d] != 1 || stride[d] != 1 || pad[d] != 0 || out[d] != in[d])
         return false;
     return true;
   }

@@ -45,6 +45,10 @@ CASES = [
                                   pads=(0, 0, 0, 0), dilations=(1, 1), group=1, bias=False)),
     ("2d_pointwise_groups", dict(x=(1, 4, 3, 3), w=(6, 2, 1, 1), strides=(1, 1),
                                  pads=(0, 0, 0, 0), dilations=(1, 1), group=2, bias=True)),
+    # A 1x1 kernel padded at the end only: y is larger than x, so x is not its
+    # own column matrix.
+    ("2d_pointwise_end_pads", dict(x=(2, 3, 4, 5), w=(4, 3, 1, 1), strides=(1, 1),
+                                   pads=(0, 0, 2, 1), dilations=(1, 1), group=1, bias=True)),
     ("2d_kernel_larger_than_input", dict(x=(1, 2, 3, 3), w=(2, 2, 5, 5), strides=(1, 1),
                                          pads=(2, 2, 2, 2), dilations=(1, 1), group=1,
                                          bias=True)),
