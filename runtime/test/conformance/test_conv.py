@@ -69,6 +69,39 @@ CASES = [
 ]
 
 
+
+def random_cases(count, seed):
+    """`count` seeded random geometries: 1-3 spatial dims, sizes 1-7, kernels
+    1-3, strides 1-3, dilations 1-2, uneven pads 0-2 (a window may lie wholly
+    in the padding), 1-3 groups, with or without bias."""
+    g = np.random.default_rng(seed)
+    cases = []
+    while len(cases) < count:
+        s = int(g.integers(1, 4))
+        group = int(g.integers(1, 4))
+        channels, out_channels = group * int(g.integers(1, 4)), group * int(g.integers(1, 4))
+        x, w = [int(g.integers(1, 3)), channels], [out_channels, channels // group]
+        strides, dilations, pads = [], [], [int(p) for p in g.integers(0, 3, 2 * s)]
+        valid = True
+        for d in range(s):
+            size, k = int(g.integers(1, 8)), int(g.integers(1, 4))
+            dilation = int(g.integers(1, 3))
+            valid &= size + pads[d] + pads[s + d] >= dilation * (k - 1) + 1
+            x.append(size)
+            w.append(k)
+            strides.append(int(g.integers(1, 4)))
+            dilations.append(dilation)
+        if valid:
+            cases.append(("random_%d" % len(cases),
+                          dict(x=tuple(x), w=tuple(w), strides=tuple(strides), pads=tuple(pads),
+                               dilations=tuple(dilations), group=group,
+                               bias=bool(g.integers(0, 2)), seed=len(cases))))
+    return cases
+
+
+CASES += random_cases(24, seed=7)
+
+
 class ConvTest(KernelTest):
     def setup_case(self, x, w, strides, pads, dilations, group, bias, seed=0):
         g = np.random.default_rng(seed)
