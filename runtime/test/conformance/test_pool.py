@@ -125,6 +125,47 @@ AVG_CASES += [
 ]
 
 
+
+def random_cases(count, seed, average):
+    """`count` seeded random geometries within torch's rules (x at least as
+    large as the dilated kernel, each pad at most half the kernel; ceil mode
+    with symmetric pads): 1-3 spatial dims, sizes 1-8, kernels 1-3, strides
+    1-3, dilations 1-2 (max pooling)."""
+    g = np.random.default_rng(seed)
+    cases = []
+    while len(cases) < count:
+        s = int(g.integers(1, 4))
+        x, kernel, strides, dilations = [int(g.integers(1, 3)), int(g.integers(1, 4))], [], [], []
+        ceil_mode = bool(g.integers(0, 2))
+        begin, end, valid = [], [], True
+        for _ in range(s):
+            k = int(g.integers(1, 4))
+            dilation = 1 if average else int(g.integers(1, 3))
+            size = int(g.integers(1, 9))
+            pad = int(g.integers(0, k // 2 + 1))
+            begin.append(pad)
+            end.append(pad if ceil_mode else int(g.integers(0, k // 2 + 1)))
+            valid &= size >= dilation * (k - 1) + 1
+            x.append(size)
+            kernel.append(k)
+            strides.append(int(g.integers(1, 4)))
+            dilations.append(dilation)
+        if not valid:
+            continue
+        case = dict(x=tuple(x), kernel=tuple(kernel), strides=tuple(strides),
+                    pads=tuple(begin + end), ceil_mode=ceil_mode, seed=len(cases))
+        if average:
+            case["count_include_pad"] = int(g.integers(0, 2))
+        else:
+            case["dilations"] = tuple(dilations)
+        cases.append(("random_%d" % len(cases), case))
+    return cases
+
+
+MAX_CASES += random_cases(16, seed=5, average=False)
+AVG_CASES += random_cases(16, seed=6, average=True)
+
+
 class PoolTest(KernelTest):
     def max_case(self, x, kernel, strides, pads, dilations=None, ceil_mode=False, ties=False,
                  seed=0):
