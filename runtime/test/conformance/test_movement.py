@@ -231,6 +231,54 @@ TRILU += [
     ("large", dict(shape=(4, 128, 128), k=0, upper=False)),
 ]
 
+def random_movement_cases(seed):
+    """Seeded random transposes, slices, pads and gathers (any dtype, ranks
+    1-5, empty and unit dims, negative steps, pads and indices)."""
+    g = np.random.default_rng(seed)
+    dtypes = (F32, F64, I64, I32, BOOL)
+    pick_dtype = lambda: dtypes[int(g.integers(0, len(dtypes)))]
+    transpose, slices, pads, gather = [], [], [], []
+    for i in range(12):
+        shape = tuple(int(d) for d in g.integers(1, 5, int(g.integers(1, 6))))
+        transpose.append(("random_%d" % i, dict(shape=shape, perm=tuple(int(p) for p in g.permutation(len(shape))),
+                                                dtype=pick_dtype())))
+    for i in range(12):
+        shape = tuple(int(d) for d in g.integers(0, 7, int(g.integers(1, 5))))
+        cuts = []
+        for _ in shape:
+            step = int(g.choice([-3, -2, -1, 1, 2, 3]))
+            bound = lambda: None if g.integers(0, 4) == 0 else int(g.integers(-8, 9))
+            cuts.append(slice(bound(), bound(), step))
+        slices.append(("random_%d" % i, dict(shape=shape, slices=cuts, dtype=pick_dtype())))
+    modes = ("constant", "reflect", "edge", "wrap")
+    while len(pads) < 16:
+        mode = modes[len(pads) % 4]
+        rank = int(g.integers(1, 4))
+        shape = tuple(int(d) for d in g.integers(2, 6, rank))
+        widths = [int(w) for w in g.integers(-1, 5, 2 * rank)]
+        if any(shape[d] + widths[d] + widths[rank + d] < 0 for d in range(rank)):
+            continue
+        pads.append(("random_%d" % len(pads), dict(shape=shape, pads=widths, mode=mode,
+                                                  value=float(g.integers(-3, 4)),
+                                                  dtype=pick_dtype())))
+    for i in range(12):
+        shape = tuple(int(d) for d in g.integers(1, 6, int(g.integers(1, 4))))
+        axis = int(g.integers(0, len(shape)))
+        index_shape = tuple(int(d) for d in g.integers(1, 4, int(g.integers(0, 3))))
+        indices = g.integers(-shape[axis], shape[axis], index_shape)
+        gather.append(("random_%d" % i, dict(shape=shape, indices=indices.tolist(), axis=axis,
+                                             index_dtype=(I64, I32)[i % 2])))
+    return transpose, slices, pads, gather
+
+
+_RANDOM = random_movement_cases(seed=3)
+TRANSPOSE += _RANDOM[0]
+SLICES += _RANDOM[1]
+PADS += _RANDOM[2]
+GATHER += _RANDOM[3]
+GATHER_GRAD += _RANDOM[3]
+
+
 add_cases(MovementTest, "transpose", TRANSPOSE, MovementTest.run_transpose)
 add_cases(MovementTest, "slice", SLICES, MovementTest.run_slice)
 add_cases(MovementTest, "slice_assign", SLICES, MovementTest.run_slice_assign)
