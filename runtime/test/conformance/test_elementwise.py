@@ -284,6 +284,22 @@ for _name in ("logical_and", "logical_or"):
     for _case, _sa, _sb in BROADCASTS[:7]:
         BINARY_CASES.append(("%s_%s" % (_name, _case),
                              dict(name=_name, shape_a=_sa, shape_b=_sb, dtype=BOOL)))
+# Seeded random broadcasts (ranks 0-5, each dim 1 on either side or shared,
+# rank mismatches) over the functions and dtypes each supports.
+_random = np.random.default_rng(8)
+_RANDOM_BINARY = ([(n, F32) for n in FLOAT_BINARY] + [(n, I64) for n in FLOAT_BINARY if n != "pow"]
+                  + [(n, I32) for n in ("add", "sub", "mul", "max", "min")]
+                  + [(n, d) for n in COMPARE for d in (F32, I64, BOOL)]
+                  + [("logical_and", BOOL), ("logical_or", BOOL)])
+for _i in range(30):
+    _name, _dtype = _RANDOM_BINARY[int(_random.integers(0, len(_RANDOM_BINARY)))]
+    _full = [int(d) for d in _random.integers(1, 5, int(_random.integers(0, 6)))]
+    _sa = [d if _random.integers(0, 3) else 1 for d in _full]
+    _sb = [d if _random.integers(0, 3) else 1 for d in _full]
+    _sa = tuple(_sa[int(_random.integers(0, len(_sa) + 1)):] if _random.integers(0, 2) else _sa)
+    _sb = tuple(_sb[int(_random.integers(0, len(_sb) + 1)):] if _random.integers(0, 2) else _sb)
+    BINARY_CASES.append(("%s_random_%d" % (_name, _i),
+                         dict(name=_name, shape_a=_sa, shape_b=_sb, dtype=_dtype, seed=_i)))
 add_cases(BinaryTest, "binary", BINARY_CASES, BinaryTest.run_binary)
 
 

@@ -101,6 +101,16 @@ for _fn in ("sum", "max", "min", "prod"):
     for _name, _shape, _axes in (SHAPES[3], SHAPES[8], SHAPES[9]):
         CASES.append(("%s_i64_%s" % (_fn, _name), dict(fn=_fn, shape=_shape, axes=_axes, dtype=I64)))
     CASES.append(("%s_i32_columns" % _fn, dict(fn=_fn, shape=(7, 6), axes=[0], dtype=I32)))
+# Seeded random shapes (ranks 1-5, unit dims) and axis sets, every function.
+_random = np.random.default_rng(4)
+for _i in range(20):
+    _shape = tuple(int(d) for d in _random.integers(1, 6, int(_random.integers(1, 6))))
+    _axes = sorted(int(a) for a in _random.choice(len(_shape), int(_random.integers(0, len(_shape) + 1)),
+                                                  replace=False))
+    _fn = list(REDUCE)[_i % len(REDUCE)]
+    _dtype = (F32, F32, I64, I32)[_i % 4] if _fn != "mean" else F32
+    CASES.append(("%s_random_%d" % (_fn, _i), dict(fn=_fn, shape=_shape, axes=_axes, dtype=_dtype,
+                                                   seed=_i)))
 add_cases(ReduceTest, "reduce", CASES, ReduceTest.run_reduce)
 
 
