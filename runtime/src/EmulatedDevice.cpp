@@ -475,7 +475,7 @@ void EmulatedLauncher::batchNormTrain(const ChannelLayout &l, const float *x,
                           runningVar ? at(runningVar, c) : nullptr, coefficients);
   float *out = at(y, n);
   for (int64_t i = 0; i < n; ++i)
-    out[i] = batchNormElement(l, coefficients, in, i);
+    out[i] = batchNormValue(coefficients, l.channelOf(i), in[i]);
 }
 
 void EmulatedLauncher::batchNormInfer(const ChannelLayout &l, const float *x, const float *gamma,
@@ -489,7 +489,7 @@ void EmulatedLauncher::batchNormInfer(const ChannelLayout &l, const float *x, co
   const float *in = at(x, n);
   float *out = at(y, n);
   for (int64_t i = 0; i < n; ++i)
-    out[i] = batchNormElement(l, coefficients, in, i);
+    out[i] = batchNormValue(coefficients, l.channelOf(i), in[i]);
 }
 
 void EmulatedLauncher::batchNormGrad(const ChannelLayout &l, const float *x, const float *dy,
@@ -507,7 +507,7 @@ void EmulatedLauncher::batchNormGrad(const ChannelLayout &l, const float *x, con
     return;
   float *out = at(dx, n);
   for (int64_t i = 0; i < n; ++i)
-    out[i] = batchNormGradElement(l, t, in, gradient, i);
+    out[i] = batchNormGradValue(t, l.channelOf(i), in[i], gradient[i]);
 }
 
 void EmulatedLauncher::im2col(const ConvGeometry &g, const float *x, float *col) {

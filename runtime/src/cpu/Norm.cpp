@@ -75,6 +75,17 @@ RowLayout checkLayerNorm(pipe_rank *r, const char *op, const pipe_tensor *x, int
   return layout;
 }
 
+// fn(c, i) for every element i of x, (n, c) planes in parallel.
+template <typename Fn> void applyPerPlane(pipe_rank *r, const ChannelLayout &l, Fn fn) {
+  const int threads = threadsFor(r, l.planes() * l.spatial);
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+  for (int64_t plane = 0; plane < l.planes(); ++plane) {
+    const int64_t c = plane % l.channels;
+    for (int64_t i = plane * l.spatial; i < (plane + 1) * l.spatial; ++i)
+      fn(c, i);
+  }
+}
+
 float *floatsOrNull(pipe_tensor *t) { return t ? static_cast<float *>(t->data) : nullptr; }
 
 } // namespace
@@ -198,8 +209,8 @@ void pipe_k_batch_norm_train(pipe_rank *r, const pipe_tensor *x, const pipe_tens
                              const pipe_tensor *bias, pipe_tensor *running_mean,
                              pipe_tensor *running_var, pipe_tensor *y, pipe_tensor *saved_mean,
                              pipe_tensor *saved_invstd, double epsilon, double momentum) {
-  PIPE_DEVICE_KERNEL(r, batchNormTrain, pipe_k_batch_norm_train, x, scale, bias, running_mean, running_var, y,
-                     saved_mean, saved_invstd, epsilon, momentum);
+  PIPE_DEVICE_KERNEL(r, batchNormTrain, pipe_k_batch_norm_train, x, scale, bias, running_mean,
+                     running_var, y, saved_mean, saved_invstd, epsilon, momentum);
   const ChannelLayout l = batchNormTrainChecks(r, x, scale, bias, running_mean, running_var, y,
                                                saved_mean, saved_invstd);
   const float *px = static_cast<const float *>(x->data);
@@ -212,9 +223,8 @@ void pipe_k_batch_norm_train(pipe_rank *r, const pipe_tensor *x, const pipe_tens
                           floatsOrNull(saved_mean), floatsOrNull(saved_invstd),
                           floatsOrNull(running_mean), floatsOrNull(running_var), ab.data());
   float *py = static_cast<float *>(y->data);
-#pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (int64_t i = 0; i < x->numel; ++i)
-    py[i] = batchNormElement(l, ab.data(), px, i);
+  applyPerPlane(r, l,
+                [&](int64_t c, int64_t i) { py[i] = batchNormValue(ab.data(), c, px[i]); });
 }
 
 void pipe_k_batch_norm_infer(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
@@ -231,18 +241,16 @@ void pipe_k_batch_norm_infer(pipe_rank *r, const pipe_tensor *x, const pipe_tens
                           static_cast<const float *>(var->data), epsilon, ab.data());
   const float *px = static_cast<const float *>(x->data);
   float *py = static_cast<float *>(y->data);
-  const int threads = threadsFor(r, x->numel);
-#pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (int64_t i = 0; i < x->numel; ++i)
-    py[i] = batchNormElement(l, ab.data(), px, i);
+  applyPerPlane(r, l,
+                [&](int64_t c, int64_t i) { py[i] = batchNormValue(ab.data(), c, px[i]); });
 }
 
 void pipe_k_batch_norm_grad(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,
                             const pipe_tensor *saved_mean, const pipe_tensor *saved_invstd,
                             const pipe_tensor *dy, pipe_tensor *dx, pipe_tensor *dscale,
                             pipe_tensor *dbias) {
-  PIPE_DEVICE_KERNEL(r, batchNormGrad, pipe_k_batch_norm_grad, x, scale, saved_mean, saved_invstd, dy, dx, dscale,
-                     dbias);
+  PIPE_DEVICE_KERNEL(r, batchNormGrad, pipe_k_batch_norm_grad, x, scale, saved_mean, saved_invstd,
+                     dy, dx, dscale, dbias);
   const ChannelLayout l =
       batchNormGradChecks(r, x, scale, saved_mean, saved_invstd, dy, dx, dscale, dbias);
   const float *px = static_cast<const float *>(x->data);
@@ -258,9 +266,9 @@ void pipe_k_batch_norm_grad(pipe_rank *r, const pipe_tensor *x, const pipe_tenso
   if (!dx)
     return;
   float *pdx = static_cast<float *>(dx->data);
-#pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (int64_t i = 0; i < x->numel; ++i)
-    pdx[i] = batchNormGradElement(l, terms.data(), px, pdy, i);
+  applyPerPlane(r, l, [&](int64_t c, int64_t i) {
+    pdx[i] = batchNormGradValue(terms.data(), c, px[i], pdy[i]);
+  });
 }
 
 void pipe_k_layer_norm(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *scale,

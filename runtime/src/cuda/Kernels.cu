@@ -149,7 +149,7 @@ __global__ void batchNormInferKernel(ChannelLayout l, const float *gamma, const 
 __global__ void batchNormElementKernel(ChannelLayout l, const double *ab, const float *x,
                                        float *y) {
   for (int64_t i = firstIndex(), n = l.batch * l.channels * l.spatial; i < n; i += indexStride())
-    y[i] = batchNormElement(l, ab, x, i);
+    y[i] = batchNormValue(ab, l.channelOf(i), x[i]);
 }
 
 __global__ void batchNormGradChannelKernel(ChannelLayout l, const float *x, const float *dy,
@@ -163,7 +163,7 @@ __global__ void batchNormGradChannelKernel(ChannelLayout l, const float *x, cons
 __global__ void batchNormGradElementKernel(ChannelLayout l, const double *terms, const float *x,
                                            const float *dy, float *dx) {
   for (int64_t i = firstIndex(), n = l.batch * l.channels * l.spatial; i < n; i += indexStride())
-    dx[i] = batchNormGradElement(l, terms, x, dy, i);
+    dx[i] = batchNormGradValue(terms, l.channelOf(i), x[i], dy[i]);
 }
 
 __global__ void im2colKernel(ConvGeometry g, const float *x, float *col) {

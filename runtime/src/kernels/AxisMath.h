@@ -227,13 +227,11 @@ PIPE_AXIS_HD inline void crossEntropyGradPosition(const LossGeometry &g, int64_t
 }
 
 /// Batch norm's view of x [N, C, ...]: N blocks of C channels of `spatial`
-/// elements; channel c's k-th element (in the CPU kernel's order) is at(c, k).
+/// elements; plane p (= n C + c) is channel p % C of sample p / C.
 struct ChannelLayout {
   int64_t batch = 0, channels = 0, spatial = 1;
   PIPE_AXIS_HD int64_t count() const { return batch * spatial; }
-  PIPE_AXIS_HD int64_t at(int64_t c, int64_t k) const {
-    return ((k / spatial) * channels + c) * spatial + k % spatial;
-  }
+  PIPE_AXIS_HD int64_t planes() const { return batch * channels; }
   PIPE_AXIS_HD int64_t channelOf(int64_t i) const { return (i / spatial) % channels; }
 };
 
@@ -249,13 +247,19 @@ PIPE_AXIS_HD inline void batchNormTrainChannel(const ChannelLayout &l, int64_t c
                                                double *ab) {
   const int64_t count = l.count();
   double sum = 0.0;
-  for (int64_t k = 0; k < count; ++k)
-    sum += x[l.at(c, k)];
+  for (int64_t n = 0; n < l.batch; ++n) {
+    const float *plane = x + (n * l.channels + c) * l.spatial;
+    for (int64_t k = 0; k < l.spatial; ++k)
+      sum += plane[k];
+  }
   const double mean = sum / static_cast<double>(count);
   double squares = 0.0;
-  for (int64_t k = 0; k < count; ++k) {
-    const double d = x[l.at(c, k)] - mean;
-    squares += d * d;
+  for (int64_t n = 0; n < l.batch; ++n) {
+    const float *plane = x + (n * l.channels + c) * l.spatial;
+    for (int64_t k = 0; k < l.spatial; ++k) {
+      const double d = plane[k] - mean;
+      squares += d * d;
+    }
   }
   const double var = squares / static_cast<double>(count);
   const double invstd = 1.0 / sqrt(var + epsilon);
@@ -283,12 +287,10 @@ PIPE_AXIS_HD inline void batchNormInferChannel(int64_t c, const float *gamma, co
   ab[2 * c + 1] = beta[c] - mean[c] * a;
 }
 
-/// Element i of y = x a + b with channel coefficients ab (batch norm's
-/// training and inference forms).
-PIPE_AXIS_HD inline float batchNormElement(const ChannelLayout &l, const double *ab,
-                                           const float *x, int64_t i) {
-  const int64_t c = l.channelOf(i);
-  return static_cast<float>(x[i] * ab[2 * c] + ab[2 * c + 1]);
+/// x a + b with channel c's coefficients ab (batch norm's training and
+/// inference forms).
+PIPE_AXIS_HD inline float batchNormValue(const double *ab, int64_t c, float x) {
+  return static_cast<float>(x * ab[2 * c] + ab[2 * c + 1]);
 }
 
 /// Batch norm's gradient, channel c: dbias = sum dy, dscale = sum dy xhat
@@ -300,10 +302,12 @@ PIPE_AXIS_HD inline void batchNormGradChannel(const ChannelLayout &l, int64_t c,
                                               float *dscale, float *dbias, double *terms) {
   const double mean = savedMean[c], invstd = savedInvstd[c];
   double sumDy = 0.0, sumDyXhat = 0.0;
-  for (int64_t k = 0, count = l.count(); k < count; ++k) {
-    const int64_t i = l.at(c, k);
-    sumDy += dy[i];
-    sumDyXhat += dy[i] * (x[i] - mean) * invstd;
+  for (int64_t n = 0; n < l.batch; ++n) {
+    const int64_t base = (n * l.channels + c) * l.spatial;
+    for (int64_t i = base; i < base + l.spatial; ++i) {
+      sumDy += dy[i];
+      sumDyXhat += dy[i] * (x[i] - mean) * invstd;
+    }
   }
   if (dbias)
     dbias[c] = static_cast<float>(sumDy);
@@ -318,12 +322,11 @@ PIPE_AXIS_HD inline void batchNormGradChannel(const ChannelLayout &l, int64_t c,
   t[4] = sumDyXhat / count;
 }
 
-/// Element i of dx = scale invstd (dy - mean(dy) - xhat mean(dy xhat)).
-PIPE_AXIS_HD inline float batchNormGradElement(const ChannelLayout &l, const double *terms,
-                                               const float *x, const float *dy, int64_t i) {
-  const double *t = terms + 5 * l.channelOf(i);
-  const double xhat = (x[i] - t[0]) * t[1];
-  return static_cast<float>(t[2] * (dy[i] - t[3] - xhat * t[4]));
+/// dx = scale invstd (dy - mean(dy) - xhat mean(dy xhat)) with channel c's terms.
+PIPE_AXIS_HD inline float batchNormGradValue(const double *terms, int64_t c, float x, float dy) {
+  const double *t = terms + 5 * c;
+  const double xhat = (x - t[0]) * t[1];
+  return static_cast<float>(t[2] * (dy - t[3] - xhat * t[4]));
 }
 
 } // namespace piperun
