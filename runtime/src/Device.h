@@ -37,6 +37,9 @@ public:
 
 struct Parameter;
 
+/// The backends a run can use.
+enum class Backend { Cpu, Cuda, Emulated };
+
 /// The kernels a device runs itself. Each returns false when it does not
 /// handle the case it is given (a dtype, a broadcast, a shape it has no code
 /// for, or arguments the CPU kernel would refuse): the caller then runs the
@@ -260,6 +263,13 @@ public:
   virtual void toHost(void *host, const void *device, size_t bytes) = 0;
   virtual void withinDevice(void *to, const void *from, size_t bytes) = 0;
   virtual void zero(void *device, size_t bytes) = 0;
+  /// Cuda or Emulated.
+  virtual Backend backend() const = 0;
+  /// Copies `bytes` at `from`, memory of `source` (the device of another rank
+  /// of this process, or this one), to `to` in this device's memory; returns
+  /// once they are there. Ranks that share a process pass messages this way,
+  /// device to device. Throws DeviceError when `source` is another backend's.
+  virtual void fromPeer(void *to, const Device &source, const void *from, size_t bytes) = 0;
   /// What its native kernels launch on; null: every kernel runs staged.
   virtual KernelLauncher *launcher() { return nullptr; }
 };
@@ -267,9 +277,6 @@ public:
 /// The native kernels (NativeKernels.cpp): the same for every device with a
 /// launcher.
 PIPE_EXPORT const DeviceKernels &nativeKernelTable();
-
-/// The backends a run can use.
-enum class Backend { Cpu, Cuda, Emulated };
 
 /// "cpu", "cuda", "emulated".
 PIPE_EXPORT const char *backendName(Backend backend);

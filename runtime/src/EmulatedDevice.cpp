@@ -201,6 +201,16 @@ public:
     if (bytes)
       std::memset(bytesAt(device, bytes, "zero"), 0, bytes);
   }
+  Backend backend() const override { return Backend::Emulated; }
+  void fromPeer(void *to, const Device &source, const void *from, size_t bytes) override {
+    if (source.backend() != Backend::Emulated)
+      throw DeviceError("emulated device: a copy from " + source.name() +
+                        ", which is not an emulated device");
+    if (bytes)
+      std::memmove(bytesAt(to, bytes, "fromPeer"),
+                   static_cast<const EmulatedDevice &>(source).bytesAt(from, bytes, "fromPeer"),
+                   bytes);
+  }
   KernelLauncher *launcher() override { return &launcher_; }
 
   char *bytesAt(const void *address, size_t bytes, const char *what) const {

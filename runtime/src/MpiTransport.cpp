@@ -90,8 +90,8 @@ public:
   }
 
   bool receive(const MessageKey &key, double timeoutSeconds,
-               const std::function<void *(size_t)> &buffer,
-               const std::function<void()> &taken) override {
+               const std::function<void *(size_t)> &buffer, const std::function<void()> &taken,
+               const std::function<void()> &landed) override {
     auto deadline =
         std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
     // Poll quickly at first (a message is often on its way), then back off so
@@ -113,8 +113,11 @@ public:
         for (;;) {
           int done = 0;
           MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-          if (done)
+          if (done) {
+            if (landed)
+              landed();
             return true;
+          }
           if (std::chrono::steady_clock::now() > deadline)
             return false;
           std::this_thread::sleep_for(std::chrono::microseconds(20));

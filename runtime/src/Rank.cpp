@@ -101,8 +101,10 @@ void reapSends(pipe_rank *r) {
   size_t kept = 0;
   for (size_t i = 0; i < sends.size(); ++i) {
     if (sends[i].handle->done()) {
-      r->pendingSendBytes -= sends[i].buffer->bytes;
+      r->pendingSendBytes -= sends[i].bytes();
       release(r->memory, sends[i].buffer);
+      if (sends[i].payload)
+        release(r->memory, sends[i].payload);
     } else {
       sends[kept++] = std::move(sends[i]);
     }
@@ -205,8 +207,11 @@ void pipe_copy_to_host(pipe_rank *r, void *host, const pipe_tensor *t) {
 void pipe_rank_destroy(pipe_rank *r) {
   if (!r)
     return;
-  for (OutstandingSend &send : r->sends)
+  for (OutstandingSend &send : r->sends) {
     release(r->memory, send.buffer);
+    if (send.payload)
+      release(r->memory, send.payload);
+  }
   // Parameters, saved values, and whatever a failed step left behind.
   std::vector<const pipe_tensor *> left(r->tensors.begin(), r->tensors.end());
   for (const pipe_tensor *t : left)

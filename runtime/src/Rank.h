@@ -45,11 +45,16 @@ struct OptimizerConfig {
 /// The scalars of Adam's / AdamW's step number `step` (from 1) under `o`.
 AdamStep adamStepOf(const OptimizerConfig &o, int64_t step);
 
-/// A send whose buffer (COMM) the transport still holds.
+/// A send whose buffer (COMM) the transport still holds, and the device
+/// buffer the message names (COMM) when it travels device to device.
 struct OutstandingSend {
   std::unique_ptr<PendingSend> handle;
   Storage *buffer = nullptr;
+  Storage *payload = nullptr;
   MessageKey key;
+
+  /// The bytes charged to the rank for it.
+  int64_t bytes() const { return buffer->bytes + (payload ? payload->bytes : 0); }
 };
 
 } // namespace piperun

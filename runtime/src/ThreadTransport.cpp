@@ -1,8 +1,9 @@
 //===- ThreadTransport.cpp - ranks as threads of one process ---------------===//
 //
 // A send queues a pointer to the sender's buffer in the receiver's mailbox and
-// returns; the receiver copies the bytes out and marks the message received,
-// which is when the sender may free the buffer. Waits wake on arrival, on the
+// returns; the receiver copies the bytes out (and whatever device buffer they
+// name) and marks the message received, which is when the sender may free the
+// buffer. Waits wake on arrival, on the
 // hub's stop and on their deadline, so a failing rank stops the others at once,
 // and when a message the waiting rank sent was taken, so that it frees it then.
 //
@@ -28,6 +29,7 @@ public:
   ThreadTransport(ThreadHub &hub, int rank) : hub_(hub), rank_(rank) {}
   int rank() const override { return rank_; }
   int size() const override { return hub_.ranks(); }
+  bool sharesAddressSpace() const override { return true; }
 
   std::unique_ptr<PendingSend> send(const MessageKey &key, const void *data, size_t size) override {
     auto message = std::make_shared<ThreadHub::Message>();
@@ -49,8 +51,8 @@ public:
   }
 
   bool receive(const MessageKey &key, double timeoutSeconds,
-               const std::function<void *(size_t)> &buffer,
-               const std::function<void()> &taken) override {
+               const std::function<void *(size_t)> &buffer, const std::function<void()> &taken,
+               const std::function<void()> &landed) override {
     ThreadHub::Mailbox &box = *hub_.mailboxes_[static_cast<size_t>(rank_)];
     std::unique_lock<std::mutex> lock(box.mutex);
     auto deadline = deadlineAfter(timeoutSeconds);
@@ -79,6 +81,8 @@ public:
     lock.unlock();
     void *into = buffer(message->size);
     std::memcpy(into, message->data, message->size);
+    if (landed)
+      landed();
     message->received.store(true, std::memory_order_release);
     // Wake the sender if it waits, so that it frees the buffer now.
     ThreadHub::Mailbox &from = *hub_.mailboxes_[static_cast<size_t>(key.from)];

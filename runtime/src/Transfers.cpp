@@ -1,13 +1,20 @@
 //===- Transfers.cpp - pipe_send, pipe_recv and tied-parameter transfers ---===//
 //
 // A message is a 128-byte header (dtype and shape, checked by the receiver)
-// followed by the tensor's bytes. The sender copies both into a COMM buffer the
-// transport holds until the message has left, so a send never blocks and the
-// caller may free its tensor at once; the receiver's tensor is a view of the
-// received buffer past the header (COMM until freed or saved). On a device
-// backend the bytes travel through host memory: the send buffer and the
-// received message are host staging, not charged (the account measures the
-// device), and the received tensor is a new device tensor (COMM).
+// followed by the tensor's bytes. The sender copies the tensor into a COMM
+// buffer the transport holds until the message has been taken, so a send
+// never blocks and the caller may free its tensor at once. How the bytes
+// travel depends on where the tensors live (Route):
+//  - CPU backend: the bytes follow the header; the received tensor is a view of
+//    the received buffer past the header (COMM until freed or saved).
+//  - A device backend with ranks in one process: the header names the sender's
+//    device buffer (COMM on its device), and the receiver copies it, device to
+//    device, into a new device tensor (COMM) before the sender learns that the
+//    message was taken. Both ends count the bytes as the CPU backend does.
+//  - A device backend across processes (MPI): the bytes travel through host
+//    memory. The send buffer and the received message are host staging, not
+//    charged (the account measures the device); the received tensor is a new
+//    device tensor (COMM).
 //
 //===----------------------------------------------------------------------===//
 #include "HostAccess.h"
@@ -30,8 +37,19 @@ struct WireHeader {
   int32_t rank;
   int32_t reserved;
   int64_t shape[PIPE_MAX_RANK];
+  /// Route::Device: the sender's Device and the buffer there holding the bytes.
+  uint64_t device;
+  uint64_t payload;
 };
 static_assert(sizeof(WireHeader) <= kHeaderBytes, "the header must fit its slot");
+
+enum class Route { Host, Device, Staged };
+
+Route routeOf(pipe_rank *r, const Transport &transport) {
+  if (!deviceOf(r))
+    return Route::Host;
+  return transport.sharesAddressSpace() ? Route::Device : Route::Staged;
+}
 
 Transport &transportOf(pipe_rank *r, const char *what) {
   if (!r->transport)
@@ -60,11 +78,17 @@ MessageKey keyOf(pipe_rank *r, const char *what, int32_t from, int32_t to, int32
 void sendTensor(pipe_rank *r, const pipe_tensor *t, const MessageKey &key, const char *what) {
   Transport &transport = transportOf(r, what);
   const int64_t bytes = tensorBytes(r, t);
-  const bool staged = deviceOf(r) != nullptr;
-  Storage *buffer = allocateStorage(r->memory, staged ? 0 : bytes, PIPE_MEM_COMM,
-                                    static_cast<int64_t>(kHeaderBytes) + (staged ? bytes : 0));
+  const Route route = routeOf(r, transport);
+  // Bytes in the message itself: charged on the CPU, staging on a device.
+  const int64_t inlineBytes = route == Route::Device ? 0 : bytes;
+  Storage *buffer =
+      allocateStorage(r->memory, route == Route::Host ? bytes : 0, PIPE_MEM_COMM,
+                      static_cast<int64_t>(kHeaderBytes) + (route == Route::Staged ? bytes : 0));
   if (!buffer)
     fail(r, "%s: out of memory for a %lld-byte send buffer", what, static_cast<long long>(bytes));
+  OutstandingSend send;
+  send.buffer = buffer;
+  send.key = key;
   WireHeader header{};
   header.marker = kWireMarker;
   header.dtype = t->dtype;
@@ -72,43 +96,43 @@ void sendTensor(pipe_rank *r, const pipe_tensor *t, const MessageKey &key, const
   for (int i = 0; i < t->rank; ++i)
     header.shape[i] = t->shape[i];
   auto *out = static_cast<char *>(buffer->data);
+  try {
+    if (route == Route::Device) {
+      Device *device = deviceOf(r);
+      send.payload =
+          onDevice(r, [&] { return allocateDeviceStorage(r->memory, bytes, PIPE_MEM_COMM); });
+      if (!send.payload)
+        failOutOfMemory(r, what, bytes, PIPE_MEM_COMM,
+                        "the send buffer of " + describe(t->dtype, shapeOf(t)));
+      onDevice(r, [&] {
+        device->withinDevice(send.payload->data, t->data, static_cast<size_t>(bytes));
+      });
+      header.device = reinterpret_cast<uintptr_t>(device);
+      header.payload = reinterpret_cast<uintptr_t>(send.payload->data);
+    } else {
+      downloadTensor(r, out + kHeaderBytes, t);
+    }
+  } catch (...) {
+    release(r->memory, buffer);
+    if (send.payload)
+      release(r->memory, send.payload);
+    throw;
+  }
   std::memset(out, 0, kHeaderBytes);
   std::memcpy(out, &header, sizeof header);
-  downloadTensor(r, out + kHeaderBytes, t);
-  OutstandingSend send;
-  send.handle = transport.send(key, out, kHeaderBytes + static_cast<size_t>(bytes));
-  send.buffer = buffer;
-  send.key = key;
-  r->pendingSendBytes += buffer->bytes;
+  send.handle = transport.send(key, out, kHeaderBytes + static_cast<size_t>(inlineBytes));
+  r->pendingSendBytes += send.bytes();
   r->sends.push_back(std::move(send));
   reapSends(r);
 }
 
-pipe_tensor *receiveTensor(pipe_rank *r, const MessageKey &key, int32_t dtype,
-                           const pipe_ints &shape, const char *what) {
-  Transport &transport = transportOf(r, what);
-  const int64_t numel = checkedNumel(r, shape, what);
-  Storage *storage = nullptr;
-  const bool staged = deviceOf(r) != nullptr;
-  reapSends(r);
-  const double waitStart = nowMs(r);
-  size_t received = 0;
-  bool arrived = transport.receive(key, r->settings.timeoutSeconds, [&](size_t size) {
-    received = size;
-    const int64_t header =
-        staged ? static_cast<int64_t>(size)
-               : std::min<int64_t>(static_cast<int64_t>(size), kHeaderBytes);
-    storage =
-        allocateStorage(r->memory, static_cast<int64_t>(size) - header, PIPE_MEM_COMM, header);
-    if (!storage)
-      fail(r, "%s: out of memory for a %zu-byte message", what, size);
-    return storage->data;
-  }, [r] { reapSends(r); });
-  const double waited = nowMs(r) - waitStart;
-  r->nodeWaitMs += waited;
-  r->waitMs += waited;
-  if (!arrived)
-    fail(r, "no %s within %g s", describeIncoming(key).c_str(), r->settings.timeoutSeconds);
+/// The received message's tensor: checks the header against what the program
+/// expects, then makes the tensor as the route has it (a view of `storage`, or
+/// a new device tensor the bytes are copied into). Releases `storage` unless
+/// the tensor is a view of it.
+pipe_tensor *landMessage(pipe_rank *r, Route route, Storage *storage, size_t received,
+                         const MessageKey &key, int32_t dtype, const pipe_ints &shape,
+                         int64_t numel, const char *what) {
   WireHeader header{};
   if (received >= kHeaderBytes)
     std::memcpy(&header, storage->data, sizeof header);
@@ -122,26 +146,65 @@ pipe_tensor *receiveTensor(pipe_rank *r, const MessageKey &key, int32_t dtype,
   for (int i = 0; i < header.rank && i < PIPE_MAX_RANK; ++i)
     got.v[i] = header.shape[i];
   const std::string actual = describe(header.dtype, got);
-  if (actual != expected ||
-      received != kHeaderBytes + static_cast<size_t>(numel) * dtypeSize(r, dtype)) {
+  const size_t bytes = static_cast<size_t>(numel) * dtypeSize(r, dtype);
+  if (actual != expected || received != kHeaderBytes + (route == Route::Device ? 0 : bytes)) {
     release(r->memory, storage);
     fail(r, "the %s is %s, expected %s", describeIncoming(key).c_str(), actual.c_str(),
          expected.c_str());
   }
-  if (staged) {
-    pipe_tensor *t = nullptr;
-    try {
-      t = newTensor(r, dtype, shape, PIPE_MEM_COMM, what);
+  if (route == Route::Host)
+    return tensorOver(r, storage, static_cast<char *>(storage->data) + kHeaderBytes, dtype, shape,
+                      numel);
+  pipe_tensor *t = nullptr;
+  try {
+    t = newTensor(r, dtype, shape, PIPE_MEM_COMM, what);
+    if (route == Route::Device) {
+      const auto *source = reinterpret_cast<const Device *>(static_cast<uintptr_t>(header.device));
+      const auto *from = reinterpret_cast<const void *>(static_cast<uintptr_t>(header.payload));
+      onDevice(r, [&] { deviceOf(r)->fromPeer(t->data, *source, from, bytes); });
+    } else {
       uploadTensor(r, t, static_cast<char *>(storage->data) + kHeaderBytes);
-    } catch (...) {
-      release(r->memory, storage);
-      throw;
     }
+  } catch (...) {
     release(r->memory, storage);
-    return t;
+    throw;
   }
-  return tensorOver(r, storage, static_cast<char *>(storage->data) + kHeaderBytes, dtype, shape,
-                    numel);
+  release(r->memory, storage);
+  return t;
+}
+
+pipe_tensor *receiveTensor(pipe_rank *r, const MessageKey &key, int32_t dtype,
+                           const pipe_ints &shape, const char *what) {
+  Transport &transport = transportOf(r, what);
+  const int64_t numel = checkedNumel(r, shape, what);
+  const Route route = routeOf(r, transport);
+  Storage *storage = nullptr;
+  pipe_tensor *tensor = nullptr;
+  reapSends(r);
+  const double waitStart = nowMs(r);
+  size_t received = 0;
+  bool arrived = transport.receive(
+      key, r->settings.timeoutSeconds,
+      [&](size_t size) {
+        received = size;
+        // A device backend's message is host staging: uncharged.
+        const int64_t header = route != Route::Host
+                                   ? static_cast<int64_t>(size)
+                                   : std::min<int64_t>(static_cast<int64_t>(size), kHeaderBytes);
+        storage =
+            allocateStorage(r->memory, static_cast<int64_t>(size) - header, PIPE_MEM_COMM, header);
+        if (!storage)
+          fail(r, "%s: out of memory for a %zu-byte message", what, size);
+        return storage->data;
+      },
+      [r] { reapSends(r); },
+      [&] { tensor = landMessage(r, route, storage, received, key, dtype, shape, numel, what); });
+  const double waited = nowMs(r) - waitStart;
+  r->nodeWaitMs += waited;
+  r->waitMs += waited;
+  if (!arrived)
+    fail(r, "no %s within %g s", describeIncoming(key).c_str(), r->settings.timeoutSeconds);
+  return tensor;
 }
 
 } // namespace

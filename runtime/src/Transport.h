@@ -63,14 +63,21 @@ public:
   /// Starts sending `size` bytes from `data`; never blocks.
   virtual std::unique_ptr<PendingSend> send(const MessageKey &key, const void *data,
                                             size_t size) = 0;
+  /// Whether the ranks share one address space (threads of one process), so
+  /// that a message may name a buffer of its sender's for the receiver to copy
+  /// from (a device buffer: Transfers.cpp).
+  virtual bool sharesAddressSpace() const { return false; }
   /// Waits up to `timeoutSeconds` for message `key`; when it is there, asks
-  /// `buffer(size)` where its bytes go and fills it. False on timeout. While it
-  /// waits it calls `taken()` (when set) whenever a message this rank sent may
-  /// have been received since, so that the rank frees those buffers then rather
-  /// than after the wait.
+  /// `buffer(size)` where its bytes go, fills it, and calls `landed()` (when
+  /// set) before the sender may learn that the message was taken, so that
+  /// whatever the message names in the sender's memory is still there. False on
+  /// timeout. While it waits it calls `taken()` (when set) whenever a message
+  /// this rank sent may have been received since, so that the rank frees those
+  /// buffers then rather than after the wait.
   virtual bool receive(const MessageKey &key, double timeoutSeconds,
                        const std::function<void *(size_t)> &buffer,
-                       const std::function<void()> &taken = {}) = 0;
+                       const std::function<void()> &taken = {},
+                       const std::function<void()> &landed = {}) = 0;
   /// Throws Stopped when another rank has failed (the MPI transport never
   /// needs to: a failing MPI rank aborts the world).
   virtual void checkStopped() = 0;

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <random>
 #include <sstream>
 
@@ -186,6 +187,153 @@ TEST(DeviceRank, AccountsPerCategoryAsTheCpuRankAndReusesFreedBlocks) {
         << "the device's freed blocks stay cached (at least the 4000-byte one)";
   EXPECT_LE(emulated.r->memory.deviceCache.cachedBytes(), emulated.r->memory.peakTotal());
   EXPECT_EQ(emulated.r->memory.cache.cachedBytes(), 0) << "no host block was used";
+}
+
+// --- Messages between ranks of one process -----------------------------------
+// Rank 0 sends micro-batch mb's activation, [mb + 1] * n, all four, then a
+// one-float "go"; rank 1 waits for the go, so the four sends are all held at
+// once, then returns each activation doubled as its gradient, which rank 0
+// takes last first. On a device the bytes go device to device (Transfers.cpp),
+// counted as COMM at both ends as the CPU backend counts them; what rank 1 got
+// and what rank 0 got back are recorded from the host.
+namespace {
+
+constexpr int kMessageFloats = 1000;
+std::mutex messageMutex;
+std::map<std::string, std::vector<float>> messageValues; // "backend/rank/mb"
+
+std::string messageBackend(pipe_rank *r) { return backendName(r->settings.backend); }
+
+void recordMessage(pipe_rank *r, int mb, const pipe_tensor *t) {
+  std::vector<float> values(static_cast<size_t>(t->numel));
+  pipe_copy_to_host(r, values.data(), t);
+  std::lock_guard<std::mutex> lock(messageMutex);
+  messageValues[messageBackend(r) + "/" + std::to_string(r->id) + "/" + std::to_string(mb)] =
+      values;
+}
+
+void messageSetup(pipe_rank *r) { pipe_set_optimizer(r, PIPE_SGD, 0.1, 0, 0, 0, 0, 0); }
+
+void messageFirst(pipe_rank *r) {
+  pipe_step_begin(r);
+  for (int mb = 0; mb < 4; ++mb) {
+    pipe_action_begin(r, PIPE_ACTION_FORWARD, 0, mb);
+    pipe_tensor *x = pipe_splat(r, PIPE_F32, PIPE_INTS(kMessageFloats), mb + 1);
+    pipe_send(r, x, 1, 7, PIPE_TRANSFER_ACTIVATION, mb);
+    pipe_free(r, x);
+    pipe_action_end(r);
+  }
+  pipe_tensor *go = pipe_splat(r, PIPE_F32, PIPE_INTS(1), 0);
+  pipe_send(r, go, 1, 8, PIPE_TRANSFER_ACTIVATION, 0);
+  pipe_free(r, go);
+  for (int mb = 3; mb >= 0; --mb) { // in another order than sent
+    pipe_action_begin(r, PIPE_ACTION_BACKWARD, 0, mb);
+    pipe_tensor *g =
+        pipe_recv(r, 1, 7, PIPE_TRANSFER_GRADIENT, mb, PIPE_F32, PIPE_INTS(kMessageFloats));
+    recordMessage(r, mb, g);
+    pipe_free(r, g);
+    pipe_action_end(r);
+  }
+  pipe_step_end(r);
+}
+
+void messageLast(pipe_rank *r) {
+  pipe_step_begin(r);
+  pipe_free(r, pipe_recv(r, 0, 8, PIPE_TRANSFER_ACTIVATION, 0, PIPE_F32, PIPE_INTS(1)));
+  for (int mb = 0; mb < 4; ++mb) {
+    pipe_action_begin(r, PIPE_ACTION_FORWARD, 1, mb);
+    pipe_tensor *x =
+        pipe_recv(r, 0, 7, PIPE_TRANSFER_ACTIVATION, mb, PIPE_F32, PIPE_INTS(kMessageFloats));
+    recordMessage(r, mb, x);
+    pipe_tensor *g = pipe_alloc(r, PIPE_F32, PIPE_INTS(kMessageFloats), PIPE_MEM_WORKSPACE);
+    pipe_k_binary(r, PIPE_ADD, x, x, g);
+    pipe_free(r, x);
+    pipe_send(r, g, 0, 7, PIPE_TRANSFER_GRADIENT, mb);
+    pipe_free(r, g);
+    pipe_action_end(r);
+  }
+  pipe_step_end(r);
+}
+
+void messageLastOfTheWrongShape(pipe_rank *r) {
+  pipe_step_begin(r);
+  pipe_action_begin(r, PIPE_ACTION_FORWARD, 1, 0);
+  pipe_free(r, pipe_recv(r, 0, 7, PIPE_TRANSFER_ACTIVATION, 0, PIPE_F32, PIPE_INTS(10, 100)));
+  pipe_action_end(r);
+  pipe_step_end(r);
+}
+
+} // namespace
+
+TEST(DeviceRun, RanksOfOneProcessPassMessagesDeviceToDeviceCountedAsOnTheCpu) {
+  std::map<std::string, std::vector<int64_t>> peaks; // "backend/rank" -> per category
+  for (Backend backend : {Backend::Cpu, Backend::Emulated}) {
+    RunSettings settings;
+    settings.ranks = 2;
+    settings.microbatches = 4;
+    settings.timeoutSeconds = 10;
+    settings.backend = backend;
+    settings.emulatedDeviceBytes = int64_t(16) << 20;
+    RunHooks hooks;
+    hooks.finished = [&](pipe_rank *r) {
+      std::vector<int64_t> peak(PIPE_MEM_CATEGORIES);
+      for (int c = 0; c < PIPE_MEM_CATEGORIES; ++c)
+        peak[c] = pipe_memory_peak(r, c);
+      std::lock_guard<std::mutex> lock(messageMutex);
+      peaks[messageBackend(r) + "/" + std::to_string(r->id)] = peak;
+    };
+    ASSERT_EQ(runInThreads(settings, {{messageSetup, messageFirst}, {messageSetup, messageLast}},
+                           1, hooks),
+              "")
+        << backendName(backend);
+  }
+  for (const char *backend : {"cpu", "emulated"})
+    for (int mb = 0; mb < 4; ++mb) {
+      std::string at = std::string(backend) + "/" + std::to_string(mb);
+      EXPECT_EQ(messageValues[std::string(backend) + "/1/" + std::to_string(mb)],
+                std::vector<float>(kMessageFloats, mb + 1.0f))
+          << at;
+      EXPECT_EQ(messageValues[std::string(backend) + "/0/" + std::to_string(mb)],
+                std::vector<float>(kMessageFloats, 2 * (mb + 1.0f)))
+          << at;
+    }
+  // Rank 1's peaks do not depend on timing: nothing it sends is taken before
+  // its last send, and it receives one activation at a time.
+  EXPECT_EQ(peaks["emulated/1"], peaks["cpu/1"]) << "rank 1's peaks per category";
+  EXPECT_EQ(peaks["cpu/1"][PIPE_MEM_COMM], 4 * kMessageFloats * 4);
+  // Rank 0 holds its four sends at once: on the device too, where staging
+  // through the host counted none of them.
+  EXPECT_GE(peaks["emulated/0"][PIPE_MEM_COMM], 4 * kMessageFloats * 4);
+}
+
+TEST(DeviceRun, AMessageOfTheWrongShapeBetweenDevicesNamesBoth) {
+  RunSettings settings;
+  settings.ranks = 2;
+  settings.microbatches = 1;
+  settings.timeoutSeconds = 10;
+  settings.backend = Backend::Emulated;
+  settings.emulatedDeviceBytes = int64_t(16) << 20;
+  std::string failure = runInThreads(
+      settings, {{messageSetup, messageFirst}, {messageSetup, messageLastOfTheWrongShape}}, 1, {});
+  EXPECT_NE(failure.find("rank 1"), std::string::npos) << failure;
+  EXPECT_NE(failure.find("activation from rank 0 (tag 7, micro-batch 0) is f32 [1000], expected "
+                         "f32 [10, 100]"),
+            std::string::npos)
+      << failure;
+}
+
+TEST(EmulatedDevice, CopiesFromAnotherEmulatedDevice) {
+  auto a = makeEmulatedDevice(1 << 20), b = makeEmulatedDevice(1 << 20);
+  std::vector<float> values{1, 2, 3, 4}, back(4);
+  void *from = a->allocate(16), *to = b->allocate(16);
+  a->toDevice(from, values.data(), 16);
+  b->fromPeer(to, *a, from, 16);
+  b->toHost(back.data(), to, 16);
+  EXPECT_EQ(back, values);
+  EXPECT_THROW(b->fromPeer(to, *a, values.data(), 16), DeviceError)
+      << "a host address is not the source device's memory";
+  a->release(from);
+  b->release(to);
 }
 
 TEST(DeviceRank, RunningOutOfDeviceMemoryNamesRankStageCategoryAndBytes) {

@@ -139,6 +139,20 @@ void CudaDevice::withinDevice(void *to, const void *from, size_t bytes) {
   copy(to, from, bytes, cudaMemcpyDeviceToDevice);
 }
 
+void CudaDevice::fromPeer(void *to, const Device &source, const void *from, size_t bytes) {
+  if (source.backend() != Backend::Cuda)
+    throw DeviceError(name_ + ": a copy from " + source.name() + ", which is not a CUDA device");
+  if (!bytes)
+    return;
+  // The same GPU or another one: the peer copy takes the direct path where the
+  // two can reach each other and goes through the host where they cannot.
+  const int sourceOrdinal = static_cast<const CudaDevice &>(source).ordinal_;
+  current();
+  check("cudaMemcpyPeerAsync",
+        cudaMemcpyPeerAsync(to, ordinal_, from, sourceOrdinal, bytes, stream_));
+  check("cudaStreamSynchronize", cudaStreamSynchronize(stream_));
+}
+
 void CudaDevice::zero(void *device, size_t bytes) {
   if (!bytes)
     return;

@@ -123,6 +123,8 @@ public:
   void toHost(void *host, const void *device, size_t bytes) override;
   void withinDevice(void *to, const void *from, size_t bytes) override;
   void zero(void *device, size_t bytes) override;
+  Backend backend() const override { return Backend::Cuda; }
+  void fromPeer(void *to, const Device &source, const void *from, size_t bytes) override;
   KernelLauncher *launcher() override { return &launcher_; }
 
   /// Makes this GPU the calling thread's current one (ranks run on threads).
