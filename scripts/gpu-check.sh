@@ -23,16 +23,18 @@ BACKEND=${BACKEND:-cuda}
 export LD_LIBRARY_PATH="$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PIPE_RUNTIME_LIB="$BUNDLE/lib/libpiperun.so" PIPE_RUN="$BUNDLE/bin/pipe-run"
 export PYTHONPATH=python${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-# cuBLAS (loaded when a CUDA rank first multiplies): the toolkit's, or the one
-# torch's wheels bring.
-cublas_dirs=$("$PYTHON" -c '
+# cuBLAS and cuDNN (loaded when a CUDA rank first multiplies or convolves): the
+# toolkit's, or the ones torch's wheels bring.
+library_dirs=$("$PYTHON" -c '
 import glob, os, site
 dirs = glob.glob("/usr/local/cuda/lib64")
 for base in site.getsitepackages():
     dirs += glob.glob(os.path.join(base, "nvidia", "*", "lib"))
     dirs += glob.glob(os.path.join(base, "nvidia", "*", "*", "lib"))
-print(":".join(d for d in dirs if glob.glob(os.path.join(d, "libcublas.so*"))))' 2>/dev/null)
-[ -z "$cublas_dirs" ] || export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cublas_dirs"
+print(":".join(d for d in dirs
+               if glob.glob(os.path.join(d, "libcublas.so*")) or
+               glob.glob(os.path.join(d, "libcudnn.so*"))))' 2>/dev/null)
+[ -z "$library_dirs" ] || export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$library_dirs"
 
 gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null |
       head -1)

@@ -240,6 +240,22 @@ public:
   /// planes (every index in its own plane, or -1).
   virtual void maxPoolGrad(int64_t planes, int64_t outPlane, int64_t inPlane, const float *dy,
                            const int64_t *index, float *dx) = 0;
+  /// The workspace bytes the device's convolution library (cuDNN) needs for
+  /// `pass` of `g`, or -1 when it has none or does not take this geometry: the
+  /// caller then runs im2col and GEMMs.
+  virtual int64_t libraryConvWorkspace(ConvPass pass, const ConvGeometry &g) {
+    (void)pass;
+    (void)g;
+    return -1;
+  }
+  /// `pass` of `g` by that library (after libraryConvWorkspace gave a size),
+  /// overwriting `out`: Forward y from (a = x, b = w), GradInput dx from (a =
+  /// dy, b = w), GradWeight dw from (a = x, b = dy).
+  virtual void libraryConv(ConvPass pass, const ConvGeometry &g, const float *a, const float *b,
+                           float *out, void *workspace, int64_t workspaceBytes) {
+    (void)pass, (void)g, (void)a, (void)b, (void)out, (void)workspace, (void)workspaceBytes;
+    throw DeviceError("this device has no convolution library");
+  }
   /// Whether gemm can run (CUDA: cuBLAS could be loaded; warns once if not).
   virtual bool hasGemm() { return true; }
   virtual void gemm(const ColumnMajorGemm &gemm) = 0;

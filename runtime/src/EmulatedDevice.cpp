@@ -17,9 +17,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <string>
+#include <vector>
 
 #include <sys/mman.h>
 
@@ -33,7 +36,9 @@ class EmulatedDevice;
 /// The native kernels' launches as host loops on the device's bytes.
 class EmulatedLauncher final : public KernelLauncher {
 public:
-  explicit EmulatedLauncher(EmulatedDevice &device) : device_(device) {}
+  explicit EmulatedLauncher(EmulatedDevice &device)
+      : device_(device), convLibrary_(std::getenv("PIPE_EMULATED_CONV_LIBRARY") &&
+                                      std::string(std::getenv("PIPE_EMULATED_CONV_LIBRARY")) == "1") {}
   void fill(float *y, float value, int64_t n) override;
   void unary(int32_t fn, const float *x, float *y, int64_t n, double alpha,
              double beta) override;
@@ -89,6 +94,9 @@ public:
   void cast(int32_t from, int32_t to, const void *x, void *y, int64_t n) override;
   void im2col(const ConvGeometry &g, const float *x, float *col) override;
   void col2im(const ConvGeometry &g, const float *col, float *x) override;
+  int64_t libraryConvWorkspace(ConvPass pass, const ConvGeometry &g) override;
+  void libraryConv(ConvPass pass, const ConvGeometry &g, const float *a, const float *b,
+                   float *out, void *workspace, int64_t workspaceBytes) override;
   void maxPool(const PoolGeometry &g, const float *x, float *y, int64_t *indices) override;
   void averagePool(const PoolGeometry &g, const float *x, float *y,
                    bool countIncludePad) override;
@@ -109,6 +117,9 @@ private:
   /// checked to be device memory.
   char *operand(const OperandPlan &plan, int k, const void *p, size_t size);
   EmulatedDevice &device_;
+  /// PIPE_EMULATED_CONV_LIBRARY=1: convolutions go to libraryConv, direct sums
+  /// that stand for cuDNN, so that the native kernels' library path runs here.
+  bool convLibrary_;
 };
 
 class EmulatedDevice final : public Device {
@@ -533,6 +544,82 @@ void EmulatedLauncher::col2im(const ConvGeometry &g, const float *col, float *x)
   float *out = at(x, g.channelsPerGroup * g.inVolume);
   for (int64_t e = 0, n = g.channelsPerGroup * g.inVolume; e < n; ++e)
     out[e] = col2imElement(g, in, e);
+}
+
+int64_t EmulatedLauncher::libraryConvWorkspace(ConvPass pass, const ConvGeometry &g) {
+  if (!convLibrary_ || !symmetricPadsGiveTheOutput(g))
+    return -1;
+  // Some workspace, as cuDNN's algorithms ask for, so that its path is taken too.
+  return pass == ConvPass::GradWeight ? 0 : g.columnRows() * static_cast<int64_t>(sizeof(double));
+}
+
+void EmulatedLauncher::libraryConv(ConvPass pass, const ConvGeometry &g, const float *a,
+                                   const float *b, float *out, void *workspace,
+                                   int64_t workspaceBytes) {
+  if (!convLibrary_ || !symmetricPadsGiveTheOutput(g) ||
+      workspaceBytes < libraryConvWorkspace(pass, g) || (workspaceBytes > 0 && !workspace))
+    throw DeviceError("emulated device: a library convolution it did not offer");
+  if (workspaceBytes > 0)
+    bytes(workspace, workspaceBytes, 1); // device memory, as cuDNN requires
+  const int64_t rows = g.columnRows(), samples = g.channels * g.inVolume;
+  const int64_t outSamples = g.outChannels * g.outVolume;
+  const float *x = pass == ConvPass::GradInput ? nullptr : at(a, g.batch * samples);
+  const float *dy = pass == ConvPass::Forward ? nullptr
+                    : at(pass == ConvPass::GradInput ? a : b, g.batch * outSamples);
+  const float *w = pass == ConvPass::GradWeight ? nullptr : at(b, g.outChannels * rows);
+  // Direct sums in double, rounded once: another order than the GEMMs'.
+  switch (pass) {
+  case ConvPass::Forward: {
+    float *y = at(out, g.batch * outSamples);
+    for (int64_t n = 0; n < g.batch; ++n)
+      for (int64_t gr = 0; gr < g.group; ++gr) {
+        const float *xGroup = x + n * samples + gr * g.channelsPerGroup * g.inVolume;
+        for (int64_t k = gr * g.outPerGroup; k < (gr + 1) * g.outPerGroup; ++k)
+          for (int64_t o = 0; o < g.outVolume; ++o) {
+            double sum = 0;
+            for (int64_t row = 0; row < rows; ++row)
+              sum += static_cast<double>(w[k * rows + row]) * im2colElement(g, xGroup, row, o);
+            y[n * outSamples + k * g.outVolume + o] = static_cast<float>(sum);
+          }
+      }
+    return;
+  }
+  case ConvPass::GradInput: {
+    float *dx = at(out, g.batch * samples);
+    std::vector<float> col(static_cast<size_t>(rows * g.outVolume));
+    for (int64_t n = 0; n < g.batch; ++n)
+      for (int64_t gr = 0; gr < g.group; ++gr) {
+        for (int64_t row = 0; row < rows; ++row)
+          for (int64_t o = 0; o < g.outVolume; ++o) {
+            double sum = 0;
+            for (int64_t k = gr * g.outPerGroup; k < (gr + 1) * g.outPerGroup; ++k)
+              sum += static_cast<double>(w[k * rows + row]) *
+                     dy[n * outSamples + k * g.outVolume + o];
+            col[static_cast<size_t>(row * g.outVolume + o)] = static_cast<float>(sum);
+          }
+        float *dxGroup = dx + n * samples + gr * g.channelsPerGroup * g.inVolume;
+        for (int64_t e = 0; e < g.channelsPerGroup * g.inVolume; ++e)
+          dxGroup[e] = col2imElement(g, col.data(), e);
+      }
+    return;
+  }
+  case ConvPass::GradWeight: {
+    float *dw = at(out, g.outChannels * rows);
+    for (int64_t gr = 0; gr < g.group; ++gr)
+      for (int64_t k = gr * g.outPerGroup; k < (gr + 1) * g.outPerGroup; ++k)
+        for (int64_t row = 0; row < rows; ++row) {
+          double sum = 0;
+          for (int64_t n = 0; n < g.batch; ++n) {
+            const float *xGroup = x + n * samples + gr * g.channelsPerGroup * g.inVolume;
+            for (int64_t o = 0; o < g.outVolume; ++o)
+              sum += static_cast<double>(dy[n * outSamples + k * g.outVolume + o]) *
+                     im2colElement(g, xGroup, row, o);
+          }
+          dw[k * rows + row] = static_cast<float>(sum);
+        }
+    return;
+  }
+  }
 }
 
 void EmulatedLauncher::maxPool(const PoolGeometry &g, const float *x, float *y,

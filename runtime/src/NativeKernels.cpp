@@ -616,8 +616,24 @@ const float *columnMatrix(KernelLauncher &launch, const ConvGeometry &g, const f
   return columns.as<float>();
 }
 
-/// Conv as the CPU kernel computes it: per (sample, group) the column matrix
-/// (x itself for a pointwise kernel), then y_g = w_g col; the bias added last.
+/// `pass` of `g` by the device's convolution library (cuDNN), its workspace
+/// counted as the rank's: false when the device has none or it does not take
+/// the geometry.
+bool libraryConv(pipe_rank *r, ConvPass pass, const ConvGeometry &g, const float *a,
+                 const float *b, float *out) {
+  KernelLauncher &launch = launcherOf(r);
+  const int64_t bytes = launch.libraryConvWorkspace(pass, g);
+  if (bytes < 0)
+    return false;
+  cpu::Scratch workspace(r, PIPE_F32, (bytes + 3) / 4);
+  launch.libraryConv(pass, g, a, b, out, bytes > 0 ? workspace.as<float>() : nullptr, bytes);
+  ++r->libraryConvCalls;
+  return true;
+}
+
+/// Conv by the device's library, or as the CPU kernel computes it: per
+/// (sample, group) the column matrix (x itself for a pointwise kernel), then
+/// y_g = w_g col. The bias is added last.
 bool conv(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *w, const pipe_tensor *bias,
           pipe_tensor *y, pipe_ints strides, pipe_ints pads, pipe_ints dilations, int64_t group) {
   if (!convUsable(r, {x, w, y}) || (bias && !usableF32(r, bias)))
@@ -627,17 +643,19 @@ bool conv(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *w, const pipe_t
   cpu::convBiasChecks(r, bias, g);
   if (!convGemmSizes(g))
     return false;
-  const bool pointwise = g.isPointwise();
-  const int64_t rows = g.columnRows();
-  cpu::Scratch columns(r, PIPE_F32, pointwise ? 1 : rows * g.outVolume);
   KernelLauncher &launch = launcherOf(r);
-  for (int64_t n = 0; n < g.batch; ++n)
-    for (int64_t gr = 0; gr < g.group; ++gr) {
-      const float *col = columnMatrix(launch, g, in(x), n, gr, columns);
-      rowMajorGemm(launch, false, false, g.outPerGroup, g.outVolume, rows, 1.0f,
-                   in(w) + gr * g.outPerGroup * rows, rows, 0, col, g.outVolume, 0, 0.0f,
-                   out(y) + (n * g.outChannels + gr * g.outPerGroup) * g.outVolume, 0, 1);
-    }
+  if (!libraryConv(r, ConvPass::Forward, g, in(x), in(w), out(y))) {
+    const bool pointwise = g.isPointwise();
+    const int64_t rows = g.columnRows();
+    cpu::Scratch columns(r, PIPE_F32, pointwise ? 1 : rows * g.outVolume);
+    for (int64_t n = 0; n < g.batch; ++n)
+      for (int64_t gr = 0; gr < g.group; ++gr) {
+        const float *col = columnMatrix(launch, g, in(x), n, gr, columns);
+        rowMajorGemm(launch, false, false, g.outPerGroup, g.outVolume, rows, 1.0f,
+                     in(w) + gr * g.outPerGroup * rows, rows, 0, col, g.outVolume, 0, 0.0f,
+                     out(y) + (n * g.outChannels + gr * g.outPerGroup) * g.outVolume, 0, 1);
+      }
+  }
   if (bias) {
     // y [N, M, out] += bias [M], broadcast over samples and positions.
     OperandPlan plan;
@@ -656,7 +674,8 @@ bool conv(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *w, const pipe_t
   return true;
 }
 
-/// dx: per (sample, group) col = w_g^T dy_g, then col2im (pointwise: col is dx_g).
+/// dx by the device's library, or per (sample, group) col = w_g^T dy_g, then col2im
+/// (pointwise: col is dx_g).
 bool convGradInput(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *w, pipe_tensor *dx,
                    pipe_ints strides, pipe_ints pads, pipe_ints dilations, int64_t group) {
   if (!convUsable(r, {dy, w, dx}))
@@ -665,9 +684,13 @@ bool convGradInput(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *w, pi
                                          strides, pads, dilations, group);
   if (!convGemmSizes(g))
     return false;
+  KernelLauncher &launch = launcherOf(r);
+  if (libraryConv(r, ConvPass::GradInput, g, in(dy), in(w), out(dx))) {
+    launch.finish("conv_grad_input");
+    return true;
+  }
   const bool pointwise = g.isPointwise();
   const int64_t rows = g.columnRows();
-  KernelLauncher &launch = launcherOf(r);
   cpu::Scratch columns(r, PIPE_F32, pointwise ? 1 : rows * g.outVolume);
   for (int64_t n = 0; n < g.batch; ++n)
     for (int64_t gr = 0; gr < g.group; ++gr) {
@@ -684,7 +707,7 @@ bool convGradInput(pipe_rank *r, const pipe_tensor *dy, const pipe_tensor *w, pi
   return true;
 }
 
-/// dw: zero, then dw_g += dy_g col^T per sample in order.
+/// dw by the device's library, or zero, then dw_g += dy_g col^T per sample in order.
 bool convGradWeight(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *dy, pipe_tensor *dw,
                     pipe_ints strides, pipe_ints pads, pipe_ints dilations, int64_t group) {
   if (!convUsable(r, {x, dy, dw}))
@@ -693,9 +716,13 @@ bool convGradWeight(pipe_rank *r, const pipe_tensor *x, const pipe_tensor *dy, p
                                          strides, pads, dilations, group);
   if (!convGemmSizes(g))
     return false;
+  KernelLauncher &launch = launcherOf(r);
+  if (libraryConv(r, ConvPass::GradWeight, g, in(x), in(dy), out(dw))) {
+    launch.finish("conv_grad_weight");
+    return true;
+  }
   const bool pointwise = g.isPointwise();
   const int64_t rows = g.columnRows();
-  KernelLauncher &launch = launcherOf(r);
   launch.fill(out(dw), 0.0f, dw->numel);
   cpu::Scratch columns(r, PIPE_F32, pointwise ? 1 : rows * g.outVolume);
   for (int64_t n = 0; n < g.batch; ++n)

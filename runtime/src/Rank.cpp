@@ -150,6 +150,7 @@ RankReport reportOf(pipe_rank *r) {
     report.peak.push_back(r->memory.peak(c));
   report.peakTotal = r->memory.peakTotal();
   report.nativeKernelCalls = r->nativeKernelCalls;
+  report.libraryConvCalls = r->libraryConvCalls;
   report.stagedKernelCalls = r->stagedKernelCalls;
   report.waitMs = r->waitMs;
   report.steps = r->steps;

@@ -71,6 +71,7 @@ struct pipe_rank {
   std::unique_ptr<piperun::Device> device;
   int hostKernelDepth = 0; ///< > 0 inside a staged kernel (HostKernelScope)
   int64_t nativeKernelCalls = 0;                       ///< on the device, by its own kernels
+  int64_t libraryConvCalls = 0; ///< of those, convolutions by the device's library (cuDNN)
   std::map<std::string, int64_t> stagedKernelCalls;    ///< by kernel: run staged on the host
   /// pipe_constant's uploads on a device, by (program data, bytes): each
   /// constant is copied to the device once and kept for the run.

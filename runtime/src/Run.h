@@ -90,6 +90,7 @@ struct RankReport {
   /// Device backends: kernel calls run by the device, and by kernel those run
   /// staged on the host.
   int64_t nativeKernelCalls = 0;
+  int64_t libraryConvCalls = 0; ///< of the native calls, convolutions by cuDNN
   std::map<std::string, int64_t> stagedKernelCalls;
 };
 

@@ -374,6 +374,7 @@ int64_t elementsOf(pipe_ints shape) {
 struct Outcome {
   std::vector<float> cpu, emulated; ///< the output's values on each backend
   int64_t native = 0, staged = 0;   ///< the emulated rank's kernel calls
+  int64_t library = 0;              ///< of those, convolutions by the device's library
 };
 
 /// Runs `body` on a CPU rank and on an emulated-device rank over the same
@@ -400,6 +401,7 @@ Outcome onBothBackends(const std::vector<pipe_ints> &shapes, pipe_ints output, B
     pipe_free(r, y);
   }
   outcome.native = emulated.r->nativeKernelCalls;
+  outcome.library = emulated.r->libraryConvCalls;
   for (const auto &[kernel, calls] : emulated.r->stagedKernelCalls)
     outcome.staged += calls;
   return outcome;
@@ -821,18 +823,23 @@ std::string intsOfText(const pipe_ints &ints) {
 /// Convolutions and pooling over random geometries (1-3 spatial dims, sizes,
 /// kernels, strides, dilations, uneven padding, groups, ceil mode): the
 /// native kernels (im2col/col2im and pooling as gathers) against the CPU's.
-TEST(DeviceRank, RandomWindowGeometriesAgreeWithTheCpuKernels) {
-  std::mt19937 random(2026);
+namespace {
+
+void checkAgreement(const Outcome &o, const std::string &what) {
+  ASSERT_EQ(o.cpu.size(), o.emulated.size()) << what;
+  EXPECT_LE(relativeError(o.emulated, o.cpu), 1e-6) << what;
+  EXPECT_EQ(o.staged, 0) << what;
+}
+
+/// `count` random convolutions (1-3 spatial dims, strides, pads at either end,
+/// dilations, groups), each pass native on the emulated device against the CPU
+/// kernel. Returns how many passes the device's convolution library ran.
+int checkRandomConvolutions(std::mt19937 &random, int count) {
   auto pick = [&](int low, int high) {
     return std::uniform_int_distribution<int>(low, high)(random);
   };
-  int convs = 0, pools = 0;
-  auto check = [](const Outcome &o, const std::string &what) {
-    ASSERT_EQ(o.cpu.size(), o.emulated.size()) << what;
-    EXPECT_LE(relativeError(o.emulated, o.cpu), 1e-6) << what;
-    EXPECT_EQ(o.staged, 0) << what;
-  };
-  while (convs < 60) {
+  int convs = 0, library = 0;
+  while (convs < count) {
     const int spatial = pick(1, 3);
     const int64_t batch = pick(1, 2), group = pick(1, 2);
     const int64_t channels = group * pick(1, 3), outChannels = group * pick(1, 3);
@@ -860,22 +867,40 @@ TEST(DeviceRank, RandomWindowGeometriesAgreeWithTheCpuKernels) {
     what << "conv x " << intsOfText(x) << " w " << intsOfText(w)
          << " strides " << intsOfText(st) << " pads " << intsOfText(pd) << " dilations "
          << intsOfText(dl) << " group " << group;
-    check(onBothBackends({x, w, PIPE_INTS(outChannels)}, y,
-                         [&](pipe_rank *r, auto &in, pipe_tensor *out) {
-                           pipe_k_conv(r, in[0], in[1], in[2], out, st, pd, dl, group);
-                         }),
-          what.str() + " (forward)");
-    check(onBothBackends({y, w}, x,
-                         [&](pipe_rank *r, auto &in, pipe_tensor *out) {
-                           pipe_k_conv_grad_input(r, in[0], in[1], out, st, pd, dl, group);
-                         }),
-          what.str() + " (grad input)");
-    check(onBothBackends({x, y}, w,
-                         [&](pipe_rank *r, auto &in, pipe_tensor *out) {
-                           pipe_k_conv_grad_weight(r, in[0], in[1], out, st, pd, dl, group);
-                         }),
-          what.str() + " (grad weight)");
+    const std::string name = what.str();
+    auto run = [&](const Outcome &outcome, const char *pass) {
+      checkAgreement(outcome, name + pass);
+      library += static_cast<int>(outcome.library);
+    };
+    run(onBothBackends({x, w, PIPE_INTS(outChannels)}, y,
+                       [&](pipe_rank *r, auto &in, pipe_tensor *out) {
+                         pipe_k_conv(r, in[0], in[1], in[2], out, st, pd, dl, group);
+                       }),
+        " (forward)");
+    run(onBothBackends({y, w}, x,
+                       [&](pipe_rank *r, auto &in, pipe_tensor *out) {
+                         pipe_k_conv_grad_input(r, in[0], in[1], out, st, pd, dl, group);
+                       }),
+        " (grad input)");
+    run(onBothBackends({x, y}, w,
+                       [&](pipe_rank *r, auto &in, pipe_tensor *out) {
+                         pipe_k_conv_grad_weight(r, in[0], in[1], out, st, pd, dl, group);
+                       }),
+        " (grad weight)");
   }
+  return library;
+}
+
+} // namespace
+
+TEST(DeviceRank, RandomWindowGeometriesAgreeWithTheCpuKernels) {
+  std::mt19937 random(2026);
+  auto pick = [&](int low, int high) {
+    return std::uniform_int_distribution<int>(low, high)(random);
+  };
+  int pools = 0;
+  const auto check = checkAgreement;
+  EXPECT_EQ(checkRandomConvolutions(random, 60), 0) << "no convolution library by default";
   while (pools < 60) {
     const int spatial = pick(1, 3);
     const bool average = pick(0, 1) == 1;
@@ -945,6 +970,36 @@ TEST(DeviceRank, RandomWindowGeometriesAgreeWithTheCpuKernels) {
   }
 }
 
+
+// The native kernels' path through the device's convolution library (cuDNN on
+// a GPU): here the emulated device's direct sums stand for it.
+TEST(DeviceRank, ConvolutionsByTheDeviceLibraryAgreeWithTheCpuKernels) {
+  setenv("PIPE_EMULATED_CONV_LIBRARY", "1", 1);
+  std::mt19937 random(7);
+  const int library = checkRandomConvolutions(random, 40);
+  EXPECT_GE(library, 20) << "passes with symmetric pads (or pads the output does not see)";
+  EXPECT_LT(library, 120) << "and some the library cannot take";
+  {
+    // Symmetric pads: each pass by the library, its workspace counted.
+    DeviceRank rank(Backend::Emulated);
+    pipe_rank *r = rank.r;
+    pipe_tensor *x = pipe_splat(r, PIPE_F32, PIPE_INTS(1, 2, 5, 5), 1);
+    pipe_tensor *w = pipe_splat(r, PIPE_F32, PIPE_INTS(3, 2, 3, 3), 0.5);
+    pipe_tensor *y = pipe_alloc(r, PIPE_F32, PIPE_INTS(1, 3, 5, 5), PIPE_MEM_WORKSPACE);
+    pipe_k_conv(r, x, w, nullptr, y, PIPE_INTS(1, 1), PIPE_INTS(1, 1, 1, 1), PIPE_INTS(1, 1), 1);
+    EXPECT_EQ(r->libraryConvCalls, 1);
+    EXPECT_EQ(valuesOn(r, y)[6], 9.0f) << "an inner output sums 2 x 9 taps of 0.5";
+    EXPECT_EQ(valuesOn(r, y)[0], 4.0f) << "a corner reads 2 x 4 taps";
+    // Pads (0, 0) at the start and (2, 2) at the end: one pad per dim cannot say it.
+    pipe_tensor *z = pipe_alloc(r, PIPE_F32, PIPE_INTS(1, 3, 5, 5), PIPE_MEM_WORKSPACE);
+    pipe_k_conv(r, x, w, nullptr, z, PIPE_INTS(1, 1), PIPE_INTS(0, 0, 2, 2), PIPE_INTS(1, 1), 1);
+    EXPECT_EQ(r->libraryConvCalls, 1) << "the asymmetric pads took the GEMM path";
+    EXPECT_EQ(valuesOn(r, z)[0], 9.0f);
+    for (pipe_tensor *t : {x, w, y, z})
+      pipe_free(r, t);
+  }
+  unsetenv("PIPE_EMULATED_CONV_LIBRARY");
+}
 TEST(DeviceRank, AnOptimizerStepOnTheDeviceEqualsTheCpusOne) {
   for (int32_t kind : {PIPE_SGD, PIPE_MOMENTUM, PIPE_ADAM, PIPE_ADAMW}) {
     std::vector<float> trained[2];

@@ -29,40 +29,37 @@ std::string errorText(const char *call, cudaError_t error) {
 
 } // namespace
 
+void *openCudaLibrary(const std::string &name, const char *environment, std::string &error) {
+  std::vector<std::string> candidates;
+  if (const char *explicitPath = std::getenv(environment))
+    candidates.push_back(explicitPath);
+  candidates.push_back(name);
+  candidates.push_back(std::string(PIPE_CUDA_LIBRARY_DIR) + "/" + name);
+  candidates.push_back("/usr/local/cuda/lib64/" + name);
+  std::string why;
+  for (const std::string &candidate : candidates) {
+    if (void *handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL))
+      return handle;
+    if (why.empty())
+      why = dlerror();
+  }
+  error = "cannot load " + name + " (" + why + "; set " + environment +
+          " to its path, or add its folder to LD_LIBRARY_PATH)";
+  return nullptr;
+}
+
 const Cublas &cublas() {
   // Loaded on first use: linked, cuBLAS would cost every process that loads
   // libpiperun 0.13 s and 220 MB at start (pipe-run --help, CPU runs included).
-  // $PIPE_CUBLAS names the file; else the loader's search path, then the
-  // toolkit's folders.
   static Cublas library;
   static std::once_flag once;
   std::call_once(once, [] {
     const std::string name = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
-    std::vector<std::string> candidates;
-    if (const char *explicitPath = std::getenv("PIPE_CUBLAS"))
-      candidates.push_back(explicitPath);
-    candidates.push_back(name);
-    candidates.push_back(std::string(PIPE_CUDA_LIBRARY_DIR) + "/" + name);
-    candidates.push_back("/usr/local/cuda/lib64/" + name);
-    void *handle = nullptr;
-    std::string why;
-    for (const std::string &candidate : candidates) {
-      handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (handle)
-        break;
-      if (why.empty())
-        why = dlerror();
-    }
-    if (!handle) {
-      library.error = "cannot load " + name + " (" + why +
-                      "; set PIPE_CUBLAS to its path, or add its folder to LD_LIBRARY_PATH)";
+    void *handle = openCudaLibrary(name, "PIPE_CUBLAS", library.error);
+    if (!handle)
       return;
-    }
     auto load = [&](auto &function, const char *symbol) {
-      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
-          dlsym(handle, symbol));
-      if (!function && library.error.empty())
-        library.error = name + " has no " + symbol;
+      loadSymbol(handle, name, function, symbol, library.error);
     };
     load(library.create, "cublasCreate_v2");
     load(library.destroy, "cublasDestroy_v2");
@@ -94,6 +91,8 @@ CudaDevice::~CudaDevice() {
   cudaSetDevice(ordinal_);
   if (blas_)
     cublas().destroy(blas_);
+  if (dnn_)
+    cudnn().destroy(dnn_);
   cudaStreamDestroy(stream_);
 }
 
@@ -180,6 +179,26 @@ cublasHandle_t CudaDevice::blas() {
     blas_ = handle;
   }
   return blas_;
+}
+
+cudnnHandle_t CudaDevice::dnn() {
+  if (!dnn_) {
+    current();
+    const Cudnn &library = cudnn();
+    if (!library.error.empty())
+      throw DeviceError("cuDNN: " + library.error);
+    cudnnHandle_t handle = nullptr;
+    cudnnStatus_t status = library.create(&handle);
+    if (status != CUDNN_STATUS_SUCCESS)
+      throw DeviceError(std::string("cuDNN: cudnnCreate: ") + library.errorString(status));
+    status = library.setStream(handle, stream_);
+    if (status != CUDNN_STATUS_SUCCESS) {
+      library.destroy(handle);
+      throw DeviceError(std::string("cuDNN: cudnnSetStream: ") + library.errorString(status));
+    }
+    dnn_ = handle;
+  }
+  return dnn_;
 }
 
 void CudaDevice::finish(const char *what) {

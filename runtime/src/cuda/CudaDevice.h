@@ -1,8 +1,9 @@
 //===- CudaDevice.h - a rank's GPU: memory, stream, cuBLAS handle -*- C++ -*-===//
 //
 // Built only with the CUDA toolkit. The device of one rank: cudaMalloc'd
-// memory of one GPU, the rank's own non-blocking stream, a cuBLAS handle on
-// that stream, and the launches of the native kernels (Kernels.cu, cuBLAS).
+// memory of one GPU, the rank's own non-blocking stream, cuBLAS and cuDNN
+// handles on that stream, and the launches of the native kernels (Kernels.cu,
+// cuBLAS, cuDNN's convolutions: Cudnn.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef PIPE_RUNTIME_CUDA_CUDA_DEVICE_H
@@ -12,6 +13,12 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <dlfcn.h>
+
+#include <map>
+#include <memory>
+#include <vector>
 
 namespace piperun::cuda {
 
@@ -31,6 +38,57 @@ struct Cublas {
 };
 /// Loads cuBLAS once (see `error`).
 const Cublas &cublas();
+
+/// The cuDNN calls the backend makes (convolutions), from the library loaded
+/// at first use.
+struct Cudnn {
+  decltype(&cudnnCreate) create = nullptr;
+  decltype(&cudnnDestroy) destroy = nullptr;
+  decltype(&cudnnSetStream) setStream = nullptr;
+  decltype(&cudnnGetErrorString) errorString = nullptr;
+  decltype(&cudnnCreateTensorDescriptor) createTensor = nullptr;
+  decltype(&cudnnSetTensorNdDescriptor) setTensor = nullptr;
+  decltype(&cudnnDestroyTensorDescriptor) destroyTensor = nullptr;
+  decltype(&cudnnCreateFilterDescriptor) createFilter = nullptr;
+  decltype(&cudnnSetFilterNdDescriptor) setFilter = nullptr;
+  decltype(&cudnnDestroyFilterDescriptor) destroyFilter = nullptr;
+  decltype(&cudnnCreateConvolutionDescriptor) createConvolution = nullptr;
+  decltype(&cudnnSetConvolutionNdDescriptor) setConvolution = nullptr;
+  decltype(&cudnnSetConvolutionGroupCount) setGroupCount = nullptr;
+  decltype(&cudnnSetConvolutionMathType) setMathType = nullptr;
+  decltype(&cudnnDestroyConvolutionDescriptor) destroyConvolution = nullptr;
+  decltype(&cudnnGetConvolutionNdForwardOutputDim) outputDim = nullptr;
+  decltype(&cudnnGetConvolutionForwardAlgorithm_v7) forwardAlgorithms = nullptr;
+  decltype(&cudnnGetConvolutionForwardWorkspaceSize) forwardWorkspace = nullptr;
+  decltype(&cudnnConvolutionForward) forward = nullptr;
+  decltype(&cudnnGetConvolutionBackwardDataAlgorithm_v7) dataAlgorithms = nullptr;
+  decltype(&cudnnGetConvolutionBackwardDataWorkspaceSize) dataWorkspace = nullptr;
+  decltype(&cudnnConvolutionBackwardData) backwardData = nullptr;
+  decltype(&cudnnGetConvolutionBackwardFilterAlgorithm_v7) filterAlgorithms = nullptr;
+  decltype(&cudnnGetConvolutionBackwardFilterWorkspaceSize) filterWorkspace = nullptr;
+  decltype(&cudnnConvolutionBackwardFilter) backwardFilter = nullptr;
+  std::string error; ///< why it could not be loaded, or PIPE_CUDNN=0 ("" when it was)
+};
+/// Loads cuDNN once (see `error`); $PIPE_CUDNN names the file, 0 turns it off.
+const Cudnn &cudnn();
+
+/// The dlopen'd library `name` (major version appended by the caller):
+/// $environment's path when set, else the loader's search path, then the
+/// toolkit's folders. Null with `error` set when none loads.
+void *openCudaLibrary(const std::string &name, const char *environment, std::string &error);
+/// Points `function` at `symbol` of the library `handle` (named `name`); the
+/// first symbol missing is said in `error`.
+template <typename Function>
+void loadSymbol(void *handle, const std::string &name, Function &function, const char *symbol,
+                std::string &error) {
+  function = reinterpret_cast<Function>(dlsym(handle, symbol));
+  if (!function && error.empty())
+    error = name + " has no " + symbol;
+}
+
+/// One convolution pass of one geometry as cuDNN runs it: its descriptors and
+/// chosen algorithm (Cudnn.cpp).
+struct CudnnConvPlan;
 
 class CudaDevice;
 
@@ -103,11 +161,18 @@ public:
                    const int64_t *index, float *dx) override;
   bool hasGemm() override;
   void gemm(const ColumnMajorGemm &gemm) override;
+  int64_t libraryConvWorkspace(ConvPass pass, const ConvGeometry &g) override;
+  void libraryConv(ConvPass pass, const ConvGeometry &g, const float *a, const float *b,
+                   float *out, void *workspace, int64_t workspaceBytes) override;
   void finish(const char *what) override;
 
 private:
   cudaStream_t stream();
+  /// The plan of `pass` of `g` (made on first use; null when cuDNN does not take it).
+  const CudnnConvPlan *convPlan(ConvPass pass, const ConvGeometry &g);
   CudaDevice &device_;
+  std::map<std::vector<int64_t>, std::shared_ptr<CudnnConvPlan>> convPlans_;
+  bool cudnnFailed_ = false; ///< its handle could not be made: no cuDNN for this rank
 };
 
 class CudaDevice final : public Device {
@@ -132,6 +197,8 @@ public:
   cudaStream_t stream() const { return stream_; }
   /// The cuBLAS handle on the rank's stream (made on first use).
   cublasHandle_t blas();
+  /// The cuDNN handle on the rank's stream (made on first use).
+  cudnnHandle_t dnn();
   /// Waits for the stream; throws DeviceError naming `what` when a kernel
   /// launched since the last wait failed.
   void finish(const char *what);
@@ -144,6 +211,7 @@ private:
   int64_t capacity_ = 0;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
+  cudnnHandle_t dnn_ = nullptr;
   CudaLauncher launcher_{*this};
 };
 

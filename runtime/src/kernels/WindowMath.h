@@ -42,6 +42,22 @@ struct ConvGeometry {
   }
 };
 
+/// Which product of a convolution a library call computes: y from (x, w), dx
+/// from (dy, w), or dw from (x, dy); each overwrites its output.
+enum class ConvPass { Forward, GradInput, GradWeight };
+
+/// Whether padding every dim by its start pad at both ends gives the output
+/// size of `g`: the convolution is then the same as with its own end pads,
+/// and a library that takes one pad per dim (cuDNN) computes it.
+inline bool symmetricPadsGiveTheOutput(const ConvGeometry &g) {
+  for (int d = 0; d < 3; ++d) {
+    const int64_t span = g.in[d] + 2 * g.pad[d] - g.dilation[d] * (g.kernel[d] - 1) - 1;
+    if (span < 0 || span / g.stride[d] + 1 != g.out[d])
+      return false;
+  }
+  return true;
+}
+
 /// Column-matrix element (row, o) of one group's channels starting at `x`:
 /// x[c, o * stride - pad + tap * dilation], 0 in the padding (row = c * K + k).
 PIPE_PLAN_HD inline float im2colElement(const ConvGeometry &g, const float *x, int64_t row,

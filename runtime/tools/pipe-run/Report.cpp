@@ -401,6 +401,7 @@ std::vector<char> encodeReport(const RankReport &report) {
                    {"actions", actions},
                    {"nodes", nodes},
                    {"native_kernel_calls", report.nativeKernelCalls},
+                   {"library_conv_calls", report.libraryConvCalls},
                    {"staged_kernel_calls", report.stagedKernelCalls}};
   std::string text = document.dump();
   return std::vector<char>(text.begin(), text.end());
@@ -421,6 +422,7 @@ RankReport decodeReport(const std::vector<char> &bytes) {
     report.nodes.push_back({n.at(0), n.at(1), n.at(2), n.at(3), n.at(4),
                             n.at(5).get<std::vector<double>>(), n.at(6).get<std::vector<double>>()});
   report.nativeKernelCalls = document.at("native_kernel_calls");
+  report.libraryConvCalls = document.at("library_conv_calls");
   report.stagedKernelCalls =
       document.at("staged_kernel_calls").get<std::map<std::string, int64_t>>();
   return report;

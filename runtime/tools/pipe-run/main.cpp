@@ -277,13 +277,15 @@ Collected unpack(const std::vector<char> &bytes) {
                    parseNpz(parts[2], "gradients")};
 }
 
-/// "device kernels: N calls native, M staged (pipe_k_conv 40, ...)": what a
-/// device backend still runs on the host, the most frequent first.
+/// "device kernels: N calls native (C convolutions by its library), M staged
+/// (pipe_k_conv 40, ...)": what a device backend still runs on the host, the
+/// most frequent first.
 void printDeviceKernels(const std::vector<RankReport> &reports) {
-  int64_t native = 0, staged = 0;
+  int64_t native = 0, staged = 0, library = 0;
   std::map<std::string, int64_t> byKernel;
   for (const RankReport &report : reports) {
     native += report.nativeKernelCalls;
+    library += report.libraryConvCalls;
     for (const auto &[kernel, calls] : report.stagedKernelCalls) {
       byKernel[kernel] += calls;
       staged += calls;
@@ -296,8 +298,10 @@ void printDeviceKernels(const std::vector<RankReport> &reports) {
   std::string list;
   for (const auto &[negated, kernel] : order)
     list += (list.empty() ? "" : ", ") + kernel + " " + std::to_string(-negated);
-  std::printf("device kernels: %lld calls native, %lld staged on the host%s%s%s\n",
-              static_cast<long long>(native), static_cast<long long>(staged),
+  const std::string byLibrary =
+      library > 0 ? " (" + std::to_string(library) + " convolutions by the device's library)" : "";
+  std::printf("device kernels: %lld calls native%s, %lld staged on the host%s%s%s\n",
+              static_cast<long long>(native), byLibrary.c_str(), static_cast<long long>(staged),
               list.empty() ? "" : " (", list.c_str(), list.empty() ? "" : ")");
 }
 
