@@ -130,13 +130,41 @@ __global__ void castKernel(int32_t from, int32_t to, const void *x, void *y, int
     castElement(from, to, x, y, i);
 }
 
+/// The sum of every thread's v in a block of kThreads threads, added in one
+/// fixed order; every thread gets it. `parts` holds kThreads doubles.
+__device__ double blockSum(double v, double *parts) {
+  parts[threadIdx.x] = v;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (static_cast<int>(threadIdx.x) < half)
+      parts[threadIdx.x] += parts[threadIdx.x + half];
+    __syncthreads();
+  }
+  const double total = parts[0];
+  __syncthreads();
+  return total;
+}
+
+/// Blocks for one block per channel.
+unsigned channelBlocksFor(int64_t channels) {
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(channels, 65536)));
+}
+
+// A block per channel: thread t takes the channel's elements t, t + kThreads, ...
 __global__ void batchNormTrainKernel(ChannelLayout l, const float *x, const float *gamma,
                                      const float *beta, double epsilon, double momentum,
                                      float *savedMean, float *savedInvstd, float *runningMean,
                                      float *runningVar, double *ab) {
-  for (int64_t c = firstIndex(); c < l.channels; c += indexStride())
-    batchNormTrainChannel(l, c, x, gamma, beta, epsilon, momentum, savedMean, savedInvstd,
-                          runningMean, runningVar, ab);
+  __shared__ double parts[kThreads];
+  const int64_t t = threadIdx.x;
+  for (int64_t c = blockIdx.x; c < l.channels; c += gridDim.x) {
+    const double mean =
+        blockSum(channelSum(l, c, x, t, kThreads), parts) / static_cast<double>(l.count());
+    const double squares = blockSum(channelSquares(l, c, x, mean, t, kThreads), parts);
+    if (t == 0)
+      batchNormTrainFinish(l, c, mean, squares, gamma, beta, epsilon, momentum, savedMean,
+                           savedInvstd, runningMean, runningVar, ab);
+  }
 }
 
 __global__ void batchNormInferKernel(ChannelLayout l, const float *gamma, const float *beta,
@@ -156,8 +184,17 @@ __global__ void batchNormGradChannelKernel(ChannelLayout l, const float *x, cons
                                            const float *gamma, const float *savedMean,
                                            const float *savedInvstd, float *dscale,
                                            float *dbias, double *terms) {
-  for (int64_t c = firstIndex(); c < l.channels; c += indexStride())
-    batchNormGradChannel(l, c, x, dy, gamma, savedMean, savedInvstd, dscale, dbias, terms);
+  __shared__ double parts[kThreads];
+  const int64_t t = threadIdx.x;
+  for (int64_t c = blockIdx.x; c < l.channels; c += gridDim.x) {
+    const double mean = savedMean[c], invstd = savedInvstd[c];
+    double sumDy = 0.0, sumDyXhat = 0.0;
+    channelGradSums(l, c, x, dy, mean, invstd, t, kThreads, sumDy, sumDyXhat);
+    sumDy = blockSum(sumDy, parts);
+    sumDyXhat = blockSum(sumDyXhat, parts);
+    if (t == 0)
+      batchNormGradFinish(l, c, gamma, mean, invstd, sumDy, sumDyXhat, dscale, dbias, terms);
+  }
 }
 
 __global__ void batchNormGradElementKernel(ChannelLayout l, const double *terms, const float *x,
@@ -221,10 +258,16 @@ __global__ void crossEntropyLossKernel(LossGeometry g, const double *picked, flo
     *loss = crossEntropyLoss(g, picked);
 }
 
+/// One thread per element of dlogits [batch, classes, inner...].
 __global__ void crossEntropyGradKernel(LossGeometry g, const float *dloss, const float *logProb,
                                        const int64_t *labels, float *dlogits) {
-  for (int64_t p = firstIndex(); p < g.positions; p += indexStride())
-    crossEntropyGradPosition(g, p, *dloss, logProb, labels[p], dlogits);
+  const int64_t block = g.classes * g.inner, n = g.positions * g.classes;
+  const float gradient = *dloss;
+  for (int64_t e = firstIndex(); e < n; e += indexStride()) {
+    const int64_t c = (e % block) / g.inner;
+    const int64_t p = (e / block) * g.inner + e % g.inner;
+    dlogits[e] = crossEntropyGradValue(g, gradient, logProb[e], labels[p], c);
+  }
 }
 
 /// Calls body(U{}) with an unsigned type of `elementSize` (1, 2, 4 or 8) bytes.
@@ -243,6 +286,184 @@ __global__ void broadcastScaledKernel(const float *c, int64_t rowStride, int64_t
   for (int64_t i = firstIndex(); i < total; i += indexStride())
     y[i] = scale * c[(i / n) * rowStride + (i % n) * columnStride];
 }
+
+// --- Vectors split among a warp's lanes ---------------------------------------
+// Lane k takes elements k, k + 32, ... of its warp's vector (coalesced when
+// they are adjacent); the partial sums meet at lane 0 by shuffles down, in one
+// fixed order, and lane 0's total goes to every lane, so that all of them
+// write with the same value.
+
+constexpr int kWarp = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+__device__ inline int laneId() { return static_cast<int>(threadIdx.x) & (kWarp - 1); }
+__device__ inline int64_t warpIndex() { return firstIndex() / kWarp; }
+__device__ inline int64_t warpCount() { return indexStride() / kWarp; }
+
+__device__ inline double warpSum(double v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v += __shfl_down_sync(kFullMask, v, offset);
+  return __shfl_sync(kFullMask, v, 0);
+}
+
+/// The largest of the lanes' values (NaN never wins, as softmaxMaximum).
+__device__ inline float warpMaximum(float v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    const float other = __shfl_down_sync(kFullMask, v, offset);
+    v = other > v ? other : v;
+  }
+  return __shfl_sync(kFullMask, v, 0);
+}
+
+__device__ inline double warpReduce(int32_t fn, double v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v = reduceCombine(fn, v, __shfl_down_sync(kFullMask, v, offset));
+  return __shfl_sync(kFullMask, v, 0);
+}
+
+/// Blocks of kThreads threads for one warp per vector.
+unsigned warpBlocksFor(int64_t vectors) { return blocksFor(vectors * kWarp); }
+
+/// A vector of adjacent elements at least a warp long goes to a warp (its
+/// lanes read adjacent elements); strided or short vectors, one per thread
+/// (adjacent threads then read adjacent elements, or there is little to split).
+bool warpPerVector(int64_t length, int64_t step) { return step == 1 && length >= kWarp; }
+
+__global__ void softmaxWarpKernel(AxisLayout l, const float *x, float *y, bool logForm) {
+  const int lane = laneId();
+  for (int64_t p = warpIndex(); p < l.positions(); p += warpCount()) {
+    const float maximum = warpMaximum(softmaxMaximum(l, p, x, lane, kWarp));
+    const double sum = warpSum(softmaxSum(l, p, x, maximum, lane, kWarp));
+    softmaxWrite(l, p, x, y, logForm, maximum, sum, lane, kWarp);
+  }
+}
+
+__global__ void softmaxGradWarpKernel(AxisLayout l, const float *y, const float *dy, float *dx,
+                                      bool logForm) {
+  const int lane = laneId();
+  for (int64_t p = warpIndex(); p < l.positions(); p += warpCount()) {
+    const double reduced = warpSum(softmaxGradSum(l, p, y, dy, logForm, lane, kWarp));
+    softmaxGradWrite(l, p, y, dy, dx, logForm, reduced, lane, kWarp);
+  }
+}
+
+__global__ void layerNormWarpKernel(int64_t rows, int64_t width, const float *x,
+                                    const float *gamma, const float *beta, double epsilon,
+                                    float *y, float *mean, float *invstd) {
+  const int lane = laneId();
+  const double count = static_cast<double>(width);
+  for (int64_t row = warpIndex(); row < rows; row += warpCount()) {
+    const float *in = x + row * width;
+    const double mu = width ? warpSum(rowSum(in, width, lane, kWarp)) / count : 0.0;
+    const double var = width ? warpSum(rowSquares(in, width, mu, lane, kWarp)) / count : 0.0;
+    layerNormWrite(row, width, x, gamma, beta, mu, 1.0 / sqrt(var + epsilon), y, mean, invstd,
+                   lane, kWarp);
+  }
+}
+
+__global__ void layerNormGradRowWarpKernel(int64_t rows, int64_t width, const float *x,
+                                           const float *dy, const float *gamma,
+                                           const float *mean, const float *invstd, float *dx) {
+  const int lane = laneId();
+  for (int64_t row = warpIndex(); row < rows; row += warpCount()) {
+    const double mu = mean[row], inv = invstd[row];
+    double sumH = 0.0, sumHXhat = 0.0;
+    layerNormGradSums(row, width, x, dy, gamma, mu, inv, lane, kWarp, sumH, sumHXhat);
+    sumH = warpSum(sumH);
+    sumHXhat = warpSum(sumHXhat);
+    layerNormGradWrite(row, width, x, dy, gamma, mu, inv, sumH / static_cast<double>(width),
+                       sumHXhat / static_cast<double>(width), dx, lane, kWarp);
+  }
+}
+
+__global__ void crossEntropyWarpKernel(LossGeometry g, const float *logits,
+                                       const int64_t *labels, float *logProb, double *picked) {
+  const int lane = laneId();
+  const AxisLayout l = g.layout();
+  for (int64_t p = warpIndex(); p < g.positions; p += warpCount()) {
+    const float maximum = warpMaximum(softmaxMaximum(l, p, logits, lane, kWarp));
+    const double sum = warpSum(softmaxSum(l, p, logits, maximum, lane, kWarp));
+    if (logProb)
+      softmaxWrite(l, p, logits, logProb, true, maximum, sum, lane, kWarp);
+    if (lane == 0)
+      picked[p] = crossEntropyPicked(g, p, logits, labels[p], maximum, sum);
+  }
+}
+
+// --- Few outputs, long sums: slices of the inputs --------------------------
+// A block of kSliceColumns x kSlices threads takes kSliceColumns adjacent
+// outputs; thread (c, s) sums inputs s, s + kSlices, ... of output c, and the
+// slices meet in shared memory in slice order.
+
+constexpr int kSliceColumns = 32, kSlices = 8;
+
+unsigned sliceBlocksFor(int64_t outputs) {
+  const int64_t blocks = (outputs + kSliceColumns - 1) / kSliceColumns;
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks, 65536)));
+}
+
+__global__ void layerNormGradColumnSlicesKernel(int64_t rows, int64_t width, const float *x,
+                                                const float *dy, const float *mean,
+                                                const float *invstd, float *dscale,
+                                                float *dbias) {
+  __shared__ double scaleParts[kSlices][kSliceColumns], biasParts[kSlices][kSliceColumns];
+  const int c = static_cast<int>(threadIdx.x), s = static_cast<int>(threadIdx.y);
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * kSliceColumns; first < width;
+       first += static_cast<int64_t>(gridDim.x) * kSliceColumns) {
+    const int64_t j = first + c;
+    double sumScale = 0.0, sumBias = 0.0;
+    if (j < width)
+      for (int64_t row = s; row < rows; row += kSlices)
+        layerNormGradColumnTerms(row, j, width, x, dy, mean, invstd, sumScale, sumBias);
+    scaleParts[s][c] = sumScale;
+    biasParts[s][c] = sumBias;
+    __syncthreads();
+    if (s == 0 && j < width) {
+      double totalScale = 0.0, totalBias = 0.0;
+      for (int k = 0; k < kSlices; ++k) {
+        totalScale += scaleParts[k][c];
+        totalBias += biasParts[k][c];
+      }
+      if (dscale)
+        dscale[j] = static_cast<float>(totalScale);
+      if (dbias)
+        dbias[j] = static_cast<float>(totalBias);
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void reduceWarpKernel(int32_t fn, ReduceGeometry g, const float *x, float *y) {
+  const int lane = laneId();
+  for (int64_t o = warpIndex(); o < g.outputs; o += warpCount()) {
+    const double acc =
+        warpReduce(fn, reducePartial(fn, g, reduceBase(g, o), x, lane, kWarp, reduceInitial(fn)));
+    if (lane == 0)
+      y[o] = reduceFinish(fn, g, acc);
+  }
+}
+
+__global__ void reduceSlicesKernel(int32_t fn, ReduceGeometry g, const float *x, float *y) {
+  __shared__ double parts[kSlices][kSliceColumns];
+  const int c = static_cast<int>(threadIdx.x), s = static_cast<int>(threadIdx.y);
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * kSliceColumns; first < g.outputs;
+       first += static_cast<int64_t>(gridDim.x) * kSliceColumns) {
+    const int64_t o = first + c;
+    parts[s][c] = o < g.outputs
+                      ? reducePartial(fn, g, reduceBase(g, o), x, s, kSlices, reduceInitial(fn))
+                      : reduceInitial(fn);
+    __syncthreads();
+    if (s == 0 && o < g.outputs) {
+      double acc = parts[0][c];
+      for (int k = 1; k < kSlices; ++k)
+        acc = reduceCombine(fn, acc, parts[k][c]);
+      y[o] = reduceFinish(fn, g, acc);
+    }
+    __syncthreads();
+  }
+}
+
+// --- One vector per thread ----------------------------------------------------
 
 __global__ void softmaxKernel(AxisLayout l, const float *x, float *y, bool logForm) {
   for (int64_t p = firstIndex(); p < l.positions(); p += indexStride())
@@ -267,13 +488,6 @@ __global__ void layerNormGradRowKernel(int64_t rows, int64_t width, const float 
                                        const float *invstd, float *dx) {
   for (int64_t row = firstIndex(); row < rows; row += indexStride())
     layerNormGradRow(row, width, x, dy, gamma, mean, invstd, dx);
-}
-
-__global__ void layerNormGradColumnKernel(int64_t rows, int64_t width, const float *x,
-                                          const float *dy, const float *mean,
-                                          const float *invstd, float *dscale, float *dbias) {
-  for (int64_t j = firstIndex(); j < width; j += indexStride())
-    layerNormGradColumn(j, rows, width, x, dy, mean, invstd, dscale, dbias);
 }
 
 __global__ void reduceKernel(int32_t fn, ReduceGeometry g, const float *x, float *y) {
@@ -385,7 +599,7 @@ void launchBatchNormTrain(cudaStream_t stream, const ChannelLayout &l, const flo
                           const float *gamma, const float *beta, double epsilon, double momentum,
                           float *savedMean, float *savedInvstd, float *runningMean,
                           float *runningVar, double *ab, float *y) {
-  batchNormTrainKernel<<<blocksFor(l.channels), kThreads, 0, stream>>>(
+  batchNormTrainKernel<<<channelBlocksFor(l.channels), kThreads, 0, stream>>>(
       l, x, gamma, beta, epsilon, momentum, savedMean, savedInvstd, runningMean, runningVar, ab);
   batchNormElementKernel<<<blocksFor(l.batch * l.channels * l.spatial), kThreads, 0, stream>>>(
       l, ab, x, y);
@@ -404,7 +618,7 @@ void launchBatchNormGrad(cudaStream_t stream, const ChannelLayout &l, const floa
                          const float *dy, const float *gamma, const float *savedMean,
                          const float *savedInvstd, double *terms, float *dx, float *dscale,
                          float *dbias) {
-  batchNormGradChannelKernel<<<blocksFor(l.channels), kThreads, 0, stream>>>(
+  batchNormGradChannelKernel<<<channelBlocksFor(l.channels), kThreads, 0, stream>>>(
       l, x, dy, gamma, savedMean, savedInvstd, dscale, dbias, terms);
   if (dx)
     batchNormGradElementKernel<<<blocksFor(l.batch * l.channels * l.spatial), kThreads, 0,
@@ -449,7 +663,10 @@ void launchDropout(cudaStream_t stream, const float *x, float *y, uint8_t *mask,
 
 void launchCrossEntropy(cudaStream_t stream, const LossGeometry &g, const float *logits,
                         const int64_t *labels, float *logProb, double *picked, float *loss) {
-  if (g.positions > 0)
+  if (g.positions > 0 && warpPerVector(g.classes, g.inner))
+    crossEntropyWarpKernel<<<warpBlocksFor(g.positions), kThreads, 0, stream>>>(
+        g, logits, labels, logProb, picked);
+  else if (g.positions > 0)
     crossEntropyKernel<<<blocksFor(g.positions), kThreads, 0, stream>>>(g, logits, labels,
                                                                         logProb, picked);
   crossEntropyLossKernel<<<1, 1, 0, stream>>>(g, picked, loss);
@@ -457,8 +674,8 @@ void launchCrossEntropy(cudaStream_t stream, const LossGeometry &g, const float 
 
 void launchCrossEntropyGrad(cudaStream_t stream, const LossGeometry &g, const float *dloss,
                             const float *logProb, const int64_t *labels, float *dlogits) {
-  crossEntropyGradKernel<<<blocksFor(g.positions), kThreads, 0, stream>>>(g, dloss, logProb,
-                                                                          labels, dlogits);
+  crossEntropyGradKernel<<<blocksFor(g.positions * g.classes), kThreads, 0, stream>>>(
+      g, dloss, logProb, labels, dlogits);
 }
 
 void launchBroadcastScaled(cudaStream_t stream, const float *c, int64_t rowStride,
@@ -469,35 +686,58 @@ void launchBroadcastScaled(cudaStream_t stream, const float *c, int64_t rowStrid
 
 void launchSoftmax(cudaStream_t stream, const AxisLayout &l, const float *x, float *y,
                    bool logForm) {
-  softmaxKernel<<<blocksFor(l.positions()), kThreads, 0, stream>>>(l, x, y, logForm);
+  if (warpPerVector(l.length, l.inner))
+    softmaxWarpKernel<<<warpBlocksFor(l.positions()), kThreads, 0, stream>>>(l, x, y, logForm);
+  else
+    softmaxKernel<<<blocksFor(l.positions()), kThreads, 0, stream>>>(l, x, y, logForm);
 }
 
 void launchSoftmaxGrad(cudaStream_t stream, const AxisLayout &l, const float *y, const float *dy,
                        float *dx, bool logForm) {
-  softmaxGradKernel<<<blocksFor(l.positions()), kThreads, 0, stream>>>(l, y, dy, dx, logForm);
+  if (warpPerVector(l.length, l.inner))
+    softmaxGradWarpKernel<<<warpBlocksFor(l.positions()), kThreads, 0, stream>>>(l, y, dy, dx,
+                                                                                 logForm);
+  else
+    softmaxGradKernel<<<blocksFor(l.positions()), kThreads, 0, stream>>>(l, y, dy, dx, logForm);
 }
 
 void launchLayerNorm(cudaStream_t stream, int64_t rows, int64_t width, const float *x,
                      const float *gamma, const float *beta, double epsilon, float *y,
                      float *mean, float *invstd) {
-  layerNormKernel<<<blocksFor(rows), kThreads, 0, stream>>>(rows, width, x, gamma, beta, epsilon,
-                                                            y, mean, invstd);
+  if (warpPerVector(width, 1))
+    layerNormWarpKernel<<<warpBlocksFor(rows), kThreads, 0, stream>>>(
+        rows, width, x, gamma, beta, epsilon, y, mean, invstd);
+  else
+    layerNormKernel<<<blocksFor(rows), kThreads, 0, stream>>>(rows, width, x, gamma, beta,
+                                                              epsilon, y, mean, invstd);
 }
 
 void launchLayerNormGrad(cudaStream_t stream, int64_t rows, int64_t width, const float *x,
                          const float *dy, const float *gamma, const float *mean,
                          const float *invstd, float *dx, float *dscale, float *dbias) {
-  if (dx)
+  if (dx && warpPerVector(width, 1))
+    layerNormGradRowWarpKernel<<<warpBlocksFor(rows), kThreads, 0, stream>>>(
+        rows, width, x, dy, gamma, mean, invstd, dx);
+  else if (dx)
     layerNormGradRowKernel<<<blocksFor(rows), kThreads, 0, stream>>>(rows, width, x, dy, gamma,
                                                                      mean, invstd, dx);
   if (dscale || dbias)
-    layerNormGradColumnKernel<<<blocksFor(width), kThreads, 0, stream>>>(
-        rows, width, x, dy, mean, invstd, dscale, dbias);
+    layerNormGradColumnSlicesKernel<<<sliceBlocksFor(width), dim3(kSliceColumns, kSlices), 0,
+                                      stream>>>(rows, width, x, dy, mean, invstd, dscale, dbias);
 }
 
 void launchReduce(cudaStream_t stream, int32_t fn, const ReduceGeometry &g, const float *x,
                   float *y) {
-  reduceKernel<<<blocksFor(g.outputs), kThreads, 0, stream>>>(fn, g, x, y);
+  // The innermost reduced dim adjacent in memory: a warp per output. Fewer
+  // outputs than threads to fill the GPU with long sums: slices per output.
+  const bool adjacent = g.reducedRank > 0 && g.reducedStride[g.reducedRank - 1] == 1;
+  if (adjacent && g.reduceCount >= kWarp)
+    reduceWarpKernel<<<warpBlocksFor(g.outputs), kThreads, 0, stream>>>(fn, g, x, y);
+  else if (g.outputs < 65536 && g.reduceCount >= 4 * kSlices)
+    reduceSlicesKernel<<<sliceBlocksFor(g.outputs), dim3(kSliceColumns, kSlices), 0, stream>>>(
+        fn, g, x, y);
+  else
+    reduceKernel<<<blocksFor(g.outputs), kThreads, 0, stream>>>(fn, g, x, y);
 }
 
 void launchStridedCopy(cudaStream_t stream, const OperandPlan &plan, void *dst, const void *src,

@@ -3,9 +3,10 @@
 // Softmax sees a tensor as [outer, axis, inner]: each (outer, inner) position
 // is one vector along the axis, `inner` elements apart. Layer norm sees it as
 // rows x width (the dims before the axis, and from it). The CPU kernels run
-// the vectors on OpenMP threads, the CUDA kernels one vector per GPU thread,
-// the emulated device in a loop; all three with these functions (compiled by
-// nvcc as host and device functions). Stable forms: the maximum is
+// the vectors on OpenMP threads, the CUDA kernels one vector per warp (or per
+// GPU thread where vectors are short or strided), the emulated device in a
+// loop; all three with these functions (compiled by nvcc as host and device
+// functions). Stable forms: the maximum is
 // subtracted before exp; sums in double. Softmax cross entropy is softmax
 // along dim 1 with a label per vector.
 //
@@ -46,44 +47,122 @@ struct AxisLayout {
   }
 };
 
-/// y = softmax(x) (or log-softmax) along the axis, at position p.
-PIPE_AXIS_HD inline void softmaxPosition(const AxisLayout &l, int64_t p, const float *x,
-                                         float *y, bool logForm) {
+// Each vector's work is written as sums over a strided subset of its
+// elements (from `first`, every `step`-th) and a pass that writes a subset,
+// so that a CUDA warp can split one vector among its lanes and combine their
+// partial sums (Kernels.cu); the whole-vector functions take every element in
+// order (first 0, step 1), the order of the CPU kernels.
+
+/// The largest of position p's elements in the subset (NaN never wins).
+PIPE_AXIS_HD inline float softmaxMaximum(const AxisLayout &l, int64_t p, const float *x,
+                                         int64_t first, int64_t step) {
+  const float *in = x + l.start(p);
+  float maximum = -INFINITY;
+  for (int64_t i = first; i < l.length; i += step)
+    maximum = in[i * l.inner] > maximum ? in[i * l.inner] : maximum;
+  return maximum;
+}
+
+/// The subset's sum of exp(x - maximum), in double.
+PIPE_AXIS_HD inline double softmaxSum(const AxisLayout &l, int64_t p, const float *x,
+                                      float maximum, int64_t first, int64_t step) {
+  const float *in = x + l.start(p);
+  double sum = 0.0;
+  for (int64_t i = first; i < l.length; i += step)
+    sum += exp(static_cast<double>(in[i * l.inner]) - maximum);
+  return sum;
+}
+
+/// Writes the subset of y at position p from the vector's maximum and sum.
+PIPE_AXIS_HD inline void softmaxWrite(const AxisLayout &l, int64_t p, const float *x, float *y,
+                                      bool logForm, float maximum, double sum, int64_t first,
+                                      int64_t step) {
   const float *in = x + l.start(p);
   float *out = y + l.start(p);
-  const int64_t step = l.inner;
-  float maximum = -INFINITY;
-  for (int64_t i = 0; i < l.length; ++i)
-    maximum = in[i * step] > maximum ? in[i * step] : maximum;
-  double sum = 0.0;
-  for (int64_t i = 0; i < l.length; ++i)
-    sum += exp(static_cast<double>(in[i * step]) - maximum);
+  const int64_t stride = l.inner;
   if (logForm) {
     const double logSum = maximum + log(sum);
-    for (int64_t i = 0; i < l.length; ++i)
-      out[i * step] = static_cast<float>(in[i * step] - logSum);
+    for (int64_t i = first; i < l.length; i += step)
+      out[i * stride] = static_cast<float>(in[i * stride] - logSum);
   } else {
-    for (int64_t i = 0; i < l.length; ++i)
-      out[i * step] = static_cast<float>(exp(static_cast<double>(in[i * step]) - maximum) / sum);
+    for (int64_t i = first; i < l.length; i += step)
+      out[i * stride] = static_cast<float>(exp(static_cast<double>(in[i * stride]) - maximum) / sum);
   }
 }
 
-/// dx from the forward's output y and dy at position p: softmax:
-/// dx = y (dy - sum(dy y)); log-softmax: dx = dy - exp(y) sum(dy).
-PIPE_AXIS_HD inline void softmaxGradPosition(const AxisLayout &l, int64_t p, const float *y,
-                                             const float *dy, float *dx, bool logForm) {
-  const int64_t first = l.start(p), step = l.inner;
-  double reduced = 0.0; // sum(dy y), or sum(dy) for log-softmax
-  for (int64_t i = 0; i < l.length; ++i) {
-    const int64_t at = first + i * step;
+/// y = softmax(x) (or log-softmax) along the axis, at position p.
+PIPE_AXIS_HD inline void softmaxPosition(const AxisLayout &l, int64_t p, const float *x,
+                                         float *y, bool logForm) {
+  const float maximum = softmaxMaximum(l, p, x, 0, 1);
+  softmaxWrite(l, p, x, y, logForm, maximum, softmaxSum(l, p, x, maximum, 0, 1), 0, 1);
+}
+
+/// The subset's sum(dy y) (softmax) or sum(dy) (log-softmax), in double.
+PIPE_AXIS_HD inline double softmaxGradSum(const AxisLayout &l, int64_t p, const float *y,
+                                          const float *dy, bool logForm, int64_t first,
+                                          int64_t step) {
+  const int64_t start = l.start(p);
+  double reduced = 0.0;
+  for (int64_t i = first; i < l.length; i += step) {
+    const int64_t at = start + i * l.inner;
     reduced += logForm ? dy[at] : static_cast<double>(dy[at]) * y[at];
   }
-  for (int64_t i = 0; i < l.length; ++i) {
-    const int64_t at = first + i * step;
+  return reduced;
+}
+
+/// Writes the subset of dx at position p from the vector's sum: softmax:
+/// dx = y (dy - sum(dy y)); log-softmax: dx = dy - exp(y) sum(dy).
+PIPE_AXIS_HD inline void softmaxGradWrite(const AxisLayout &l, int64_t p, const float *y,
+                                          const float *dy, float *dx, bool logForm,
+                                          double reduced, int64_t first, int64_t step) {
+  const int64_t start = l.start(p);
+  for (int64_t i = first; i < l.length; i += step) {
+    const int64_t at = start + i * l.inner;
     const double value =
         logForm ? dy[at] - exp(static_cast<double>(y[at])) * reduced : y[at] * (dy[at] - reduced);
     dx[at] = static_cast<float>(value);
   }
+}
+
+/// dx from the forward's output y and dy at position p.
+PIPE_AXIS_HD inline void softmaxGradPosition(const AxisLayout &l, int64_t p, const float *y,
+                                             const float *dy, float *dx, bool logForm) {
+  softmaxGradWrite(l, p, y, dy, dx, logForm, softmaxGradSum(l, p, y, dy, logForm, 0, 1), 0, 1);
+}
+
+/// The subset's sum of a row's elements, and of their squared distances to mu.
+PIPE_AXIS_HD inline double rowSum(const float *in, int64_t width, int64_t first, int64_t step) {
+  double sum = 0.0;
+  for (int64_t j = first; j < width; j += step)
+    sum += in[j];
+  return sum;
+}
+PIPE_AXIS_HD inline double rowSquares(const float *in, int64_t width, double mu, int64_t first,
+                                      int64_t step) {
+  double squares = 0.0;
+  for (int64_t j = first; j < width; j += step) {
+    const double d = in[j] - mu;
+    squares += d * d;
+  }
+  return squares;
+}
+
+/// Writes the subset of row `row` of y = (x - mu) inv gamma + beta (beta may
+/// be null) and, from `first` 0, the row's mean and invstd where not null.
+PIPE_AXIS_HD inline void layerNormWrite(int64_t row, int64_t width, const float *x,
+                                        const float *gamma, const float *beta, double mu,
+                                        double inv, float *y, float *mean, float *invstd,
+                                        int64_t first, int64_t step) {
+  const float *in = x + row * width;
+  float *out = y + row * width;
+  for (int64_t j = first; j < width; j += step) {
+    const double normal = (in[j] - mu) * inv * gamma[j];
+    out[j] = static_cast<float>(beta ? normal + beta[j] : normal);
+  }
+  if (first == 0 && mean)
+    mean[row] = static_cast<float>(mu);
+  if (first == 0 && invstd)
+    invstd[row] = static_cast<float>(inv);
 }
 
 /// Layer norm of row `row` of x (width elements): y = (x - mean) invstd
@@ -93,49 +172,50 @@ PIPE_AXIS_HD inline void layerNormRow(int64_t row, int64_t width, const float *x
                                       const float *gamma, const float *beta, double epsilon,
                                       float *y, float *mean, float *invstd) {
   const float *in = x + row * width;
-  float *out = y + row * width;
-  double sum = 0.0;
-  for (int64_t j = 0; j < width; ++j)
-    sum += in[j];
-  const double mu = width ? sum / static_cast<double>(width) : 0.0;
-  double squares = 0.0;
-  for (int64_t j = 0; j < width; ++j) {
-    const double d = in[j] - mu;
-    squares += d * d;
+  const double mu = width ? rowSum(in, width, 0, 1) / static_cast<double>(width) : 0.0;
+  const double var = width ? rowSquares(in, width, mu, 0, 1) / static_cast<double>(width) : 0.0;
+  layerNormWrite(row, width, x, gamma, beta, mu, 1.0 / sqrt(var + epsilon), y, mean, invstd, 0,
+                 1);
+}
+
+/// The subset's sums of h = dy gamma and of h xhat over row `row`.
+PIPE_AXIS_HD inline void layerNormGradSums(int64_t row, int64_t width, const float *x,
+                                           const float *dy, const float *gamma, double mu,
+                                           double inv, int64_t first, int64_t step, double &sumH,
+                                           double &sumHXhat) {
+  const float *in = x + row * width;
+  const float *g = dy + row * width;
+  for (int64_t j = first; j < width; j += step) {
+    const double h = static_cast<double>(g[j]) * gamma[j];
+    sumH += h;
+    sumHXhat += h * (in[j] - mu) * inv;
   }
-  const double var = width ? squares / static_cast<double>(width) : 0.0;
-  const double inv = 1.0 / sqrt(var + epsilon);
-  for (int64_t j = 0; j < width; ++j) {
-    const double normal = (in[j] - mu) * inv * gamma[j];
-    out[j] = static_cast<float>(beta ? normal + beta[j] : normal);
+}
+
+/// Writes the subset of dx's row: dx = invstd (h - mean(h) - xhat mean(h xhat)).
+PIPE_AXIS_HD inline void layerNormGradWrite(int64_t row, int64_t width, const float *x,
+                                            const float *dy, const float *gamma, double mu,
+                                            double inv, double meanH, double meanHXhat,
+                                            float *dx, int64_t first, int64_t step) {
+  const float *in = x + row * width;
+  const float *g = dy + row * width;
+  float *out = dx + row * width;
+  for (int64_t j = first; j < width; j += step) {
+    const double xhat = (in[j] - mu) * inv;
+    out[j] =
+        static_cast<float>(inv * (static_cast<double>(g[j]) * gamma[j] - meanH - xhat * meanHXhat));
   }
-  if (mean)
-    mean[row] = static_cast<float>(mu);
-  if (invstd)
-    invstd[row] = static_cast<float>(inv);
 }
 
 /// dx of row `row`. With h = dy gamma: dx = invstd (h - mean(h) - xhat mean(h xhat)).
 PIPE_AXIS_HD inline void layerNormGradRow(int64_t row, int64_t width, const float *x,
                                           const float *dy, const float *gamma, const float *mean,
                                           const float *invstd, float *dx) {
-  const float *in = x + row * width;
-  const float *g = dy + row * width;
   const double mu = mean[row], inv = invstd[row];
   double sumH = 0.0, sumHXhat = 0.0;
-  for (int64_t j = 0; j < width; ++j) {
-    const double h = static_cast<double>(g[j]) * gamma[j];
-    sumH += h;
-    sumHXhat += h * (in[j] - mu) * inv;
-  }
-  const double meanH = sumH / static_cast<double>(width);
-  const double meanHXhat = sumHXhat / static_cast<double>(width);
-  float *out = dx + row * width;
-  for (int64_t j = 0; j < width; ++j) {
-    const double xhat = (in[j] - mu) * inv;
-    out[j] =
-        static_cast<float>(inv * (static_cast<double>(g[j]) * gamma[j] - meanH - xhat * meanHXhat));
-  }
+  layerNormGradSums(row, width, x, dy, gamma, mu, inv, 0, 1, sumH, sumHXhat);
+  layerNormGradWrite(row, width, x, dy, gamma, mu, inv, sumH / static_cast<double>(width),
+                     sumHXhat / static_cast<double>(width), dx, 0, 1);
 }
 
 /// Adds row `row`'s terms of column j's dscale (dy xhat) and dbias (dy) sums.
@@ -171,7 +251,24 @@ struct LossGeometry {
   PIPE_AXIS_HD int64_t start(int64_t p) const {
     return (p / inner) * classes * inner + p % inner;
   }
+  /// The same vectors as softmax sees them (the log-softmax is softmax's).
+  PIPE_AXIS_HD AxisLayout layout() const {
+    AxisLayout l;
+    l.outer = inner ? positions / inner : 0;
+    l.length = classes;
+    l.inner = inner;
+    return l;
+  }
 };
+
+/// The log-probability of `label` at position p from its log-softmax's
+/// maximum and sum; 0 where the label is ignoreIndex.
+PIPE_AXIS_HD inline double crossEntropyPicked(const LossGeometry &g, int64_t p,
+                                              const float *logits, int64_t label, float maximum,
+                                              double sum) {
+  const double logSum = maximum + log(sum);
+  return label == g.ignoreIndex ? 0.0 : logits[g.start(p) + label * g.inner] - logSum;
+}
 
 /// Position p of cross entropy: log-softmax over the classes into logProb
 /// (may be null); returns the log-probability of `label`, 0 where it is
@@ -179,21 +276,12 @@ struct LossGeometry {
 PIPE_AXIS_HD inline double crossEntropyPosition(const LossGeometry &g, int64_t p,
                                                 const float *logits, int64_t label,
                                                 float *logProb) {
-  const float *row = logits + g.start(p);
-  const int64_t step = g.inner;
-  float maximum = -INFINITY;
-  for (int64_t c = 0; c < g.classes; ++c)
-    maximum = row[c * step] > maximum ? row[c * step] : maximum;
-  double sum = 0.0;
-  for (int64_t c = 0; c < g.classes; ++c)
-    sum += exp(static_cast<double>(row[c * step]) - maximum);
-  const double logSum = maximum + log(sum);
-  if (logProb) {
-    float *out = logProb + g.start(p);
-    for (int64_t c = 0; c < g.classes; ++c)
-      out[c * step] = static_cast<float>(row[c * step] - logSum);
-  }
-  return label == g.ignoreIndex ? 0.0 : row[label * step] - logSum;
+  const AxisLayout l = g.layout();
+  const float maximum = softmaxMaximum(l, p, logits, 0, 1);
+  const double sum = softmaxSum(l, p, logits, maximum, 0, 1);
+  if (logProb)
+    softmaxWrite(l, p, logits, logProb, true, maximum, sum, 0, 1);
+  return crossEntropyPicked(g, p, logits, label, maximum, sum);
 }
 
 /// The loss from every position's picked log-probability, summed in order (an
@@ -207,23 +295,25 @@ PIPE_AXIS_HD inline float crossEntropyLoss(const LossGeometry &g, const double *
   return static_cast<float>(mean * g.scale);
 }
 
-/// dlogits at position p: dloss scale (softmax - onehot(label)) / counted,
-/// 0 where the label is ignored.
+/// dlogits of class c at a position with this log-probability and label:
+/// dloss scale (softmax - onehot(label)) / counted, 0 where the label is ignored.
+PIPE_AXIS_HD inline float crossEntropyGradValue(const LossGeometry &g, float dloss,
+                                                float logProb, int64_t label, int64_t c) {
+  if (label == g.ignoreIndex)
+    return 0.0f;
+  const double factor =
+      g.counted ? static_cast<double>(dloss) * g.scale / static_cast<double>(g.counted) : 0.0;
+  const double softmax = exp(static_cast<double>(logProb));
+  return static_cast<float>(factor * (softmax - (c == label ? 1.0 : 0.0)));
+}
+
+/// Every class of position p (crossEntropyGradValue).
 PIPE_AXIS_HD inline void crossEntropyGradPosition(const LossGeometry &g, int64_t p, float dloss,
                                                   const float *logProb, int64_t label,
                                                   float *dlogits) {
-  const double factor =
-      g.counted ? static_cast<double>(dloss) * g.scale / static_cast<double>(g.counted) : 0.0;
   const int64_t first = g.start(p), step = g.inner;
-  for (int64_t c = 0; c < g.classes; ++c) {
-    const int64_t at = first + c * step;
-    if (label == g.ignoreIndex) {
-      dlogits[at] = 0.0f;
-      continue;
-    }
-    const double softmax = exp(static_cast<double>(logProb[at]));
-    dlogits[at] = static_cast<float>(factor * (softmax - (c == label ? 1.0 : 0.0)));
-  }
+  for (int64_t c = 0; c < g.classes; ++c)
+    dlogits[first + c * step] = crossEntropyGradValue(g, dloss, logProb[first + c * step], label, c);
 }
 
 /// Batch norm's view of x [N, C, ...]: N blocks of C channels of `spatial`
@@ -235,32 +325,65 @@ struct ChannelLayout {
   PIPE_AXIS_HD int64_t channelOf(int64_t i) const { return (i / spatial) % channels; }
 };
 
-/// Training batch norm's statistics of channel c (two passes in double): the
-/// saved mean and invstd and running statistics (each may be null; the
-/// running variance is the unbiased one), and y = x a + b's coefficients
-/// into ab[2c], ab[2c + 1].
-PIPE_AXIS_HD inline void batchNormTrainChannel(const ChannelLayout &l, int64_t c, const float *x,
-                                               const float *gamma, const float *beta,
-                                               double epsilon, double momentum,
-                                               float *savedMean, float *savedInvstd,
-                                               float *runningMean, float *runningVar,
-                                               double *ab) {
-  const int64_t count = l.count();
+// A channel's sums over its elements k = first, first + step, ... in the
+// order of k = n spatial + s (the whole channel, the CPU's order: first 0,
+// step 1; a GPU block splits a channel among its threads). visit(i) gets each
+// element's offset, walked plane by plane.
+template <typename Visit>
+PIPE_AXIS_HD inline void forChannel(const ChannelLayout &l, int64_t c, int64_t first,
+                                    int64_t step, Visit visit) {
+  for (int64_t n = 0; n < l.batch; ++n) {
+    const int64_t planeStart = n * l.spatial;
+    int64_t s = (first - planeStart) % step;
+    if (s < 0)
+      s += step;
+    if (planeStart + s < first)
+      s = first - planeStart;
+    const int64_t base = (n * l.channels + c) * l.spatial;
+    for (; s < l.spatial; s += step)
+      visit(base + s);
+  }
+}
+
+PIPE_AXIS_HD inline double channelSum(const ChannelLayout &l, int64_t c, const float *x,
+                                      int64_t first, int64_t step) {
   double sum = 0.0;
-  for (int64_t n = 0; n < l.batch; ++n) {
-    const float *plane = x + (n * l.channels + c) * l.spatial;
-    for (int64_t k = 0; k < l.spatial; ++k)
-      sum += plane[k];
-  }
-  const double mean = sum / static_cast<double>(count);
+  forChannel(l, c, first, step, [&](int64_t i) { sum += x[i]; });
+  return sum;
+}
+
+PIPE_AXIS_HD inline double channelSquares(const ChannelLayout &l, int64_t c, const float *x,
+                                          double mean, int64_t first, int64_t step) {
   double squares = 0.0;
-  for (int64_t n = 0; n < l.batch; ++n) {
-    const float *plane = x + (n * l.channels + c) * l.spatial;
-    for (int64_t k = 0; k < l.spatial; ++k) {
-      const double d = plane[k] - mean;
-      squares += d * d;
-    }
-  }
+  forChannel(l, c, first, step, [&](int64_t i) {
+    const double d = x[i] - mean;
+    squares += d * d;
+  });
+  return squares;
+}
+
+/// sum dy and sum dy xhat over the subset of channel c.
+PIPE_AXIS_HD inline void channelGradSums(const ChannelLayout &l, int64_t c, const float *x,
+                                         const float *dy, double mean, double invstd,
+                                         int64_t first, int64_t step, double &sumDy,
+                                         double &sumDyXhat) {
+  forChannel(l, c, first, step, [&](int64_t i) {
+    sumDy += dy[i];
+    sumDyXhat += dy[i] * (x[i] - mean) * invstd;
+  });
+}
+
+/// Training batch norm's statistics of channel c from its mean and sum of
+/// squared distances to it: the saved mean and invstd and running statistics
+/// (each may be null; the running variance is the unbiased one), and y = x a +
+/// b's coefficients into ab[2c], ab[2c + 1].
+PIPE_AXIS_HD inline void batchNormTrainFinish(const ChannelLayout &l, int64_t c, double mean,
+                                              double squares, const float *gamma,
+                                              const float *beta, double epsilon,
+                                              double momentum, float *savedMean,
+                                              float *savedInvstd, float *runningMean,
+                                              float *runningVar, double *ab) {
+  const int64_t count = l.count();
   const double var = squares / static_cast<double>(count);
   const double invstd = 1.0 / sqrt(var + epsilon);
   const double a = gamma[c] * invstd;
@@ -278,6 +401,18 @@ PIPE_AXIS_HD inline void batchNormTrainChannel(const ChannelLayout &l, int64_t c
   }
 }
 
+/// The same from x (two passes in double).
+PIPE_AXIS_HD inline void batchNormTrainChannel(const ChannelLayout &l, int64_t c, const float *x,
+                                               const float *gamma, const float *beta,
+                                               double epsilon, double momentum,
+                                               float *savedMean, float *savedInvstd,
+                                               float *runningMean, float *runningVar,
+                                               double *ab) {
+  const double mean = channelSum(l, c, x, 0, 1) / static_cast<double>(l.count());
+  batchNormTrainFinish(l, c, mean, channelSquares(l, c, x, mean, 0, 1), gamma, beta, epsilon,
+                       momentum, savedMean, savedInvstd, runningMean, runningVar, ab);
+}
+
 /// Inference batch norm's coefficients of channel c from the given statistics.
 PIPE_AXIS_HD inline void batchNormInferChannel(int64_t c, const float *gamma, const float *beta,
                                                const float *mean, const float *var,
@@ -293,22 +428,13 @@ PIPE_AXIS_HD inline float batchNormValue(const double *ab, int64_t c, float x) {
   return static_cast<float>(x * ab[2 * c] + ab[2 * c + 1]);
 }
 
-/// Batch norm's gradient, channel c: dbias = sum dy, dscale = sum dy xhat
-/// (each may be null), and dx's coefficients into terms[5c..5c+4]: mean,
-/// invstd, scale invstd, mean(dy), mean(dy xhat).
-PIPE_AXIS_HD inline void batchNormGradChannel(const ChannelLayout &l, int64_t c, const float *x,
-                                              const float *dy, const float *gamma,
-                                              const float *savedMean, const float *savedInvstd,
-                                              float *dscale, float *dbias, double *terms) {
-  const double mean = savedMean[c], invstd = savedInvstd[c];
-  double sumDy = 0.0, sumDyXhat = 0.0;
-  for (int64_t n = 0; n < l.batch; ++n) {
-    const int64_t base = (n * l.channels + c) * l.spatial;
-    for (int64_t i = base; i < base + l.spatial; ++i) {
-      sumDy += dy[i];
-      sumDyXhat += dy[i] * (x[i] - mean) * invstd;
-    }
-  }
+/// Batch norm's gradient, channel c, from its sums of dy and dy xhat: dbias =
+/// sum dy, dscale = sum dy xhat (each may be null), and dx's coefficients into
+/// terms[5c..5c+4]: mean, invstd, scale invstd, mean(dy), mean(dy xhat).
+PIPE_AXIS_HD inline void batchNormGradFinish(const ChannelLayout &l, int64_t c,
+                                             const float *gamma, double mean, double invstd,
+                                             double sumDy, double sumDyXhat, float *dscale,
+                                             float *dbias, double *terms) {
   if (dbias)
     dbias[c] = static_cast<float>(sumDy);
   if (dscale)
@@ -320,6 +446,17 @@ PIPE_AXIS_HD inline void batchNormGradChannel(const ChannelLayout &l, int64_t c,
   t[2] = gamma[c] * invstd;
   t[3] = sumDy / count;
   t[4] = sumDyXhat / count;
+}
+
+/// The same from x and dy.
+PIPE_AXIS_HD inline void batchNormGradChannel(const ChannelLayout &l, int64_t c, const float *x,
+                                              const float *dy, const float *gamma,
+                                              const float *savedMean, const float *savedInvstd,
+                                              float *dscale, float *dbias, double *terms) {
+  const double mean = savedMean[c], invstd = savedInvstd[c];
+  double sumDy = 0.0, sumDyXhat = 0.0;
+  channelGradSums(l, c, x, dy, mean, invstd, 0, 1, sumDy, sumDyXhat);
+  batchNormGradFinish(l, c, gamma, mean, invstd, sumDy, sumDyXhat, dscale, dbias, terms);
 }
 
 /// dx = scale invstd (dy - mean(dy) - xhat mean(dy xhat)) with channel c's terms.

@@ -162,38 +162,64 @@ struct ReduceGeometry {
   int64_t outputs = 1, reduceCount = 1;
 };
 
-/// Output o of a float reduction (pipe_reduce `fn`): accumulated in double,
-/// NaN winning max and min, as the CPU kernel.
-PIPE_PLAN_HD inline float reduceOutput(int32_t fn, const ReduceGeometry &g, int64_t o,
-                                       const float *x) {
+/// The offset of output o's first input.
+PIPE_PLAN_HD inline int64_t reduceBase(const ReduceGeometry &g, int64_t o) {
   int64_t base = 0;
   for (int d = g.keptRank - 1; d >= 0; --d) {
     base += (o % g.keptShape[d]) * g.keptStride[d];
     o /= g.keptShape[d];
   }
-  double acc = fn == PIPE_REDUCE_PROD ? 1.0
-               : fn == PIPE_REDUCE_MAX ? -INFINITY
-               : fn == PIPE_REDUCE_MIN ? INFINITY
-                                       : 0.0;
-  for (int64_t k = 0; k < g.reduceCount; ++k) {
+  return base;
+}
+
+/// The accumulator of `fn` before any input.
+PIPE_PLAN_HD inline double reduceInitial(int32_t fn) {
+  return fn == PIPE_REDUCE_PROD ? 1.0
+         : fn == PIPE_REDUCE_MAX ? -INFINITY
+         : fn == PIPE_REDUCE_MIN ? INFINITY
+                                 : 0.0;
+}
+
+/// acc (fn) v, NaN winning max and min. Also combines two partial accumulators.
+PIPE_PLAN_HD inline double reduceCombine(int32_t fn, double acc, double v) {
+  switch (fn) {
+  case PIPE_REDUCE_SUM:
+  case PIPE_REDUCE_MEAN: return acc + v;
+  case PIPE_REDUCE_PROD: return acc * v;
+  case PIPE_REDUCE_MAX: return (v != v || acc != acc) ? NAN : (v > acc ? v : acc);
+  case PIPE_REDUCE_MIN: return (v != v || acc != acc) ? NAN : (v < acc ? v : acc);
+  default: return acc;
+  }
+}
+
+/// `acc` with the inputs k = first, first + step, ... of the output at `base`.
+PIPE_PLAN_HD inline double reducePartial(int32_t fn, const ReduceGeometry &g, int64_t base,
+                                         const float *x, int64_t first, int64_t step,
+                                         double acc) {
+  for (int64_t k = first; k < g.reduceCount; k += step) {
     int64_t offset = base, rest = k;
     for (int d = g.reducedRank - 1; d >= 0; --d) {
       offset += (rest % g.reducedShape[d]) * g.reducedStride[d];
       rest /= g.reducedShape[d];
     }
-    const double v = x[offset];
-    switch (fn) {
-    case PIPE_REDUCE_SUM:
-    case PIPE_REDUCE_MEAN: acc = acc + v; break;
-    case PIPE_REDUCE_PROD: acc = acc * v; break;
-    case PIPE_REDUCE_MAX: acc = (v != v || acc != acc) ? NAN : (v > acc ? v : acc); break;
-    case PIPE_REDUCE_MIN: acc = (v != v || acc != acc) ? NAN : (v < acc ? v : acc); break;
-    default: break;
-    }
+    acc = reduceCombine(fn, acc, x[offset]);
   }
+  return acc;
+}
+
+/// The output from its accumulator (the mean divides by the count).
+PIPE_PLAN_HD inline float reduceFinish(int32_t fn, const ReduceGeometry &g, double acc) {
   if (fn == PIPE_REDUCE_MEAN)
     acc = acc / static_cast<double>(g.reduceCount);
   return static_cast<float>(acc);
+}
+
+/// Output o of a float reduction (pipe_reduce `fn`): accumulated in double in
+/// input order, as the CPU kernel.
+PIPE_PLAN_HD inline float reduceOutput(int32_t fn, const ReduceGeometry &g, int64_t o,
+                                       const float *x) {
+  return reduceFinish(
+      fn, g, reducePartial(fn, g, reduceBase(g, o), x, 0, 1, reduceInitial(fn)));
 }
 
 /// The scalars of one Adam / AdamW step, computed on the host as torch does.
