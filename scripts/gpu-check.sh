@@ -4,7 +4,10 @@
 #    every kernel staged (PIPE_RUN_DEVICE_KERNELS=staged), against torch;
 #  - mlp2 trained with --backend cuda against torch;
 #  - the training-equality cases of scripts/gpu-cases.txt with --backend cuda
-#    against float64 torch (1e-5), from pipe-opt outputs made beforehand.
+#    against float64 torch (1e-5), from pipe-opt outputs made beforehand;
+#  - the step time of the real-size cases of scripts/gpu-bench.txt (random
+#    parameters) beside PyTorch eager's on the same GPU, and each rank's
+#    measured peak memory beside the plan's (a second table).
 # Runs from the checkout on the GPU machine, over the bundle that
 # scripts/gpu-bundle.sh made elsewhere and that was copied there. Writes the
 # table (gpu-check.md) and the logs under $OUT when set, else /tmp/gpu-check.
@@ -80,10 +83,50 @@ while read -r name model options; do
     --backend "$BACKEND" --compiled "$BUNDLE/cases/$name"
 done < scripts/gpu-cases.txt
 
+# bench NAME FAMILY MICRO_BATCH_SIZE MICROBATCHES: pipe-run's median step (the
+# steps after the first) and torch eager's on the same work, one row.
+bench_table="| case | pipe-run step ms | torch eager step ms | ratio | peak memory measured / plan, per rank |"$'\n'"|---|---|---|---|---|"
+TORCH_DEVICE=$([ "$BACKEND" = cuda ] && echo cuda || echo cpu)
+BENCH_SIZE=${BENCH_SIZE:-real}
+bench() {
+  local name=$1 family=$2 batch=$3 microbatches=$4 ours torch ratio memory
+  if ! "$PIPE_RUN" "$BUNDLE/bench/$name" --backend "$BACKEND" --random-params --steps 3 \
+      > "$LOGS/bench-$name.log" 2>&1; then
+    failed=$((failed + 1))
+    bench_table+=$'\n'"| $name | FAIL: $(grep -v '^\s*$' "$LOGS/bench-$name.log" | tail -1 | tr '|' '/' | cut -c1-120) | | | |"
+    echo "bench-$name: FAIL"
+    return
+  fi
+  ours=$(sed -nE 's/^step ([2-9]|[1-9][0-9]+)\/[0-9]+: .*\(([0-9.]+) ms\)$/\2/p' "$LOGS/bench-$name.log" |
+         sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.1f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+  memory=$(awk '/^  rank [0-9]+ +measured/ { rank = $2 } /^    total / { printf "%s%s", sep, $NF; sep = ", " }' \
+           "$LOGS/bench-$name.log")
+  if "$PYTHON" python/scripts/bench_step.py --model "$family" --size "$BENCH_SIZE" \
+      --micro-batch-size "$batch" --microbatches "$microbatches" --device "$TORCH_DEVICE" \
+      --steps 2 > "$LOGS/bench-$name-torch.log" 2>&1; then
+    torch=$(sed -nE 's/.*: step ([0-9.]+) ms.*/\1/p' "$LOGS/bench-$name-torch.log")
+  else
+    torch="FAIL"
+    failed=$((failed + 1))
+  fi
+  ratio=$(awk -v a="$ours" -v b="$torch" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }')
+  bench_table+=$'\n'"| $name | $ours | $torch | $ratio | $memory |"
+  echo "bench-$name: $ours ms against torch $torch ms"
+}
+while read -r name family stages batch microbatches; do
+  case $name in ''|'#'*) continue ;; esac
+  [ -d "$BUNDLE/bench/$name" ] || { echo "bench-$name: not in the bundle"; continue; }
+  bench "$name" "$family" "$batch" "$microbatches"
+done < scripts/gpu-bench.txt
+
 {
   echo "backend $BACKEND; GPU: $gpu; $(date -u +%Y-%m-%d)"
   echo
   echo "$table"
+  echo
+  echo "Step time, $BENCH_SIZE models with random parameters (torch on $TORCH_DEVICE):"
+  echo
+  echo "$bench_table"
   echo
   echo "Worst relative error per kernel, native kernels (conformance-$BACKEND-native.log):"
   echo

@@ -185,7 +185,7 @@ void pipe_declare_param(pipe_rank *r, int32_t id, const char *name, int32_t dtyp
   p.owner = owner_rank;
   const int64_t bytes = tensorBytes(r, value);
 
-  switch (source) {
+  switch (r->settings.randomParameters ? PIPE_SOURCE_INLINE : source) {
   case PIPE_SOURCE_FILE:
   case PIPE_SOURCE_EXTERNAL: {
     if (length >= 0 && length != bytes)
@@ -206,7 +206,7 @@ void pipe_declare_param(pipe_rank *r, int32_t id, const char *name, int32_t dtyp
   }
   case PIPE_SOURCE_INLINE: {
     initialise(r, id, value);
-    if (r->inlineParams++ == 0) {
+    if (!r->settings.randomParameters && r->inlineParams++ == 0) {
       static std::atomic<bool> warned{false};
       if (!warned.exchange(true))
         std::fprintf(stderr,

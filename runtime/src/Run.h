@@ -31,6 +31,9 @@ struct RunSettings {
   uint64_t seed = 0;
   double timeoutSeconds = 60; ///< bounds every wait on another rank
   std::string modelPath; ///< PIPE_SOURCE_FILE reads it; EXTERNAL paths are relative to its folder
+  /// Every parameter drawn from the seed, the model's values neither read nor
+  /// needed (pipe-run --random-params: timing runs without the weights).
+  bool randomParameters = false;
   std::shared_ptr<const DataSource> data; ///< synthetic data when null
   int kernelThreads = 1;                  ///< per rank
   /// runInThreads: each rank's thread on its own CPUs (rankCpus), when there are

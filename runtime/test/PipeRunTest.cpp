@@ -534,6 +534,26 @@ TEST(PipeRunFault, AMissingProgramJsonOrModel) {
                  "rank 0: parameter w: cannot open " + dir + "/model.bin");
 }
 
+TEST(PipeRun, RandomParametersNeedNoModelFile) {
+  std::string dir = copyProgram("relay");
+  fs::remove(dir + "/model.bin");
+  CommandResult threads = pipeRun({dir, "--steps", "2", "--random-params", "--save-weights",
+                                   dir + "/w.npz"});
+  EXPECT_EQ(threads.exitCode, 0) << threads.out << threads.err;
+  EXPECT_NE(threads.out.find("parameters drawn from the seed (--random-params"), std::string::npos)
+      << threads.out;
+  EXPECT_EQ(threads.err, "") << "no warning of a textual model";
+  // The seed decides the values: the same seed, the same weights; another, others.
+  CommandResult again = pipeRun({dir, "--steps", "2", "--random-params", "--save-weights",
+                                 dir + "/again.npz"});
+  CommandResult other = pipeRun({dir, "--steps", "2", "--random-params", "--seed", "5",
+                                 "--save-weights", dir + "/other.npz"});
+  ASSERT_EQ(again.exitCode, 0) << again.err;
+  ASSERT_EQ(other.exitCode, 0) << other.err;
+  EXPECT_EQ(readNpz(dir + "/w.npz")[0].bytes, readNpz(dir + "/again.npz")[0].bytes);
+  EXPECT_NE(readNpz(dir + "/w.npz")[0].bytes, readNpz(dir + "/other.npz")[0].bytes);
+}
+
 TEST(PipeRunFault, ARankThatDoesNotCompile) {
   std::string dir = copyProgram("relay");
   writeFile(dir + "/rank1.cpp", readFile(dir + "/rank1.cpp") + "\nthis is not C++;\n");

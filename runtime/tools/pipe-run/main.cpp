@@ -4,6 +4,7 @@
 //                [--timeout SECONDS] [--save-weights FILE.npz] [--save-grads FILE.npz]
 //                [--trace FILE] [--model FILE] [--summary FILE] [--write-profile FILE]
 //                [--no-pin] [--backend cpu|cuda|emulated] [--emulated-memory MIB]
+//                [--random-params]
 //
 // Compiles and loads OUT/rankK.cpp, runs the steps (threads in this process, or
 // one rank per MPI process), prints the loss per step, then memory and period
@@ -49,6 +50,7 @@ struct Options {
   std::string profile; ///< --write-profile; "" = none
   double timeout = 60;
   bool pin = true; ///< --no-pin: rank threads wherever the system puts them
+  bool randomParams = false; ///< --random-params: parameters from the seed, not the model
   Backend backend = Backend::Cpu;
   int64_t emulatedMiB = 4096; ///< --emulated-memory: each emulated device's memory
 };
@@ -57,7 +59,8 @@ const char *const kUsage =
     "usage: pipe-run OUT [--steps N] [--seed S] [--transport threads|mpi] [--data FILE.npz]\n"
     "                [--timeout SECONDS] [--save-weights FILE.npz] [--save-grads FILE.npz]\n"
     "                [--trace FILE] [--model FILE] [--summary FILE] [--write-profile FILE]\n"
-    "                [--no-pin] [--backend cpu|cuda|emulated] [--emulated-memory MIB]\n";
+    "                [--no-pin] [--backend cpu|cuda|emulated] [--emulated-memory MIB]\n"
+    "                [--random-params]\n";
 
 /// Under mpirun every process would print the same start-up error: only the
 /// first does.
@@ -88,6 +91,13 @@ std::string blasLine() {
 }
 
 /// ", backend B" for a device backend (the CPU backend says nothing).
+/// ", parameters drawn from the seed" under --random-params.
+std::string parametersLine(const RunSettings &settings) {
+  return settings.randomParameters
+             ? ", parameters drawn from the seed (--random-params: the model's values unread)"
+             : "";
+}
+
 std::string backendLine(Backend backend) {
   if (backend == Backend::Cpu)
     return "";
@@ -138,6 +148,10 @@ Options parseOptions(int argc, char **argv) {
     }
     if (arg == "--no-pin") {
       options.pin = false;
+      continue;
+    }
+    if (arg == "--random-params") {
+      options.randomParams = true;
       continue;
     }
     size_t equals = arg.find('=');
@@ -361,6 +375,7 @@ int main(int argc, char **argv) {
     settings.seed = options.seed;
     settings.timeoutSeconds = options.timeout;
     settings.modelPath = options.model.empty() ? program.model : options.model;
+    settings.randomParameters = options.randomParams;
     settings.data = loadData(options, program);
     checkOutputPaths(options);
   } catch (const std::exception &e) {
@@ -424,10 +439,11 @@ int main(int argc, char **argv) {
     facts.threadsPerRank = settings.kernelThreads;
     const bool pinned =
         options.pin && !rankCpus(program.ranks, settings.kernelThreads).empty();
-    std::printf("pipe-run: %d rank(s) as threads, %lld step(s), %d kernel thread(s) per rank%s%s%s\n",
-                program.ranks, static_cast<long long>(options.steps), settings.kernelThreads,
-                pinned ? ", each rank on its own CPUs" : "", blasLine().c_str(),
-                backendLine(options.backend).c_str());
+    std::printf(
+        "pipe-run: %d rank(s) as threads, %lld step(s), %d kernel thread(s) per rank%s%s%s%s\n",
+        program.ranks, static_cast<long long>(options.steps), settings.kernelThreads,
+        pinned ? ", each rank on its own CPUs" : "", blasLine().c_str(),
+        backendLine(options.backend).c_str(), parametersLine(settings).c_str());
     std::fflush(stdout);
     std::string failure = runInThreads(settings, programs, options.steps, hooks);
     if (!failure.empty()) {
@@ -475,9 +491,10 @@ int main(int argc, char **argv) {
   settings.kernelThreads = std::max(1, static_cast<int>(cores) / world->localSize());
   facts.threadsPerRank = settings.kernelThreads;
   if (rank == 0) {
-    std::printf("pipe-run: %d rank(s) over MPI, %lld step(s), %d kernel thread(s) per rank%s%s\n",
+    std::printf("pipe-run: %d rank(s) over MPI, %lld step(s), %d kernel thread(s) per rank%s%s%s\n",
                 program.ranks, static_cast<long long>(options.steps), settings.kernelThreads,
-                blasLine().c_str(), backendLine(options.backend).c_str());
+                blasLine().c_str(), backendLine(options.backend).c_str(),
+                parametersLine(settings).c_str());
     std::fflush(stdout);
   }
   std::unique_ptr<Transport> transport = world->transport();
