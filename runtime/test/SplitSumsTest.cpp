@@ -46,6 +46,24 @@ std::vector<float> randomValues(std::mt19937 &random, size_t n) {
   return values;
 }
 
+/// Position p's softmax maximum and sum of exps, computed lane by lane.
+struct LaneSoftmax {
+  float maximum;
+  double sum;
+};
+LaneSoftmax softmaxByLanes(const AxisLayout &l, int64_t p, const float *x) {
+  LaneSoftmax result{-INFINITY, 0};
+  for (int lane = 0; lane < kLanes; ++lane) {
+    const float m = softmaxMaximum(l, p, x, lane, kLanes);
+    result.maximum = m > result.maximum ? m : result.maximum;
+  }
+  std::vector<double> sums(kLanes);
+  for (int lane = 0; lane < kLanes; ++lane)
+    sums[lane] = softmaxSum(l, p, x, result.maximum, lane, kLanes);
+  result.sum = treeSum(sums);
+  return result;
+}
+
 void expectClose(const std::vector<float> &split, const std::vector<float> &whole,
                  const std::string &what) {
   ASSERT_EQ(split.size(), whole.size()) << what;
@@ -87,17 +105,11 @@ TEST(SplitSums, SoftmaxAndItsGradientByLanesAgreeWithTheWholeVector) {
       std::vector<float> whole(n), split(n), gradWhole(n), gradSplit(n);
       for (int64_t p = 0; p < l.positions(); ++p) {
         softmaxPosition(l, p, x.data(), whole.data(), logForm);
-        float maximum = -INFINITY;
-        for (int lane = 0; lane < kLanes; ++lane) {
-          const float m = softmaxMaximum(l, p, x.data(), lane, kLanes);
-          maximum = m > maximum ? m : maximum;
-        }
+        const LaneSoftmax lanes = softmaxByLanes(l, p, x.data());
+        for (int lane = 0; lane < kLanes; ++lane)
+          softmaxWrite(l, p, x.data(), split.data(), logForm, lanes.maximum, lanes.sum, lane,
+                       kLanes);
         std::vector<double> sums(kLanes);
-        for (int lane = 0; lane < kLanes; ++lane)
-          sums[lane] = softmaxSum(l, p, x.data(), maximum, lane, kLanes);
-        const double sum = treeSum(sums);
-        for (int lane = 0; lane < kLanes; ++lane)
-          softmaxWrite(l, p, x.data(), split.data(), logForm, maximum, sum, lane, kLanes);
 
         softmaxGradPosition(l, p, whole.data(), dy.data(), gradWhole.data(), logForm);
         for (int lane = 0; lane < kLanes; ++lane)
@@ -244,18 +256,12 @@ TEST(SplitSums, CrossEntropyByLanesAgreesWithTheWholePosition) {
   const AxisLayout l = g.layout();
   for (int64_t p = 0; p < g.positions; ++p) {
     const double whole = crossEntropyPosition(g, p, logits.data(), labels[p], logProbWhole.data());
-    float maximum = -INFINITY;
-    for (int lane = 0; lane < kLanes; ++lane) {
-      const float m = softmaxMaximum(l, p, logits.data(), lane, kLanes);
-      maximum = m > maximum ? m : maximum;
-    }
-    std::vector<double> sums(kLanes);
+    const LaneSoftmax lanes = softmaxByLanes(l, p, logits.data());
     for (int lane = 0; lane < kLanes; ++lane)
-      sums[lane] = softmaxSum(l, p, logits.data(), maximum, lane, kLanes);
-    const double sum = treeSum(sums);
-    for (int lane = 0; lane < kLanes; ++lane)
-      softmaxWrite(l, p, logits.data(), logProbSplit.data(), true, maximum, sum, lane, kLanes);
-    EXPECT_NEAR(crossEntropyPicked(g, p, logits.data(), labels[p], maximum, sum), whole, 1e-9);
+      softmaxWrite(l, p, logits.data(), logProbSplit.data(), true, lanes.maximum, lanes.sum, lane,
+                   kLanes);
+    EXPECT_NEAR(crossEntropyPicked(g, p, logits.data(), labels[p], lanes.maximum, lanes.sum),
+                whole, 1e-9);
     crossEntropyGradPosition(g, p, 0.5f, logProbWhole.data(), labels[p], gradWhole.data());
   }
   // The gradient element by element, as its CUDA kernel runs it.
