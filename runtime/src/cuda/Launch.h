@@ -46,6 +46,8 @@ void launchGatherGrad(cudaStream_t stream, const GatherGeometry &g, const int64_
                       const float *dy, float *dx);
 void launchDropout(cudaStream_t stream, const float *x, float *y, uint8_t *mask, int64_t n,
                    uint64_t key, double ratio, float scale);
+/// Cross entropy: a warp per position where its classes are adjacent, else a
+/// thread; its gradient, a thread per element.
 void launchCrossEntropy(cudaStream_t stream, const LossGeometry &g, const float *logits,
                         const int64_t *labels, float *logProb, double *picked, float *loss);
 void launchCrossEntropyGrad(cudaStream_t stream, const LossGeometry &g, const float *dloss,
@@ -54,7 +56,7 @@ void launchCrossEntropyGrad(cudaStream_t stream, const LossGeometry &g, const fl
 void launchPad(cudaStream_t stream, const PadGeometry &g, const void *x, void *y,
                size_t elementSize, uint64_t fill);
 void launchCast(cudaStream_t stream, int32_t from, int32_t to, const void *x, void *y, int64_t n);
-/// Batch norm: statistics and gradient sums one thread per channel, then one
+/// Batch norm: statistics and gradient sums a block per channel, then one
 /// thread per element (KernelLauncher's entries of the same names).
 void launchBatchNormTrain(cudaStream_t stream, const ChannelLayout &l, const float *x,
                           const float *gamma, const float *beta, double epsilon, double momentum,
@@ -83,20 +85,23 @@ void launchMaxPoolGrad(cudaStream_t stream, int64_t planes, int64_t outPlane, in
 /// y[i, j] = scale * c[i * rowStride + j * columnStride], y of m x n.
 void launchBroadcastScaled(cudaStream_t stream, const float *c, int64_t rowStride,
                            int64_t columnStride, float scale, float *y, int64_t m, int64_t n);
-/// Softmax (log-softmax) along the axis of `l`, one GPU thread per position.
+/// Softmax (log-softmax) along the axis of `l`: a warp per position where its
+/// elements are adjacent, else a thread (Kernels.cu).
 void launchSoftmax(cudaStream_t stream, const AxisLayout &l, const float *x, float *y,
                    bool logForm);
 void launchSoftmaxGrad(cudaStream_t stream, const AxisLayout &l, const float *y, const float *dy,
                        float *dx, bool logForm);
-/// Layer norm, one GPU thread per row; its gradient, one per row (dx) and one
-/// per column (dscale, dbias). Null outputs are skipped.
+/// Layer norm, a warp per row (a thread for rows under 32); its gradient: dx
+/// the same, dscale and dbias by slices of the rows per column. Null outputs
+/// are skipped.
 void launchLayerNorm(cudaStream_t stream, int64_t rows, int64_t width, const float *x,
                      const float *gamma, const float *beta, double epsilon, float *y,
                      float *mean, float *invstd);
 void launchLayerNormGrad(cudaStream_t stream, int64_t rows, int64_t width, const float *x,
                          const float *dy, const float *gamma, const float *mean,
                          const float *invstd, float *dx, float *dscale, float *dbias);
-/// A float reduction, one GPU thread per output.
+/// A float reduction: a warp per output over adjacent inputs, slices per
+/// output when outputs are few, else a thread per output.
 void launchReduce(cudaStream_t stream, int32_t fn, const ReduceGeometry &g, const float *x,
                   float *y);
 /// `plan` (operands dst, src) over elements of `elementSize` (1, 2, 4 or 8) bytes.
