@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cuda/CudaDevice.h"
+#include "cuda/CudnnChoice.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -22,9 +23,6 @@
 namespace piperun::cuda {
 
 namespace {
-/// The most workspace a convolution's algorithm may ask for.
-constexpr size_t kWorkspaceCap = size_t(256) << 20;
-
 std::string statusText(const Cudnn &library, cudnnStatus_t status) {
   return library.errorString ? library.errorString(status) : std::to_string(status);
 }
@@ -106,65 +104,12 @@ struct CudnnConvPlan {
 
 namespace {
 
-/// Dims of the descriptors: [N, C] then 2 spatial dims (1-D and 2-D
-/// convolutions: cuDNN's 4-D path) or 3.
-struct ConvDims {
-  int spatial = 3;
-  int x[5], w[5], y[5], pad[3], stride[3], dilation[3];
-};
-
-bool intDims(const ConvGeometry &g, ConvDims &dims) {
-  const bool flat = g.in[0] == 1 && g.out[0] == 1 && g.kernel[0] == 1 && g.pad[0] == 0 &&
-                    g.stride[0] == 1 && g.dilation[0] == 1;
-  dims.spatial = flat ? 2 : 3;
-  const int first = 3 - dims.spatial;
-  auto narrow = [](int64_t v, int &to) {
-    to = static_cast<int>(v);
-    return v >= 0 && v <= INT32_MAX;
-  };
-  bool ok = narrow(g.batch, dims.x[0]) && narrow(g.channels, dims.x[1]) &&
-            narrow(g.outChannels, dims.w[0]) && narrow(g.channelsPerGroup, dims.w[1]) &&
-            narrow(g.batch, dims.y[0]) && narrow(g.outChannels, dims.y[1]);
-  for (int i = 0; i < dims.spatial; ++i) {
-    const int d = first + i;
-    ok = ok && narrow(g.in[d], dims.x[2 + i]) && narrow(g.kernel[d], dims.w[2 + i]) &&
-         narrow(g.out[d], dims.y[2 + i]) && narrow(g.pad[d], dims.pad[i]) &&
-         narrow(g.stride[d], dims.stride[i]) && narrow(g.dilation[d], dims.dilation[i]);
-  }
-  return ok;
-}
-
-/// Packed strides of `dims` (rank n).
-void packedStrides(const int *dims, int n, int *strides) {
-  strides[n - 1] = 1;
-  for (int i = n - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * dims[i + 1];
-}
-
-/// The first of `count` ranked algorithms that runs in FMA math within the cap,
-/// deterministic ones first when `preferDeterministic`; -1 when none does.
-template <typename Perf>
-int chooseAlgorithm(const Perf *perf, int count, bool preferDeterministic, size_t &workspace) {
-  for (int pass = preferDeterministic ? 0 : 1; pass < 2; ++pass)
-    for (int i = 0; i < count; ++i) {
-      const Perf &p = perf[i];
-      if (p.status != CUDNN_STATUS_SUCCESS || p.mathType == CUDNN_TENSOR_OP_MATH ||
-          p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || p.memory > kWorkspaceCap)
-        continue;
-      if (pass == 0 && p.determinism != CUDNN_DETERMINISTIC)
-        continue;
-      workspace = p.memory;
-      return static_cast<int>(p.algo);
-    }
-  return -1;
-}
-
 /// The plan of `pass` of `g`, or null when cuDNN does not take it.
 std::shared_ptr<CudnnConvPlan> makePlan(cudnnHandle_t handle, ConvPass pass,
                                         const ConvGeometry &g) {
   const Cudnn &library = cudnn();
   ConvDims dims;
-  if (!intDims(g, dims))
+  if (!convDims(g, dims))
     return nullptr;
   const int rank = 2 + dims.spatial;
   auto plan = std::make_shared<CudnnConvPlan>(library);
@@ -196,7 +141,7 @@ std::shared_ptr<CudnnConvPlan> makePlan(cudnnHandle_t handle, ConvPass pass,
     if (!ok(library.forwardAlgorithms(handle, plan->x, plan->w, plan->conv, plan->y,
                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf)))
       return nullptr;
-    plan->algorithm = chooseAlgorithm(perf, returned, false, plan->workspace);
+    plan->algorithm = chooseAlgorithm(perf, returned, false, kCudnnWorkspaceCap, plan->workspace);
     if (plan->algorithm < 0 ||
         !ok(library.forwardWorkspace(handle, plan->x, plan->w, plan->conv, plan->y,
                                      static_cast<cudnnConvolutionFwdAlgo_t>(plan->algorithm),
@@ -209,7 +154,7 @@ std::shared_ptr<CudnnConvPlan> makePlan(cudnnHandle_t handle, ConvPass pass,
     if (!ok(library.dataAlgorithms(handle, plan->w, plan->y, plan->conv, plan->x,
                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf)))
       return nullptr;
-    plan->algorithm = chooseAlgorithm(perf, returned, true, plan->workspace);
+    plan->algorithm = chooseAlgorithm(perf, returned, true, kCudnnWorkspaceCap, plan->workspace);
     if (plan->algorithm < 0 ||
         !ok(library.dataWorkspace(handle, plan->w, plan->y, plan->conv, plan->x,
                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(plan->algorithm),
@@ -222,7 +167,7 @@ std::shared_ptr<CudnnConvPlan> makePlan(cudnnHandle_t handle, ConvPass pass,
     if (!ok(library.filterAlgorithms(handle, plan->x, plan->y, plan->conv, plan->w,
                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf)))
       return nullptr;
-    plan->algorithm = chooseAlgorithm(perf, returned, true, plan->workspace);
+    plan->algorithm = chooseAlgorithm(perf, returned, true, kCudnnWorkspaceCap, plan->workspace);
     if (plan->algorithm < 0 ||
         !ok(library.filterWorkspace(handle, plan->x, plan->y, plan->conv, plan->w,
                                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan->algorithm),
