@@ -99,8 +99,7 @@ bench() {
   fi
   ours=$(sed -nE 's/^step ([2-9]|[1-9][0-9]+)\/[0-9]+: .*\(([0-9.]+) ms\)$/\2/p' "$LOGS/bench-$name.log" |
          sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.1f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
-  memory=$(awk '/^  rank [0-9]+ +measured/ { rank = $2 } /^    total / { printf "%s%s", sep, $NF; sep = ", " }' \
-           "$LOGS/bench-$name.log")
+  memory=$(awk '/^    total / { printf "%s%s", sep, $NF; sep = ", " }' "$LOGS/bench-$name.log")
   if "$PYTHON" python/scripts/bench_step.py --model "$family" --size "$BENCH_SIZE" \
       --micro-batch-size "$batch" --microbatches "$microbatches" --device "$TORCH_DEVICE" \
       --steps 2 > "$LOGS/bench-$name-torch.log" 2>&1; then
