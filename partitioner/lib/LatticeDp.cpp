@@ -558,6 +558,19 @@ double ownOneFOneBPeriod(const StageModel &model, const CutPartition &partition,
 }
 } // namespace
 
+double oneFOneBSpanPeriod(const StageModel &model, const CutPartition &partition) {
+  const double low = partition.periodMs;
+  if (!(low > 0) || low == kInfinity)
+    return kInfinity;
+  if (oneFOneBSpansFit(model, partition, low))
+    return low;
+  double high = 2 * low;
+  while (!oneFOneBSpansFit(model, partition, high) && high < 64 * low)
+    high *= 2;
+  return oneFOneBSpansFit(model, partition, high) ? ownOneFOneBPeriod(model, partition, low, high)
+                                                  : kInfinity;
+}
+
 std::optional<CutPartition> oneFOneBMinPeriod(const StageModel &model, int maxStages,
                                               const CutPartition &minMax, double upperBoundMs,
                                               bool minMaxFits) {
@@ -569,14 +582,7 @@ std::optional<CutPartition> oneFOneBMinPeriod(const StageModel &model, int maxSt
     return minMaxFits ? std::optional<CutPartition>(minMax) : std::nullopt;
   // The min-max partition's own span period (along its one path, no DP) is an
   // upper bound: the search is between the two.
-  double own = minMaxFits ? low : kInfinity;
-  if (minMaxFits && !oneFOneBSpansFit(model, minMax, own)) {
-    own = 2 * low;
-    while (!oneFOneBSpansFit(model, minMax, own) && own < 64 * low)
-      own *= 2;
-    own = oneFOneBSpansFit(model, minMax, own) ? ownOneFOneBPeriod(model, minMax, low, own)
-                                               : kInfinity;
-  }
+  const double own = minMaxFits ? oneFOneBSpanPeriod(model, minMax) : kInfinity;
   // Below an incumbent, a lattice must beat it by more than the bisection's
   // precision (one that only ties it is not an improvement).
   constexpr double kPrecision = 1e-4; // relative; the spans move T by more

@@ -267,6 +267,8 @@ json planJsonDocument(const Problem &problem, const PlanningReport &report, bool
       item["period_ms"] = jsonNumber(r.periodMs);
       if (r.predictedPeriodMs < kInfinity)
         item["planned_period_ms"] = r.predictedPeriodMs;
+      if (r.periodBeforeMovesMs < kInfinity)
+        item["period_before_moves_ms"] = jsonNumber(r.periodBeforeMovesMs);
       item["iteration_ms"] = jsonNumber(r.iterationMs);
       item["bubble_fraction"] = r.bubbleFraction;
       item["gap"] = jsonNumber(r.gap);

@@ -523,6 +523,9 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
            << " -> " << (period ? improved.periodMs : improved.iterationMs) << " ms"
            << (stats.stoppedAtLimit ? ", stopped at the limit of moves" : "") << ")";
       improved.notes += note.str();
+      improved.predictedPeriodMs = plan.predictedPeriodMs;
+      improved.periodBeforeMovesMs =
+          plan.periodBeforeMovesMs < kInfinity ? plan.periodBeforeMovesMs : plan.periodMs;
       plan = std::move(improved);
       moved = true;
     }

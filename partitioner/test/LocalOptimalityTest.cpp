@@ -89,8 +89,17 @@ TEST(LocalOptimality, NoOneLayerMoveImprovesBestOnRandomInstances) {
     PlanningReport report = planOrThrow(problem, options);
     if (!report.best())
       continue;
-    if (report.best()->notes.find("boundary move") != std::string::npos)
+    const PlanResult &best = *report.best();
+    if (best.notes.find("boundary move") != std::string::npos) {
       ++moved;
+      // The plan the algorithm returned stays in view (what its planned period
+      // describes), and the moves improved on it.
+      EXPECT_LT(best.periodBeforeMovesMs, kInfinity) << "trial " << trial;
+      if (options.objective == Objective::Period)
+        EXPECT_GT(best.periodBeforeMovesMs, best.periodMs) << "trial " << trial;
+    } else {
+      EXPECT_EQ(best.periodBeforeMovesMs, kInfinity) << "trial " << trial;
+    }
     for (const std::string &move : improvingMoves(problem, report, &evaluated))
       ADD_FAILURE() << "trial " << trial << ": " << move;
   }

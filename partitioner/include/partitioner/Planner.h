@@ -248,7 +248,12 @@ struct PlanResult {
   std::vector<StageMetrics> stages;
   std::vector<GpuMetrics> gpus;
   double periodMs = kInfinity, iterationMs = kInfinity, bubbleFraction = 0;
+  /// The algorithm's own estimate of the period of the plan it returned (before
+  /// any boundary moves), where it has one.
   double predictedPeriodMs = kInfinity;
+  /// Where boundary moves changed the plan: the simulated period of the plan the
+  /// algorithm returned (the plan predictedPeriodMs describes).
+  double periodBeforeMovesMs = kInfinity;
   double lowerBoundMs = 0, gap = kInfinity; ///< gap = period / lower bound - 1
   double crossingBytes = 0;
   double maxMemoryFraction = 0; ///< max over GPUs of peak / limit

@@ -90,6 +90,13 @@ std::optional<CutPartition> periodicMinPeriod(
     CopyRule rule = CopyRule::Span);
 
 /// 1F1B with flush on links that cost time: the smallest T at which
+/// The smallest period (relative precision 1e-7) at which the 1F1B spans of
+/// `partition` fit along its one path (its transfers on the spans, no stage keeping
+/// more copies than its position allows or partition.inFlight caps), searched from
+/// partition.periodMs up to 64 times it; infinity when they do not fit below that.
+/// What the span model predicts for a partition planned without it.
+double oneFOneBSpanPeriod(const StageModel &model, const CutPartition &partition);
+
 /// periodicPartition under CopyRule::OneFOneB finds a partition, searched from the
 /// min-max DP's bottleneck (a lower bound: the same stages without the spans) and
 /// below `upperBoundMs` (an incumbent; nothing when no partition beats it).

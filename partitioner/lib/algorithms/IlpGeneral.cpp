@@ -50,7 +50,7 @@ constexpr int kBestBinaryLimit = 24;
 constexpr int kBestNodes = 2000;
 /// Rounds of the simulation loop: inside best / all, and when asked for (where
 /// the time limit is the usual stop).
-constexpr int kBestRounds = 20;
+constexpr int kBestRounds = 8;
 constexpr int kRounds = 1000;
 
 /// A map position -> GPU the loop has simulated, and its simulated period

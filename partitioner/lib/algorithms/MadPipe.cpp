@@ -7,6 +7,7 @@
 // downstream latency, with bisection on T (exact at each T).
 #include "Contiguous.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -53,7 +54,39 @@ public:
       return context.options.objective == Objective::IterationTime ? (*result).iterationMs
                                                                     : (*result).periodMs;
     };
-    return judged(minMax) < judged(spanned) * (1 - 1e-9) ? minMax : spanned;
+    if (!(judged(minMax) < judged(spanned) * (1 - 1e-9)))
+      return spanned;
+    // Planned at the compute bottleneck: what the span model predicts for it.
+    const double own = spanPeriodOf(problem, minMax);
+    if (own < kInfinity)
+      minMax.predictedPeriodMs = own;
+    return minMax;
+  }
+
+private:
+  /// The 1F1B span model's period of a contiguous plan that the min-max DP made,
+  /// along a topological order that keeps its stages together.
+  static double spanPeriodOf(const Problem &problem, const AlgorithmOutput &output) {
+    const Allocation &allocation = *output.allocation;
+    std::vector<int> order = topologicalOrder(problem);
+    auto stageOf = [&](int layer) { return allocation.stageOfLayer[static_cast<size_t>(layer)]; };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return stageOf(a) < stageOf(b); });
+    const CutLattice lattice = chainLattice(problem, order);
+    const StageModel model(problem, lattice);
+    CutPartition partition;
+    partition.cuts.push_back(0);
+    for (size_t i = 1; i < order.size(); ++i)
+      if (stageOf(order[i]) != stageOf(order[i - 1]))
+        partition.cuts.push_back(static_cast<int>(i));
+    partition.cuts.push_back(static_cast<int>(order.size()));
+    partition.gpus = allocation.gpuOfStage;
+    partition.inFlight = allocation.inFlightLimit;
+    partition.recompute = allocation.recompute;
+    partition.periodMs = output.predictedPeriodMs;
+    if (partition.cuts.size() != partition.gpus.size() + 1)
+      return kInfinity; // not one run of positions per stage
+    return oneFOneBSpanPeriod(model, partition);
   }
 };
 
