@@ -9,9 +9,9 @@
 // more, so a plan within the limit here fits in the simulator as well; the simulator
 // judges the period. The model's T is only a lower bound on it (the caps can keep a
 // stage from reaching T), so the optimum is simulated, and a map that misses its T
-// is cut off (T >= its simulated period unless some position moves) and the MIP
-// solved again below the best simulated period: without transfer time this ends
-// with the map that simulates fastest of all those the memory rows admit.
+// is cut off (some position must move) and the MIP solved again with T below the
+// best simulated period: without transfer time this ends with the map that
+// simulates fastest of all those the memory rows admit.
 //
 // Variables: x[l][p] in {0,1} (position l on GPU p); c[b] in [0,1] (boundary b cut);
 // e[b][p], f[b][p] in [0,1] (GPU p holds the position before / after cut b);
@@ -451,22 +451,14 @@ public:
           }
         }
       }
-      // A map simulated before: T >= its period unless some position moves,
-      // T >= period * (1 - D) with D = L - sum_l x[l][gpu(l)] (or, when it did not
-      // run, D >= 1).
+      // A map simulated before is cut off: some position moves. (Its period, or
+      // infinity where it did not run, is not below the best simulated one, and
+      // T stays below that.)
       for (const SimulatedMap &map : simulated) {
         Row row;
         for (int l = 0; l < L; ++l)
           row.add(X(l, map.gpuOf[static_cast<size_t>(l)]), 1);
-        if (map.periodMs >= kInfinity) {
-          row.addTo(model, 'L', L - 1);
-          continue;
-        }
-        row = Row();
-        row.add(T, 1);
-        for (int l = 0; l < L; ++l)
-          row.add(X(l, map.gpuOf[static_cast<size_t>(l)]), -map.periodMs);
-        row.addTo(model, 'G', map.periodMs * (1 - L));
+        row.addTo(model, 'L', L - 1);
       }
       return mip;
     };
