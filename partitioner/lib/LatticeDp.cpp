@@ -345,8 +345,50 @@ std::optional<CutPartition> minMemoryPartition(const StageModel &model, int maxS
   return result;
 }
 
+namespace {
+/// When the gradient of its out cut reaches a stage of a chain on `gpu`, relative to
+/// the start of its forward (length f), in the pattern at period T (Schedule.cpp,
+/// periodicPattern, one stage per GPU): its activation leaves at once (activations
+/// are placed first, and on a chain each port carries one), the next stage's span
+/// later the gradient is ready, and it takes the first slot that is free, modulo T,
+/// of the next stage's own activation send (`nextSend`, relative to that stage's
+/// forward start) and of the activation this stage receives. Infinity when there is
+/// no such slot; f for the last stage.
+double gradientArrival(const StageModel &model, int from, int to, int gpu, double f,
+                       double nextSpan, PortSlot nextSend, double T) {
+  const CutLattice &lattice = model.lattice();
+  if (to == lattice.fullCut())
+    return f;
+  const double transfer = model.boundaryTransferMs(to, gpu);
+  const double occupancy = model.boundaryOccupancyMs(to, gpu);
+  const double nextStart = f + transfer;
+  const double ready = nextStart + nextSpan;
+  if (!(occupancy > 0))
+    return ready + transfer;
+  PortSlot busy[2];
+  size_t count = 0;
+  if (nextSend.length > 0)
+    busy[count++] = portSlotAt(nextStart + nextSend.start, nextSend.length, T);
+  if (from != lattice.emptyCut()) {
+    const double received = model.boundaryOccupancyMs(from, gpu - 1);
+    if (received > 0)
+      busy[count++] = portSlotAt(-model.boundaryTransferMs(from, gpu - 1), received, T);
+  }
+  const double start = earliestFreeSlot(busy, count, ready, occupancy, T);
+  return start == kInfinity ? kInfinity : start + transfer;
+}
+
+/// The slot a stage's activation send holds, relative to its forward start.
+PortSlot activationSend(const StageModel &model, int to, int gpu, double f) {
+  if (to == model.lattice().fullCut())
+    return {};
+  return {f, model.boundaryOccupancyMs(to, gpu)};
+}
+} // namespace
+
 std::optional<CutPartition> periodicPartition(const StageModel &model, int maxStages,
-                                              double periodMs, CopyRule rule) {
+                                              double periodMs, CopyRule rule,
+                                              TransferModel transfers) {
   const CutLattice &lattice = model.lattice();
   const Problem &problem = model.problem();
   const int stages = stageBudget(model, maxStages);
@@ -360,6 +402,8 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
   std::vector<int> choice(cuts * width, -1);
   std::vector<int> copies(cuts * width, 0);
   std::vector<char> recomputes(cuts * width, 0);
+  // Each state's first stage: its activation send slot, relative to its forward start.
+  std::vector<PortSlot> sends(cuts * width);
   const std::vector<bool> variants = recomputeVariants(problem.training.recompute);
   span[static_cast<size_t>(full) * width] = 0;
   LargerCuts larger(lattice, problem.training.stateMultiplier, model.memoryLimit());
@@ -399,13 +443,22 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
         if (shortest >= row[k] ||
             (rule == CopyRule::OneFOneB && k < m && shortest > T * (k + 1e-9)))
           continue;
+        // The gradient may wait for a free slot on the ports it crosses.
+        const double arrival =
+            transfers == TransferModel::Delays
+                ? f + (next[k - 1] + 2 * model.boundaryTransferMs(to, gpu))
+                : gradientArrival(
+                      model, from, to, gpu, f, next[k - 1],
+                      sends[static_cast<size_t>(to) * width + static_cast<size_t>(k - 1)], T);
+        if (arrival == kInfinity)
+          continue;
         // Auto tries the recomputing variant only when the stage does not fit as it is.
         for (bool recompute : variants) {
           const double b = model.backwardMs(stage, gpu, recompute);
           if (f + b > T * (1 + 1e-9) || model.commMs(stage, gpu) > T * (1 + 1e-9))
             break; // recomputing only lengthens the stage
           // The forward occupies [0, f) of the stage's period.
-          const double start = alignBackward(f + downstream, 0, f, b, T);
+          const double start = alignBackward(arrival, 0, f, b, T);
           const double delta = start + b;
           int n = static_cast<int>(std::ceil(delta / T - 1e-9));
           n = std::max(1, std::min(n, m));
@@ -419,6 +472,7 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
             choice[at] = to;
             copies[at] = n;
             recomputes[at] = recompute;
+            sends[at] = activationSend(model, to, gpu, f);
           }
           break;
         }
@@ -519,10 +573,12 @@ namespace {
 /// Whether the spans of `partition` (its stages in order, on its GPUs) fit under
 /// CopyRule::OneFOneB at period T, no stage keeping more copies than its memory was
 /// checked with (partition.inFlight): periodicPartition's test along one path.
-bool oneFOneBSpansFit(const StageModel &model, const CutPartition &partition, double T) {
+bool oneFOneBSpansFit(const StageModel &model, const CutPartition &partition, double T,
+                      TransferModel transfers) {
   const size_t stages = partition.gpus.size();
   const int m = model.problem().training.microbatches;
   double downstream = 0;
+  PortSlot send; // the next stage's activation send
   for (size_t i = stages; i-- > 0;) {
     const int from = partition.cuts[i], to = partition.cuts[i + 1], gpu = partition.gpus[i];
     const bool recompute = i < partition.recompute.size() && partition.recompute[i];
@@ -530,9 +586,14 @@ bool oneFOneBSpansFit(const StageModel &model, const CutPartition &partition, do
     const double f = model.forwardMs(stage, gpu), b = model.backwardMs(stage, gpu, recompute);
     if (f + b > T * (1 + 1e-9) || model.commMs(stage, gpu) > T * (1 + 1e-9))
       return false;
-    if (i + 1 < stages)
-      downstream += 2 * model.boundaryTransferMs(to, gpu);
-    const double delta = alignBackward(f + downstream, 0, f, b, T) + b;
+    const double arrival =
+        transfers == TransferModel::Delays
+            ? (i + 1 < stages ? f + (downstream + 2 * model.boundaryTransferMs(to, gpu)) : f)
+            : gradientArrival(model, from, to, gpu, f, downstream, send, T);
+    if (arrival == kInfinity)
+      return false;
+    const double delta = alignBackward(arrival, 0, f, b, T) + b;
+    send = activationSend(model, to, gpu, f);
     const int n = std::max(1, std::min(static_cast<int>(std::ceil(delta / T - 1e-9)), m));
     int cap = static_cast<int>(stages - i);
     if (i < partition.inFlight.size())
@@ -549,48 +610,52 @@ bool oneFOneBSpansFit(const StageModel &model, const CutPartition &partition, do
 /// partition the DP found at some T often runs at a smaller one, and its own period
 /// bounds the search from above at no DP's cost.
 double ownOneFOneBPeriod(const StageModel &model, const CutPartition &partition, double below,
-                         double above) {
+                         double above, TransferModel transfers) {
   for (int iteration = 0; iteration < 60 && above - below > 1e-7 * above; ++iteration) {
     const double mid = 0.5 * (below + above);
-    (oneFOneBSpansFit(model, partition, mid) ? above : below) = mid;
+    (oneFOneBSpansFit(model, partition, mid, transfers) ? above : below) = mid;
   }
   return above;
 }
 } // namespace
 
-double oneFOneBSpanPeriod(const StageModel &model, const CutPartition &partition) {
+double oneFOneBSpanPeriod(const StageModel &model, const CutPartition &partition,
+                          TransferModel transfers) {
   const double low = partition.periodMs;
   if (!(low > 0) || low == kInfinity)
     return kInfinity;
-  if (oneFOneBSpansFit(model, partition, low))
+  if (oneFOneBSpansFit(model, partition, low, transfers))
     return low;
   double high = 2 * low;
-  while (!oneFOneBSpansFit(model, partition, high) && high < 64 * low)
+  while (!oneFOneBSpansFit(model, partition, high, transfers) && high < 64 * low)
     high *= 2;
-  return oneFOneBSpansFit(model, partition, high) ? ownOneFOneBPeriod(model, partition, low, high)
-                                                  : kInfinity;
+  return oneFOneBSpansFit(model, partition, high, transfers)
+             ? ownOneFOneBPeriod(model, partition, low, high, transfers)
+             : kInfinity;
 }
 
 std::optional<CutPartition> oneFOneBMinPeriod(const StageModel &model, int maxStages,
                                               const CutPartition &minMax, double upperBoundMs,
-                                              bool minMaxFits) {
-  auto at = [&](double T) { return periodicPartition(model, maxStages, T, CopyRule::OneFOneB); };
+                                              bool minMaxFits, TransferModel transfers) {
   // The min-max bottleneck is a lower bound; often it is the answer. A partition
   // whose stages take no time has no period to search for.
-  double low = minMax.periodMs;
+  const double low = minMax.periodMs;
   if (!(low > 0) || low == kInfinity)
     return minMaxFits ? std::optional<CutPartition>(minMax) : std::nullopt;
   // The min-max partition's own span period (along its one path, no DP) is an
   // upper bound: the search is between the two.
-  const double own = minMaxFits ? oneFOneBSpanPeriod(model, minMax) : kInfinity;
+  const double own = minMaxFits ? oneFOneBSpanPeriod(model, minMax, transfers) : kInfinity;
   // Below an incumbent, a lattice must beat it by more than the bisection's
   // precision (one that only ties it is not an improvement).
   constexpr double kPrecision = 1e-4; // relative; the spans move T by more
   const double bound = upperBoundMs < kInfinity ? upperBoundMs * (1 - 2 * kPrecision) : kInfinity;
+  auto at = [&](double T) {
+    return periodicPartition(model, maxStages, T, CopyRule::OneFOneB, transfers);
+  };
   CutPartition itself = minMax;
   itself.periodMs = own;
   std::optional<CutPartition> best;
-  double high = kInfinity;
+  double below = low, high = kInfinity;
   if (own < bound) {
     best = itself; // feasible at its own period, without a DP
     high = own;
@@ -607,13 +672,13 @@ std::optional<CutPartition> oneFOneBMinPeriod(const StageModel &model, int maxSt
       return minMaxFits ? std::optional<CutPartition>(minMax) : std::nullopt;
   }
   // Bisection between the min-max bottleneck and a feasible T.
-  while (high - low > kPrecision * high) {
-    const double mid = 0.5 * (low + high);
+  while (high - below > kPrecision * high) {
+    const double mid = 0.5 * (below + high);
     if (auto attempt = at(mid)) {
       high = mid;
       best = std::move(attempt);
     } else {
-      low = mid;
+      below = mid;
     }
   }
   return best;

@@ -455,7 +455,10 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
 
   IdealLatticeCache ideals(problem); // the DAG's downsets, enumerated once
   const AlgorithmContext context{options, report.bounds, &ideals};
-  auto runAlgorithm = [&](const Algorithm *algorithm) {
+  // Per algorithm, the plans of its other models that the boundary moves start from too.
+  std::vector<std::vector<AlternativePlan>> alternatives(algorithms.size());
+  auto runAlgorithm = [&](size_t index) {
+    const Algorithm *algorithm = algorithms[index];
     const auto start = std::chrono::steady_clock::now();
     AlgorithmOutput output;
     try {
@@ -463,6 +466,7 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
     } catch (const Error &error) {
       output.reason = error.what();
     }
+    alternatives[index] = std::move(output.alternatives);
     const double algorithmSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     PlanResult result;
@@ -491,7 +495,7 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
   // the results on this thread, in the algorithms' order, as soon as they are done.
   for (PlanResult &result : mapOnThreads<PlanResult>(
            algorithms.size(), options.threads,
-           [&](size_t i) { return runAlgorithm(algorithms[i]); },
+           [&](size_t i) { return runAlgorithm(i); },
            [&](size_t, const PlanResult &result) {
              if (options.onResult)
                options.onResult(result);
@@ -512,6 +516,29 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
       PlanResult improved =
           improveByBoundaryMovesOrThrow(problem, plan, report.bounds, options.objective, &stats,
                                         options.threads);
+      // The moves from the algorithm's other plans: the one that ends best is kept.
+      for (const AlternativePlan &alternative : alternatives[static_cast<size_t>(index)]) {
+        PlanResult other = evaluateUnderPolicyOrThrow(problem, alternative.allocation,
+                                                      plan.scheduleKind, report.bounds);
+        if (!other.valid)
+          continue;
+        other.algorithm = plan.algorithm;
+        other.notes = alternative.notes;
+        other.predictedPeriodMs = alternative.predictedPeriodMs;
+        other.plannerSeconds = plan.plannerSeconds;
+        other.lowerBoundMs = plan.lowerBoundMs;
+        if (other.periodMs < kInfinity)
+          other.gap = other.periodMs / other.lowerBoundMs - 1;
+        BoundaryMoveStats otherStats;
+        PlanResult otherImproved = improveByBoundaryMovesOrThrow(
+            problem, other, report.bounds, options.objective, &otherStats, options.threads);
+        if (objectiveValue(otherImproved, options.objective) <
+            objectiveValue(improved, options.objective) * (1 - 1e-9)) {
+          plan = std::move(other);
+          improved = std::move(otherImproved);
+          stats = otherStats;
+        }
+      }
       if (stats.movesKept == 0)
         continue;
       const bool period = options.objective == Objective::Period;

@@ -332,47 +332,18 @@ PeriodicPattern periodicPattern(const Problem &problem, const Allocation &alloca
 }
 
 namespace {
-/// One port's busy intervals modulo T, as [start, start + length) with start in [0, T).
-class PortCircle {
-public:
-  explicit PortCircle(double period) : period_(period) {}
-  bool freeAt(double t, double length) const {
-    const double x = wrap(t), eps = 1e-9 * period_;
-    for (const auto &[start, busy] : busy_)
-      if (wrap(start - x) + eps < length || wrap(x - start) + eps < busy)
-        return false;
-    return true;
-  }
-  void reserve(double t, double length) { busy_.push_back({wrap(t), length}); }
-  /// Candidate starts >= t: t, and the end of each busy interval after it.
-  void candidates(double t, std::vector<double> &out) const {
-    for (const auto &[start, busy] : busy_)
-      out.push_back(t + wrap(start + busy - t));
-  }
-
-private:
-  double wrap(double x) const {
-    double r = std::fmod(x, period_);
-    return r < 0 ? r + period_ : r;
-  }
-  double period_;
-  std::vector<std::pair<double, double>> busy_;
+/// One port's busy intervals modulo T.
+struct PortCircle {
+  std::vector<PortSlot> busy;
 };
 
 /// The earliest start >= t at which a transfer of `length` is free on both ports
 /// modulo T, or infinity when there is none.
 double earliestOnBoth(const PortCircle &out, const PortCircle &in, double t, double length,
-                      double period, std::vector<double> &scratch) {
-  if (length > period * (1 + 1e-9))
-    return kInfinity;
-  scratch.assign(1, t);
-  out.candidates(t, scratch);
-  in.candidates(t, scratch);
-  std::sort(scratch.begin(), scratch.end());
-  for (double start : scratch)
-    if (out.freeAt(start, length) && in.freeAt(start, length))
-      return start;
-  return kInfinity;
+                      double period, std::vector<PortSlot> &scratch) {
+  scratch.assign(out.busy.begin(), out.busy.end());
+  scratch.insert(scratch.end(), in.busy.begin(), in.busy.end());
+  return earliestFreeSlot(scratch.data(), scratch.size(), t, length, period);
 }
 } // namespace
 
@@ -388,8 +359,8 @@ PeriodicPattern periodicPattern(const Problem &problem, const StageGraph &graph,
   // its occupancy, modulo T; its latency follows. Activations are placed first (in
   // stage order), then gradients (from the last stage).
   const size_t gpus = static_cast<size_t>(problem.platform.gpus);
-  std::vector<PortCircle> send(gpus, PortCircle(periodMs)), receive(gpus, PortCircle(periodMs));
-  std::vector<double> scratch;
+  std::vector<PortCircle> send(gpus), receive(gpus);
+  std::vector<PortSlot> scratch;
   auto transfer = [&](int from, int to, double bytes, double ready) {
     const int a = graph.gpu[static_cast<size_t>(from)], b = graph.gpu[static_cast<size_t>(to)];
     if (a == b || bytes <= 0)
@@ -404,8 +375,8 @@ PeriodicPattern periodicPattern(const Problem &problem, const StageGraph &graph,
       pattern.portsFit = false;
       start = ready;
     } else {
-      out.reserve(start, occupancy);
-      in.reserve(start, occupancy);
+      out.busy.push_back(portSlotAt(start, occupancy, periodMs));
+      in.busy.push_back(portSlotAt(start, occupancy, periodMs));
     }
     return start + occupancy + link.latencyMs;
   };

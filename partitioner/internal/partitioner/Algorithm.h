@@ -20,6 +20,13 @@ namespace partitioner {
 
 struct PlanOptions;
 
+/// Another plan an algorithm made, by another of its models.
+struct AlternativePlan {
+  Allocation allocation;
+  double predictedPeriodMs = kInfinity;
+  std::string notes;
+};
+
 struct AlgorithmOutput {
   std::optional<Allocation> allocation;
   std::string reason;                    ///< why there is no allocation
@@ -31,6 +38,10 @@ struct AlgorithmOutput {
   /// The DPs: every DAG-convex split was open to the DP (a chain, or a DAG whose
   /// downsets were enumerated), so predictedPeriodMs is the optimum of its model.
   bool everySplit = false;
+  /// Plans the algorithm made by its other models, close to `allocation` in
+  /// simulation: the planner's boundary moves, a local search whose end depends on
+  /// where it starts, start from them too when the algorithm's plan is chosen.
+  std::vector<AlternativePlan> alternatives;
 };
 
 /// The ideal lattice (downsets) of one problem, built once for every algorithm of

@@ -72,13 +72,27 @@ enum class CopyRule {
   OneFOneB,
 };
 
-/// Exact at a fixed period T: every stage's compute and port time <= T, and
+/// How the periodic DP times a stage's transfers.
+enum class TransferModel {
+  /// Each transfer a pure delay (latency + bytes / bandwidth) on the span.
+  Delays,
+  /// As the pattern behind the generated orders places them (Schedule.cpp): each
+  /// gradient also waits, modulo T, for the first slot free of the next stage's
+  /// activation send and of the activation its own stage receives (on a chain of
+  /// one stage per GPU, an activation never waits).
+  PortSlots,
+};
+
+/// Exact at a fixed period T with TransferModel::Delays (with PortSlots, each state
+/// keeps the shortest span only, though a longer one with other slots can place an
+/// earlier stage's gradient sooner): every stage's compute and port time <= T, and
 /// memory fits with the copies `rule` gives, where the span of a stage is its
 /// forward, the transfers, the downstream span and its backward, the backward being
 /// delayed until its slot does not overlap the forward modulo T. Minimises the span of
 /// the first stage; nothing when no partition is feasible at T.
 std::optional<CutPartition> periodicPartition(const StageModel &model, int maxStages,
-                                              double periodMs, CopyRule rule = CopyRule::Span);
+                                              double periodMs, CopyRule rule = CopyRule::Span,
+                                              TransferModel transfers = TransferModel::Delays);
 
 /// The smallest T (relative precision 1e-7) at which periodicPartition finds a
 /// partition: doubling from `lowMs`, then bisection. When `outOfTime` says so, the
@@ -89,25 +103,30 @@ std::optional<CutPartition> periodicMinPeriod(
     const std::function<bool()> &outOfTime = [] { return false; },
     CopyRule rule = CopyRule::Span);
 
-/// 1F1B with flush on links that cost time: the smallest T at which
 /// The smallest period (relative precision 1e-7) at which the 1F1B spans of
-/// `partition` fit along its one path (its transfers on the spans, no stage keeping
-/// more copies than its position allows or partition.inFlight caps), searched from
-/// partition.periodMs up to 64 times it; infinity when they do not fit below that.
-/// What the span model predicts for a partition planned without it.
-double oneFOneBSpanPeriod(const StageModel &model, const CutPartition &partition);
+/// `partition` fit along its one path (its transfers on the spans, timed by
+/// `transfers`, no stage keeping more copies than its position allows or
+/// partition.inFlight caps), searched from partition.periodMs up to 64 times it;
+/// infinity when they do not fit below that. What the span model predicts for a
+/// partition planned without it.
+double oneFOneBSpanPeriod(const StageModel &model, const CutPartition &partition,
+                          TransferModel transfers = TransferModel::PortSlots);
 
-/// periodicPartition under CopyRule::OneFOneB finds a partition, searched from the
-/// min-max DP's bottleneck (a lower bound: the same stages without the spans) and
-/// below `upperBoundMs` (an incumbent; nothing when no partition beats it).
-/// `minMax` is that DP's partition; it is returned when the span search finds
-/// nothing below the doubling limit (the simulator then judges it). Without
-/// `minMaxFits`, it is the memory-blind DP's (memory allows no partition under
-/// 1F1B's position rule, but one may fit with the fewer copies its spans need): a
-/// lower bound only, never returned.
+/// 1F1B with flush on links that cost time: the smallest T (relative precision
+/// 1e-4) at which periodicPartition under CopyRule::OneFOneB and `transfers` finds a
+/// partition, searched from the min-max DP's bottleneck (a lower bound: the same
+/// stages without the spans) and below `upperBoundMs` (an incumbent; nothing when no
+/// partition beats it). `minMax` is that DP's partition; it is returned when the
+/// span search finds nothing below the doubling limit (the simulator then judges
+/// it). Without `minMaxFits`, it is the memory-blind DP's (memory allows no
+/// partition under 1F1B's position rule, but one may fit with the fewer copies its
+/// spans need): a lower bound only, never returned. With PortSlots, whether a
+/// partition fits is not monotone in T, and the bisection may stop above a T at
+/// which one does.
 std::optional<CutPartition> oneFOneBMinPeriod(const StageModel &model, int maxStages,
                                               const CutPartition &minMax, double upperBoundMs,
-                                              bool minMaxFits = true);
+                                              bool minMaxFits = true,
+                                              TransferModel transfers = TransferModel::PortSlots);
 
 /// True when no transfer takes time (infinite bandwidth, no latency on both link
 /// classes): the min-max DPs are then exact for 1F1B.

@@ -66,6 +66,12 @@ public:
   double boundaryTransferMs(int cut, int gpu) const {
     return transferMs(lattice_.cutBytes[static_cast<size_t>(cut)], gpu);
   }
+  /// The part of boundaryTransferMs that holds the two GPUs' ports (the latency
+  /// does not).
+  double boundaryOccupancyMs(int cut, int gpu) const {
+    return problem_.platform.linkBetween(gpu, gpu + 1).occupancyMs(
+        lattice_.cutBytes[static_cast<size_t>(cut)]);
+  }
   /// Port time per micro-batch (full-duplex ports, communication overlapping compute):
   /// receive c(from) from gpu-1 and send c(to) to gpu+1, gradients in reverse.
   double commMs(int from, int to, int gpu) const { return commMs(timeTerms(from, to), gpu); }

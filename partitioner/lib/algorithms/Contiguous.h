@@ -182,9 +182,11 @@ inline AlgorithmOutput solveOnLattices(
 /// `madpipe` under GPipe and 1F1B-like schedules: the memory-aware min-max DP
 /// (in-flight counts by position) over the lattices of solveOnLattices; with
 /// `spans`, each lattice's partition is the smallest T at which the 1F1B spans fit
-/// (oneFOneBMinPeriod), the min-max bottleneck its lower bound. The `ilp` warm
-/// start asks for it without spans: its own model is the min-max one.
-AlgorithmOutput madPipe(const Problem &problem, const AlgorithmContext &context, bool spans);
+/// with their transfers timed so (oneFOneBMinPeriod), the min-max bottleneck its
+/// lower bound. The `ilp` warm start asks for it without spans: its own model is
+/// the min-max one.
+AlgorithmOutput madPipe(const Problem &problem, const AlgorithmContext &context,
+                        std::optional<TransferModel> spans);
 
 } // namespace detail
 } // namespace partitioner

@@ -79,7 +79,7 @@ AlgorithmOutput minMaxStart(const Problem &problem, const AlgorithmContext &cont
   Problem startProblem = problem;
   if (startProblem.training.schedule != ScheduleKind::GPipe)
     startProblem.training.schedule = ScheduleKind::OneFOneB;
-  return detail::madPipe(startProblem, context, /*spans=*/false);
+  return detail::madPipe(startProblem, context, /*spans=*/std::nullopt);
 }
 
 } // namespace
