@@ -624,8 +624,22 @@ double oneFOneBSpanPeriod(const StageModel &model, const CutPartition &partition
   const double low = partition.periodMs;
   if (!(low > 0) || low == kInfinity)
     return kInfinity;
-  if (oneFOneBSpansFit(model, partition, low, transfers))
-    return low;
+  if (oneFOneBSpansFit(model, partition, low, transfers)) {
+    // A partition a DP found at T may fit at a smaller one, down to its stages'
+    // own bottleneck (below which none fits).
+    double floor = 0;
+    for (size_t i = 0; i < partition.gpus.size(); ++i) {
+      const StageTerms stage = model.timeTerms(partition.cuts[i], partition.cuts[i + 1]);
+      const int gpu = partition.gpus[i];
+      const bool recompute = i < partition.recompute.size() && partition.recompute[i];
+      floor = std::max({floor, model.computeMs(stage, gpu, recompute), model.commMs(stage, gpu)});
+    }
+    if (!(floor < low))
+      return low;
+    if (oneFOneBSpansFit(model, partition, floor, transfers))
+      return floor;
+    return ownOneFOneBPeriod(model, partition, floor, low, transfers);
+  }
   double high = 2 * low;
   while (!oneFOneBSpansFit(model, partition, high, transfers) && high < 64 * low)
     high *= 2;

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <random>
 
@@ -367,6 +368,33 @@ TEST(Links, PortSlotDynamicProgramTimesGradientsAsThePatternDoes) {
     EXPECT_GT(delaysWrong, 0); // the instances make gradients wait
 }
 
+/// The period at which one-layer boundary moves from `allocation` end.
+double movedPeriod(const Problem &problem, const Allocation &allocation, const LowerBounds &bounds) {
+  const PlanResult start =
+      evaluateUnderPolicyOrThrow(problem, allocation, problem.training.schedule, bounds);
+  return improveByBoundaryMovesOrThrow(problem, start, bounds, Objective::Period).periodMs;
+}
+
+/// madpipe's plan and the other plans it offers, each moved: the best end.
+struct MovedPlans {
+  double own = kInfinity, best = kInfinity;
+  size_t offered = 0;
+};
+
+MovedPlans movedMadPipePlans(const Problem &problem, const PlanOptions &options) {
+  const LowerBounds bounds = computeLowerBounds(problem);
+  const AlgorithmContext context{options, bounds, nullptr};
+  const AlgorithmOutput output = findAlgorithm("madpipe")->run(problem, context);
+  MovedPlans moved;
+  if (!output.allocation)
+    return moved;
+  moved.own = moved.best = movedPeriod(problem, *output.allocation, bounds);
+  for (const AlternativePlan &alternative : output.alternatives)
+    moved.best = std::min(moved.best, movedPeriod(problem, alternative.allocation, bounds));
+  moved.offered = output.alternatives.size();
+  return moved;
+}
+
 TEST(Links, BoundaryMovesStartFromMadPipesOtherPlansWhereItsPlanMissesItsPeriod) {
   // On DAGs with slow links (a tensor sent to each consumer stage, which the lattice
   // relays once per cut), madpipe's plan may miss its planned period; it then offers
@@ -386,30 +414,44 @@ TEST(Links, BoundaryMovesStartFromMadPipesOtherPlansWhereItsPlanMissesItsPeriod)
     PlanOptions options;
     options.algorithms = {"madpipe"};
     options.improveByBlockMoves = false;
-    const LowerBounds bounds = computeLowerBounds(problem);
-    const AlgorithmContext context{options, bounds, nullptr};
-    const AlgorithmOutput output = findAlgorithm("madpipe")->run(problem, context);
-    ASSERT_TRUE(output.allocation) << "trial " << trial << ": " << output.reason;
-    auto moved = [&](const Allocation &allocation) {
-      PlanResult start = evaluateUnderPolicyOrThrow(problem, allocation, ScheduleKind::OneFOneB,
-                                                    bounds);
-      return improveByBoundaryMovesOrThrow(problem, start, bounds, Objective::Period).periodMs;
-    };
-    double expected = moved(*output.allocation);
-    const double own = expected;
-    for (const AlternativePlan &alternative : output.alternatives)
-      expected = std::min(expected, moved(alternative.allocation));
-    offered += !output.alternatives.empty();
-    gained += expected < own * (1 - 1e-9);
+    const MovedPlans moved = movedMadPipePlans(problem, options);
+    ASSERT_LT(moved.own, kInfinity) << "trial " << trial;
+    offered += moved.offered > 0;
+    gained += moved.best < moved.own * (1 - 1e-9);
     const PlanningReport report = planOrThrow(problem, options);
     ASSERT_TRUE(report.best()) << "trial " << trial;
-    EXPECT_NEAR(report.best()->periodMs, expected, 1e-9 * expected) << "trial " << trial;
+    EXPECT_NEAR(report.best()->periodMs, moved.best, 1e-9 * moved.best) << "trial " << trial;
   }
+  // 11 of 400 DAGs offer other plans; the moves from them end no faster on these.
   std::cout << "madpipe offered other plans on " << offered << " DAGs; the moves from one of "
             << "them ended faster on " << gained << "\n";
-  // 20 of 400 DAGs offer other plans; on 1 the moves from one of them end faster.
   if (scaledTrials(400) == 400)
-    EXPECT_GT(gained, 0);
+    EXPECT_GT(offered, 0);
+}
+
+TEST(Links, ResNet50On16GpusKeepsTheMovesOfMadPipesMinMaxPlan) {
+  // 16 GB, m = 32, the default links: the span plan simulates at 78.69 ms (planned
+  // 67.39: ResNet-50 is a DAG) and its moves end at 74.90; the min-max plan, offered
+  // at 83.50, moves to 70.07.
+  const std::string path = profilesDirectory() + "/pipedream/resnet50.txt";
+  if (!std::filesystem::exists(path))
+    GTEST_SKIP() << "profile " << path << " not found (set PIPE_PARTITIONER_PROFILES_DIR)";
+  Problem problem = orThrow(readProblemFile(path));
+  problem.platform.gpus = 16;
+  problem.platform.memoryBytesPerGpu = 16e9;
+  problem.training.microbatches = 32;
+  orThrow(problem.finalize());
+  PlanOptions options;
+  options.algorithms = {"madpipe"};
+  options.improveByBlockMoves = false;
+  const MovedPlans moved = movedMadPipePlans(problem, options);
+  EXPECT_GT(moved.offered, 0u);
+  EXPECT_LT(moved.best, moved.own * 0.97);
+  const PlanningReport report = planOrThrow(problem, options);
+  ASSERT_TRUE(report.best());
+  EXPECT_NEAR(report.best()->periodMs, moved.best, 1e-9 * moved.best);
+  std::cout << "ResNet-50, 16 GPUs: moves from madpipe's plan end at " << moved.own
+            << " ms, from the best of its offers at " << moved.best << "\n";
 }
 
 TEST(Links, LayersThatTakeNoTimePlanAtOnce) {

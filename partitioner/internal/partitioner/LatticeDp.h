@@ -106,9 +106,10 @@ std::optional<CutPartition> periodicMinPeriod(
 /// The smallest period (relative precision 1e-7) at which the 1F1B spans of
 /// `partition` fit along its one path (its transfers on the spans, timed by
 /// `transfers`, no stage keeping more copies than its position allows or
-/// partition.inFlight caps), searched from partition.periodMs up to 64 times it;
-/// infinity when they do not fit below that. What the span model predicts for a
-/// partition planned without it.
+/// partition.inFlight caps): where they fit at partition.periodMs, searched down to
+/// the stages' own bottleneck, else up to 64 times it; infinity when they do not fit
+/// below that. What the span model predicts for a partition planned without it, or
+/// found by a DP at some T.
 double oneFOneBSpanPeriod(const StageModel &model, const CutPartition &partition,
                           TransferModel transfers = TransferModel::PortSlots);
 
