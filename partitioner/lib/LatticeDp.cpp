@@ -403,7 +403,7 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
   std::vector<int> copies(cuts * width, 0);
   std::vector<char> recomputes(cuts * width, 0);
   // Each state's first stage: its activation send slot, relative to its forward start.
-  std::vector<PortSlot> sends(cuts * width);
+  std::vector<PortSlot> sends(transfers == TransferModel::PortSlots ? cuts * width : 0);
   const std::vector<bool> variants = recomputeVariants(problem.training.recompute);
   span[static_cast<size_t>(full) * width] = 0;
   LargerCuts larger(lattice, problem.training.stateMultiplier, model.memoryLimit());
@@ -472,7 +472,8 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
             choice[at] = to;
             copies[at] = n;
             recomputes[at] = recompute;
-            sends[at] = activationSend(model, to, gpu, f);
+            if (transfers == TransferModel::PortSlots)
+              sends[at] = activationSend(model, to, gpu, f);
           }
           break;
         }
@@ -676,7 +677,7 @@ std::optional<CutPartition> oneFOneBMinPeriod(const StageModel &model, int maxSt
   } else if (bound < kInfinity) {
     best = at(bound);
     if (!best)
-      return std::nullopt; // nothing beats the incumbent
+      return std::nullopt; // nothing at the incumbent's bound (PortSlots: not a proof)
     high = bound;
   } else {
     for (double t = 2 * low; t <= 64 * low && !best; t *= 2)

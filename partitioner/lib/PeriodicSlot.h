@@ -45,10 +45,10 @@ inline PortSlot portSlotAt(double t, double length, double period) {
 }
 
 /// Whether [t, t + length) overlaps none of `slots` modulo `period`.
-inline bool portsFreeAt(const PortSlot *slots, size_t count, double t, double length,
+inline bool portsFreeAt(const PortSlot *slots, std::size_t count, double t, double length,
                         double period) {
   const double x = wrapToPeriod(t, period), eps = 1e-9 * period;
-  for (size_t i = 0; i < count; ++i)
+  for (std::size_t i = 0; i < count; ++i)
     if (wrapToPeriod(slots[i].start - x, period) + eps < length ||
         wrapToPeriod(x - slots[i].start, period) + eps < slots[i].length)
       return false;
@@ -59,7 +59,7 @@ inline bool portsFreeAt(const PortSlot *slots, size_t count, double t, double le
 /// (those of its sender's send port and of its receiver's receive port) modulo
 /// `period`, or infinity when there is none. The candidates are t and the end of
 /// each slot after t.
-inline double earliestFreeSlot(const PortSlot *slots, size_t count, double t, double length,
+inline double earliestFreeSlot(const PortSlot *slots, std::size_t count, double t, double length,
                                double period) {
   const double none = std::numeric_limits<double>::infinity();
   if (length > period * (1 + 1e-9))
@@ -67,7 +67,7 @@ inline double earliestFreeSlot(const PortSlot *slots, size_t count, double t, do
   if (portsFreeAt(slots, count, t, length, period))
     return t;
   double best = none;
-  for (size_t i = 0; i < count; ++i) {
+  for (std::size_t i = 0; i < count; ++i) {
     const double candidate = t + wrapToPeriod(slots[i].start + slots[i].length - t, period);
     if (candidate < best && portsFreeAt(slots, count, candidate, length, period))
       best = candidate;

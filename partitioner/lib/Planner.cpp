@@ -517,6 +517,7 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
           improveByBoundaryMovesOrThrow(problem, plan, report.bounds, options.objective, &stats,
                                         options.threads);
       // The moves from the algorithm's other plans: the one that ends best is kept.
+      std::string startNote;
       for (const AlternativePlan &alternative : alternatives[static_cast<size_t>(index)]) {
         PlanResult other = evaluateUnderPolicyOrThrow(problem, alternative.allocation,
                                                       plan.scheduleKind, report.bounds);
@@ -534,11 +535,19 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
             problem, other, report.bounds, options.objective, &otherStats, options.threads);
         if (objectiveValue(otherImproved, options.objective) <
             objectiveValue(improved, options.objective) * (1 - 1e-9)) {
+          std::ostringstream note;
+          note.precision(2);
+          note << std::fixed << "; the plan of its " << alternative.model << " (its own plan's "
+               << "moves end at " << objectiveValue(improved, options.objective) << " ms)";
+          startNote = note.str();
           plan = std::move(other);
           improved = std::move(otherImproved);
           stats = otherStats;
+          moved = true; // the algorithm's result changed
         }
       }
+      plan.notes += startNote;
+      improved.notes += startNote;
       if (stats.movesKept == 0)
         continue;
       const bool period = options.objective == Objective::Period;

@@ -344,7 +344,6 @@ TEST(Links, PortSlotDynamicProgramTimesGradientsAsThePatternDoes) {
       EXPECT_TRUE(split.fits) << label;
       EXPECT_EQ(split.copies, partition->inFlight) << label;
       ASSERT_LT(best, kInfinity) << label;
-      EXPECT_GE(split.firstSpan, best * (1 - 1e-9)) << label;
       optimal += split.firstSpan <= best * (1 + 1e-9);
     } else {
       missed += best < kInfinity;
@@ -362,8 +361,8 @@ TEST(Links, PortSlotDynamicProgramTimesGradientsAsThePatternDoes) {
   // 402 partitions, all of them the best split, none missed; with delays 12 of 404
   // partitions keep other copies in the pattern than planned, or do not fit.
   EXPECT_GT(found, scaledTrials(600) / 2);
-  EXPECT_GE(optimal, found * 9 / 10);
-  EXPECT_LE(missed, found / 50);
+  EXPECT_GE(optimal, found * 99 / 100);
+  EXPECT_LE(missed, found / 100);
   if (scaledTrials(600) == 600)
     EXPECT_GT(delaysWrong, 0); // the instances make gradients wait
 }
@@ -450,6 +449,8 @@ TEST(Links, ResNet50On16GpusKeepsTheMovesOfMadPipesMinMaxPlan) {
   const PlanningReport report = planOrThrow(problem, options);
   ASSERT_TRUE(report.best());
   EXPECT_NEAR(report.best()->periodMs, moved.best, 1e-9 * moved.best);
+  EXPECT_NE(report.best()->notes.find("the plan of its min-max DP"), std::string::npos)
+      << report.best()->notes;
   std::cout << "ResNet-50, 16 GPUs: moves from madpipe's plan end at " << moved.own
             << " ms, from the best of its offers at " << moved.best << "\n";
 }

@@ -25,6 +25,7 @@ struct AlternativePlan {
   Allocation allocation;
   double predictedPeriodMs = kInfinity;
   std::string notes;
+  std::string model; ///< which of the algorithm's models made it, for the notes
 };
 
 struct AlgorithmOutput {

@@ -109,9 +109,10 @@ std::optional<CutPartition> periodicMinPeriod(
 /// partition.inFlight caps): where they fit at partition.periodMs, searched down to
 /// the stages' own bottleneck, else up to 64 times it; infinity when they do not fit
 /// below that. What the span model predicts for a partition planned without it, or
-/// found by a DP at some T.
+/// found by a DP at some T (with PortSlots, fitting is not monotone in T: the search
+/// reaches a T at which it fits, not always the smallest).
 double oneFOneBSpanPeriod(const StageModel &model, const CutPartition &partition,
-                          TransferModel transfers = TransferModel::PortSlots);
+                          TransferModel transfers);
 
 /// 1F1B with flush on links that cost time: the smallest T (relative precision
 /// 1e-4) at which periodicPartition under CopyRule::OneFOneB and `transfers` finds a
@@ -122,12 +123,12 @@ double oneFOneBSpanPeriod(const StageModel &model, const CutPartition &partition
 /// it). Without `minMaxFits`, it is the memory-blind DP's (memory allows no
 /// partition under 1F1B's position rule, but one may fit with the fewer copies its
 /// spans need): a lower bound only, never returned. With PortSlots, whether a
-/// partition fits is not monotone in T, and the bisection may stop above a T at
-/// which one does.
+/// partition fits is not monotone in T: the bisection may stop above a T at which
+/// one does, and nothing found at the incumbent's bound does not prove that nothing
+/// fits below it.
 std::optional<CutPartition> oneFOneBMinPeriod(const StageModel &model, int maxStages,
                                               const CutPartition &minMax, double upperBoundMs,
-                                              bool minMaxFits = true,
-                                              TransferModel transfers = TransferModel::PortSlots);
+                                              bool minMaxFits, TransferModel transfers);
 
 /// True when no transfer takes time (infinite bandwidth, no latency on both link
 /// classes): the min-max DPs are then exact for 1F1B.

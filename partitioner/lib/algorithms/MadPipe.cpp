@@ -91,10 +91,23 @@ public:
     // period: the objective the plans were ranked by against their planned periods).
     const bool asPlanned = context.options.objective != Objective::Period ||
                            best <= output.predictedPeriodMs * (1 + kAsPlanned);
-    for (size_t i = 0; i < plans.size() && !asPlanned; ++i)
-      if (i != chosen && values[i] < kInfinity && values[i] <= best * (1 + kAlternativeSlack))
+    static const char *const kModels[] = {"span DP with port slots", "span DP with delays",
+                                          "min-max DP"};
+    auto same = [](const Allocation &a, const Allocation &b) {
+      return a.stageOfLayer == b.stageOfLayer && a.gpuOfStage == b.gpuOfStage &&
+             a.inFlightLimit == b.inFlightLimit && a.recompute == b.recompute;
+    };
+    for (size_t i = 0; i < plans.size() && !asPlanned; ++i) {
+      if (i == chosen || !(values[i] < kInfinity) || values[i] > best * (1 + kAlternativeSlack))
+        continue;
+      // The same plan again (two models often agree) would only repeat the moves.
+      bool repeated = same(*plans[i].allocation, *output.allocation);
+      for (const AlternativePlan &offered : output.alternatives)
+        repeated |= same(*plans[i].allocation, offered.allocation);
+      if (!repeated)
         output.alternatives.push_back(
-            {*plans[i].allocation, plans[i].predictedPeriodMs, plans[i].notes});
+            {*plans[i].allocation, plans[i].predictedPeriodMs, plans[i].notes, kModels[i]});
+    }
     return output;
   }
 
@@ -130,7 +143,7 @@ private:
     partition.periodMs = output.predictedPeriodMs;
     if (partition.cuts.size() != partition.gpus.size() + 1)
       return kInfinity; // not one run of positions per stage
-    return oneFOneBSpanPeriod(model, partition);
+    return oneFOneBSpanPeriod(model, partition, TransferModel::PortSlots);
   }
 };
 
