@@ -629,12 +629,11 @@ double oneFOneBSpanPeriod(const StageModel &model, const CutPartition &partition
     // A partition a DP found at T may fit at a smaller one, down to its stages'
     // own bottleneck (below which none fits).
     double floor = 0;
-    for (size_t i = 0; i < partition.gpus.size(); ++i) {
-      const StageTerms stage = model.timeTerms(partition.cuts[i], partition.cuts[i + 1]);
-      const int gpu = partition.gpus[i];
-      const bool recompute = i < partition.recompute.size() && partition.recompute[i];
-      floor = std::max({floor, model.computeMs(stage, gpu, recompute), model.commMs(stage, gpu)});
-    }
+    for (size_t i = 0; i < partition.gpus.size(); ++i)
+      floor = std::max(floor, model.periodMs(partition.cuts[i], partition.cuts[i + 1],
+                                             partition.gpus[i],
+                                             i < partition.recompute.size() &&
+                                                 partition.recompute[i]));
     if (!(floor < low))
       return low;
     if (oneFOneBSpansFit(model, partition, floor, transfers))

@@ -527,9 +527,6 @@ PlanningReport planOrThrow(const Problem &input, const PlanOptions &options) {
         other.notes = alternative.notes;
         other.predictedPeriodMs = alternative.predictedPeriodMs;
         other.plannerSeconds = plan.plannerSeconds;
-        other.lowerBoundMs = plan.lowerBoundMs;
-        if (other.periodMs < kInfinity)
-          other.gap = other.periodMs / other.lowerBoundMs - 1;
         BoundaryMoveStats otherStats;
         PlanResult otherImproved = improveByBoundaryMovesOrThrow(
             problem, other, report.bounds, options.objective, &otherStats, options.threads);

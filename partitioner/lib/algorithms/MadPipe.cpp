@@ -47,10 +47,13 @@ public:
     // runtime send it to each consumer stage: where they part (a tensor read by
     // several later stages), the min-max plan can simulate faster, or fit where the
     // span plans do not. Keep the best of the three in simulation.
+    const std::pair<const char *, std::optional<TransferModel>> models[] = {
+        {"span DP with port slots", TransferModel::PortSlots},
+        {"span DP with delays", TransferModel::Delays},
+        {"min-max DP", std::nullopt}};
     std::vector<AlgorithmOutput> plans;
-    plans.push_back(detail::madPipe(problem, context, TransferModel::PortSlots));
-    plans.push_back(detail::madPipe(problem, context, TransferModel::Delays));
-    plans.push_back(detail::madPipe(problem, context, std::nullopt));
+    for (const auto &[label, transfers] : models)
+      plans.push_back(detail::madPipe(problem, context, transfers));
     auto judged = [&](const AlgorithmOutput &output) {
       if (!output.allocation)
         return kInfinity;
@@ -91,8 +94,6 @@ public:
     // period: the objective the plans were ranked by against their planned periods).
     const bool asPlanned = context.options.objective != Objective::Period ||
                            best <= output.predictedPeriodMs * (1 + kAsPlanned);
-    static const char *const kModels[] = {"span DP with port slots", "span DP with delays",
-                                          "min-max DP"};
     auto same = [](const Allocation &a, const Allocation &b) {
       return a.stageOfLayer == b.stageOfLayer && a.gpuOfStage == b.gpuOfStage &&
              a.inFlightLimit == b.inFlightLimit && a.recompute == b.recompute;
@@ -106,7 +107,7 @@ public:
         repeated |= same(*plans[i].allocation, offered.allocation);
       if (!repeated)
         output.alternatives.push_back(
-            {*plans[i].allocation, plans[i].predictedPeriodMs, plans[i].notes, kModels[i]});
+            {*plans[i].allocation, plans[i].predictedPeriodMs, plans[i].notes, models[i].first});
     }
     return output;
   }
