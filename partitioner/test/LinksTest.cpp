@@ -7,6 +7,7 @@
 #include "partitioner/Planner.h"
 #include "partitioner/Algorithm.h"
 #include "partitioner/BoundaryMoves.h"
+#include "partitioner/Bounds.h"
 #include "partitioner/CutLattice.h"
 #include "partitioner/Error.h"
 #include "partitioner/LatticeDp.h"
@@ -453,6 +454,79 @@ TEST(Links, ResNet50On16GpusKeepsTheMovesOfMadPipesMinMaxPlan) {
       << report.best()->notes;
   std::cout << "ResNet-50, 16 GPUs: moves from madpipe's plan end at " << moved.own
             << " ms, from the best of its offers at " << moved.best << "\n";
+}
+
+// `ilp` on links that take time (1F1B, with flush or stashing): its span rows (each
+// stage's work and every later stage's, each boundary's transfer both ways, within
+// min(j + 1, m) periods) bound a chain's simulated period from below, so the loop
+// that simulates each optimum and cuts off those slower than their T ends at the
+// fastest split in simulation. Checked against every contiguous split on every
+// increasing sequence of GPUs (the MIP's placements, empty positions included).
+TEST(Links, IlpEndsAtTheFastestSimulatedSplitOfAChain) {
+  if (!haveMipSolver())
+    GTEST_SKIP() << "built without CBC";
+  std::mt19937 rng(91);
+  int checked = 0, fastest = 0, severalSolves = 0, aboveMinMax = 0, asPlanned = 0;
+  for (int trial = 0, trials = scaledTrials(150); trial < trials; ++trial) {
+    const int layers = 2 + static_cast<int>(rng() % 6);
+    const int gpus = 2 + static_cast<int>(rng() % 3);
+    Problem problem = randomChain(rng, layers, gpus);
+    problem.training.schedule = trial % 4 == 3 ? ScheduleKind::OneFOneBStash : ScheduleKind::OneFOneB;
+    problem.training.microbatches = 1 + static_cast<int>(rng() % (2 * gpus));
+    problem.platform.memoryBytesPerGpu = kInfinity; // the MIP's memory has its own oracle
+    if (trial % 2 == 0)
+      scaleTransfers(problem, 4); // transfers about as long as the layers
+    orThrow(problem.finalize());
+    const std::string name = "trial " + std::to_string(trial);
+    const LowerBounds bounds = computeLowerBounds(problem);
+    // Every split on every increasing sequence of GPUs.
+    double best = kInfinity;
+    for (const auto &sizes : allCompositions(layers, gpus)) {
+      const int k = static_cast<int>(sizes.size());
+      for (unsigned mask = 0; mask < (1u << gpus); ++mask) {
+        if (__builtin_popcount(mask) != k)
+          continue;
+        Allocation allocation = fromSizes(sizes, gpus);
+        for (int g = 0, s = 0; g < gpus; ++g)
+          if (mask & (1u << g))
+            allocation.gpuOfStage[static_cast<size_t>(s++)] = g;
+        auto result = evaluateAllocation(problem, allocation, problem.training.schedule, bounds);
+        ASSERT_TRUE(result.ok()) << name;
+        if ((*result).valid)
+          best = std::min(best, (*result).periodMs);
+      }
+    }
+    PlanOptions options;
+    options.algorithms = {"ilp"};
+    options.ilpTimeLimitSeconds = 60;
+    const AlgorithmContext context{options, bounds};
+    const AlgorithmOutput output = runIlp(problem, context, /*minMaxBound=*/true);
+    ASSERT_TRUE(output.allocation.has_value()) << name << ": " << output.reason;
+    auto result = evaluateAllocation(problem, *output.allocation, problem.training.schedule, bounds);
+    ASSERT_TRUE(result.ok() && (*result).valid) << name << ": " << output.notes;
+    ASSERT_TRUE(output.notes.find("no split left below") != std::string::npos ||
+                output.notes.find("at the bound") != std::string::npos)
+        << name << ": " << output.notes;
+    EXPECT_NEAR((*result).periodMs, best, 1e-6 * best) << name << ": " << output.notes;
+    fastest += std::abs((*result).periodMs - best) <= 1e-6 * best;
+    // The first solve's bound holds for every split (the rows are not too strong).
+    EXPECT_LE(output.provenLowerBoundMs, best * (1 + 1e-6)) << name << ": " << output.notes;
+    ++checked;
+    severalSolves += output.notes.find("after 1 MIP solve:") == std::string::npos &&
+                     output.notes.find("after 0 MIP solves") == std::string::npos;
+    // Without the span rows the first solve's bound is at most the min-max model's
+    // optimum (the same MIP, T capped below the warm start's simulated period).
+    const AlgorithmOutput minMax = runIlp(problem, context, /*minMaxBound=*/true, IlpLinks::MinMax);
+    ASSERT_TRUE(minMax.allocation.has_value()) << name << ": " << minMax.reason;
+    aboveMinMax += output.provenLowerBoundMs > minMax.predictedPeriodMs * (1 + 1e-6);
+    asPlanned += std::abs((*result).periodMs / output.predictedPeriodMs - 1) <= 0.02;
+  }
+  std::cout << "ilp on " << checked << " chains: the fastest split in simulation on " << fastest
+            << "; "
+            << severalSolves << " needed more than one solve; on " << aboveMinMax
+            << " the span rows raised the bound above the min-max model's optimum; planned within 2 % on "
+            << asPlanned << "\n";
+  EXPECT_GT(aboveMinMax, checked / 10);
 }
 
 TEST(Links, LayersThatTakeNoTimePlanAtOnce) {

@@ -106,10 +106,14 @@ std::unique_ptr<Algorithm> makeIlpGeneralAlgorithm();
 /// several speeds, recomputation allowed, or too many downsets for the DP to see
 /// every split.
 double ilpMinMaxBoundMs(const Problem &problem, const AlgorithmContext &context);
+/// What `ilp` plans for under 1F1B on links that take time: the span model (span
+/// rows, each optimum simulated, a loop that cuts off those slower than planned),
+/// or the min-max DPs' model alone (one solve, the tests' oracle of its rows).
+enum class IlpLinks { Spans, MinMax };
 /// `ilp` itself; without `minMaxBound` CBC proves its optimum unaided (the tests'
 /// oracle of the bound).
 AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context,
-                       bool minMaxBound);
+                       bool minMaxBound, IlpLinks links = IlpLinks::Spans);
 
 
 } // namespace partitioner

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -108,6 +109,63 @@ inline void setMipStart(Cbc_Model *model, const std::vector<std::string> &names,
     pointers.push_back(name.c_str());
   Cbc_setMIPStart(model, static_cast<int>(names.size()), pointers.data(), values.data());
 }
+
+/// A MIP gathered row by row and handed to CBC at once: Cbc_addRow copies the
+/// whole matrix as it grows (3.8 s for the rows of `ilp` on DenseNet-121 at 16
+/// GPUs, 430 layers; none of it CBC's search).
+class MipBuilder {
+public:
+  int addColumn(const std::string &name, double lower, double upper, bool integer,
+                double objective) {
+    names_.push_back(name);
+    lower_.push_back(lower);
+    upper_.push_back(upper);
+    integer_.push_back(integer);
+    objective_.push_back(objective);
+    columns_.emplace_back();
+    return static_cast<int>(names_.size()) - 1;
+  }
+  /// sense: 'L' (<=), 'G' (>=) or 'E' (=).
+  void addRow(const std::vector<int> &columns, const std::vector<double> &values, char sense,
+              double rhs) {
+    const int row = static_cast<int>(rowLower_.size());
+    for (size_t i = 0; i < columns.size(); ++i)
+      columns_[static_cast<size_t>(columns[i])].push_back({row, values[i]});
+    rowLower_.push_back(sense == 'L' ? -kUnbounded : rhs);
+    rowUpper_.push_back(sense == 'G' ? kUnbounded : rhs);
+  }
+  int numColumns() const { return static_cast<int>(names_.size()); }
+  /// Loads the columns and rows into an empty `model`.
+  void load(Cbc_Model *model) const {
+    std::vector<CoinBigIndex> start{0};
+    std::vector<int> index;
+    std::vector<double> value;
+    for (const auto &column : columns_) {
+      for (const auto &[row, coefficient] : column) {
+        index.push_back(row);
+        value.push_back(coefficient);
+      }
+      start.push_back(static_cast<CoinBigIndex>(index.size()));
+    }
+    Cbc_loadProblem(model, numColumns(), static_cast<int>(rowLower_.size()), start.data(),
+                    index.data(), value.data(), lower_.data(), upper_.data(), objective_.data(),
+                    rowLower_.data(), rowUpper_.data());
+    for (int c = 0; c < numColumns(); ++c) {
+      if (integer_[static_cast<size_t>(c)])
+        Cbc_setInteger(model, c);
+      if (!names_[static_cast<size_t>(c)].empty())
+        Cbc_setColName(model, c, names_[static_cast<size_t>(c)].c_str());
+    }
+  }
+
+private:
+  static constexpr double kUnbounded = std::numeric_limits<double>::max();
+  std::vector<std::string> names_;
+  std::vector<double> lower_, upper_, objective_;
+  std::vector<bool> integer_;
+  std::vector<std::vector<std::pair<int, double>>> columns_;
+  std::vector<double> rowLower_, rowUpper_;
+};
 
 /// The solution after Cbc_solve, or null when CBC found none (proven optimal
 /// or at least one saved solution counts).

@@ -188,6 +188,12 @@ inline AlgorithmOutput solveOnLattices(
 AlgorithmOutput madPipe(const Problem &problem, const AlgorithmContext &context,
                         std::optional<TransferModel> spans);
 
+/// The 1F1B span model's period (port slots) of a contiguous plan, along a
+/// topological order that keeps its stages together: oneFOneBSpanPeriod from
+/// `fromMs`, the period it was planned at (or a lower bound on it). Infinity when
+/// a stage is not one run of that order.
+double spanPeriodOf(const Problem &problem, const Allocation &allocation, double fromMs);
+
 } // namespace detail
 } // namespace partitioner
 

@@ -5,18 +5,25 @@
 // the schedule's position rule (1F1B: min(stages after + 1, m); GPipe: m), links the
 // same boundary model as the DPs. Reports CBC's proven bound and the remaining gap.
 //
-// Variables (stages j counted from the end, j = 0 is the last; K = min(P, layers)):
+// Variables (stages j counted from the end, j = 0 is the last; K = min(P, layers), or P
+// where GPUs differ and the position j is the GPU P-1-j):
 //   a[l][j] in {0,1}, j = 1..K-1: layer l sits in a stage >= j; x[l][j] = a[l][j] - a[l][j+1]
 //   z[t][j] in [0,1]: tensor t crosses boundary j;  u[j]: boundary j is used;  T >= 0
 // min T  s.t.  a monotone in j and along tensors; z[t][j] >= a[p][j] - a[c][j];
 //   T >= compute(j), T >= link time(j), memory(j) <= M for every stage j.
+// Under 1F1B on links that take time, asked for by name: d[j] >= d[j-1] + compute(j)
+//   + 2 link time(j) (the least span of stage j), d[j] <= (j + 1) T where j + 1 < m,
+//   and a loop that simulates each optimum, cuts off one slower than its T and solves
+//   again below the best simulated period.
 #include "Contiguous.h"
 #include "partitioner/Error.h"
 
 #include "CbcUtil.h"
+#include "partitioner/PlannerImpl.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -32,7 +39,7 @@ public:
       terms_[column] += coefficient;
   }
   double constant = 0;
-  void addTo(Cbc_Model *model, char sense, double rhs) const {
+  void addTo(detail::MipBuilder &mip, char sense, double rhs) const {
     std::vector<int> columns;
     std::vector<double> values;
     for (const auto &[column, value] : terms_)
@@ -40,8 +47,7 @@ public:
         columns.push_back(column);
         values.push_back(value);
       }
-    Cbc_addRow(model, "", static_cast<int>(columns.size()), columns.data(), values.data(), sense,
-               rhs - constant);
+    mip.addRow(columns, values, sense, rhs - constant);
   }
 
 private:
@@ -50,6 +56,8 @@ private:
 
 /// `best` runs the MIP only on small models; larger ones need --algo ilp / all.
 constexpr int kBestBinaryLimit = 500;
+/// The loop on links that take time: at most this many solves (and the time limit).
+constexpr int kIlpRounds = 1000;
 
 class IlpAlgorithm : public Algorithm {
 public:
@@ -102,7 +110,8 @@ double ilpMinMaxBoundMs(const Problem &problem, const AlgorithmContext &context)
   return fast.allocation && fast.everySplit ? fast.predictedPeriodMs : 0;
 }
 
-AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, bool minMaxBound) {
+AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, bool minMaxBound,
+                       IlpLinks links) {
   const detail::Deadline deadline(context.options.ilpTimeLimitSeconds);
   AlgorithmOutput output;
   const ScheduleKind kind = problem.training.schedule;
@@ -113,7 +122,17 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
   const std::vector<int> order = topologicalOrder(problem);
   const int layers = static_cast<int>(order.size());
   const int gpus = problem.platform.gpus;
-  const int K = std::max(1, std::min(gpus, layers));
+  const bool oneLinkClass = problem.platform.gpus <= problem.platform.gpusPerNode ||
+                            (problem.platform.intraNode.bandwidthBytesPerSecond ==
+                                 problem.platform.interNode.bandwidthBytesPerSecond &&
+                             problem.platform.intraNode.latencyMs == problem.platform.interNode.latencyMs);
+  // Where GPUs differ (speeds, or the links between pairs), the stage at position j
+  // from the end runs on GPU P-1-j, where the MIP prices it, and all P positions are
+  // open: a split of few layers may leave out any GPUs (on 2 of 3 GPUs with 2 per
+  // node, the first two share the faster link). Otherwise the stages go to the
+  // first GPUs, and min(P, L) positions hold every split.
+  const bool placed = !problem.platform.speed.empty() || !oneLinkClass;
+  const int K = std::max(1, placed ? gpus : std::min(gpus, layers));
   const bool askedFor = std::find(context.options.algorithms.begin(), context.options.algorithms.end(),
                                   "ilp") != context.options.algorithms.end() ||
                         std::find(context.options.algorithms.begin(), context.options.algorithms.end(),
@@ -124,200 +143,65 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
                     "); ask for it with --algo ilp or all";
     return output;
   }
+  // On links that take time, 1F1B's spans hold the transfers. Asked for, the MIP
+  // gets span rows and a simulation loop (below). Inside best (where a few solves
+  // of up to 500 binaries took 4-27 s on AmoebaNet-36 and XLNet-24) it keeps the
+  // min-max model's single solve, and its plan is planned as madpipe's are, by the
+  // span model along its stages.
+  const bool onSpans = links == IlpLinks::Spans &&
+                       (kind == ScheduleKind::OneFOneB || kind == ScheduleKind::OneFOneBStash) &&
+                       !linksAreFree(problem.platform);
+  const bool spans = onSpans && askedFor;
+  auto plannedOnSpans = [&](AlgorithmOutput &planned) {
+    if (!onSpans || !planned.allocation)
+      return;
+    const double own = detail::spanPeriodOf(problem, *planned.allocation, planned.predictedPeriodMs);
+    if (own == kInfinity)
+      return;
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "; planned by the 1F1B span model (the MIP's T, %.3f ms, is the min-max "
+                  "model's; --algo ilp plans on the spans)",
+                  planned.predictedPeriodMs);
+    planned.notes += text;
+    planned.predictedPeriodMs = own;
+  };
   const AlgorithmOutput warm = minMaxStart(problem, context);
+  // On the spans, the loop's first incumbent is whichever simulates faster of the
+  // min-max plan and madpipe's own (its choice among its span and min-max plans,
+  // without its caps); CBC's MIP start stays the min-max plan, its own model's.
+  std::optional<Allocation> spanStart;
+  if (spans) {
+    AlgorithmOutput madpipe = makeMadPipeAlgorithm()->run(problem, context);
+    if (madpipe.allocation) {
+      spanStart = *madpipe.allocation;
+      spanStart->inFlightLimit.clear(); // the MIP's copies are 1F1B's own
+    }
+  }
   const double bound = minMaxBound ? ilpMinMaxBoundMs(problem, context) : 0;
   // The start reaches the bound: it is optimal, and CBC has nothing to prove. Its
   // value in the DP is its value in the MIP where the DP planned the problem itself
   // (1F1B or GPipe: not another schedule's weight versions) and the MIP places its
   // stages on the same GPUs (all K of them used, or one link class between every pair).
   const bool startIsExact = kind == ScheduleKind::OneFOneB || kind == ScheduleKind::GPipe;
-  const bool oneLinkClass = problem.platform.gpus <= problem.platform.gpusPerNode ||
-                            (problem.platform.intraNode.bandwidthBytesPerSecond ==
-                                 problem.platform.interNode.bandwidthBytesPerSecond &&
-                             problem.platform.intraNode.latencyMs == problem.platform.interNode.latencyMs);
-  if (startIsExact && warm.allocation && bound > 0 && warm.predictedPeriodMs <= bound * (1 + 1e-9) &&
+  if (!spans && startIsExact && warm.allocation && bound > 0 && warm.predictedPeriodMs <= bound * (1 + 1e-9) &&
       (warm.allocation->numStages() == K || oneLinkClass)) {
     output.allocation = *warm.allocation;
     output.predictedPeriodMs = warm.predictedPeriodMs;
     output.provenLowerBoundMs = bound;
     output.notes = "optimal without CBC: its warm start (the min-max DP) reaches the DP's "
                    "optimum over every split with the fastest links";
+    plannedOnSpans(output);
     return output;
   }
   const int m = problem.training.microbatches;
   const double limit = problem.platform.memoryBytesPerGpu;
   const Platform &platform = problem.platform;
   const TrainingSettings &training = problem.training;
-
-  std::unique_ptr<Cbc_Model, void (*)(Cbc_Model *)> owner(Cbc_newModel(), Cbc_deleteModel);
-  Cbc_Model *model = owner.get();
-  Cbc_setLogLevel(model, 0);
-  int columns = 0;
-  auto addColumn = [&](const std::string &name, double upper, bool integer, double objective) {
-    Cbc_addCol(model, name.c_str(), 0.0, upper, objective, integer ? 1 : 0, 0, nullptr, nullptr);
-    return columns++;
-  };
-  const int T = addColumn("T", 1e30, false, 1.0);
-  // a[l][j], j = 1..K-1
-  std::vector<std::vector<int>> a(problem.layers.size(), std::vector<int>(static_cast<size_t>(K) + 1, -1));
-  for (int l = 0; l < layers; ++l)
-    for (int j = 1; j < K; ++j)
-      a[static_cast<size_t>(l)][static_cast<size_t>(j)] =
-          addColumn("a_" + std::to_string(l) + "_" + std::to_string(j), 1.0, true, 0.0);
-  // Expression of a[l][j] as (column or constant).
-  auto addA = [&](LinearRow &row, int l, int j, double coefficient) {
-    if (j <= 0)
-      row.constant += coefficient;
-    else if (j < K)
-      row.add(a[static_cast<size_t>(l)][static_cast<size_t>(j)], coefficient);
-  };
-  auto addX = [&](LinearRow &row, int l, int j, double coefficient) {
-    addA(row, l, j, coefficient);
-    addA(row, l, j + 1, -coefficient);
-  };
   const bool needCuts = training.communicationBuffers ||
                         platform.intraNode.bandwidthBytesPerSecond < kInfinity ||
                         platform.interNode.bandwidthBytesPerSecond < kInfinity ||
                         platform.intraNode.latencyMs > 0 || platform.interNode.latencyMs > 0;
-  std::vector<std::vector<int>> z(problem.tensors.size(), std::vector<int>(static_cast<size_t>(K), -1));
-  std::vector<int> used(static_cast<size_t>(K), -1);
-  if (needCuts)
-    for (int j = 1; j < K; ++j) {
-      used[static_cast<size_t>(j)] = addColumn("u_" + std::to_string(j), 1.0, false, 0.0);
-      for (size_t t = 0; t < problem.tensors.size(); ++t)
-        z[t][static_cast<size_t>(j)] =
-            addColumn("z_" + std::to_string(t) + "_" + std::to_string(j), 1.0, false, 0.0);
-    }
-
-  // Monotone in j, and along every tensor (producer's stage >= consumer's, from the end).
-  for (int l = 0; l < layers; ++l)
-    for (int j = 1; j + 1 < K; ++j) {
-      LinearRow row;
-      addA(row, l, j, 1);
-      addA(row, l, j + 1, -1);
-      row.addTo(model, 'G', 0);
-    }
-  for (size_t t = 0; t < problem.tensors.size(); ++t) {
-    const Tensor &tensor = problem.tensors[t];
-    for (int consumer : tensor.consumers)
-      for (int j = 1; j < K; ++j) {
-        LinearRow row;
-        addA(row, tensor.producer, j, 1);
-        addA(row, consumer, j, -1);
-        row.addTo(model, 'G', 0);
-        if (needCuts) {
-          LinearRow cut;
-          cut.add(z[t][static_cast<size_t>(j)], 1);
-          addA(cut, tensor.producer, j, -1);
-          addA(cut, consumer, j, 1);
-          cut.addTo(model, 'G', 0);
-        }
-      }
-    if (needCuts)
-      for (int j = 1; j < K; ++j) {
-        LinearRow row;
-        row.add(used[static_cast<size_t>(j)], 1);
-        row.add(z[t][static_cast<size_t>(j)], -1);
-        row.addTo(model, 'G', 0);
-      }
-  }
-  // Boundary j lies between stage j (GPU P-1-j) and stage j-1 (GPU P-j).
-  auto addBoundaryTime = [&](LinearRow &row, int j) {
-    if (!needCuts || j < 1 || j >= K)
-      return;
-    const LinkSpec &link = platform.linkBetween(gpus - 1 - j, gpus - j);
-    row.add(used[static_cast<size_t>(j)], link.latencyMs);
-    if (link.bandwidthBytesPerSecond < kInfinity)
-      for (size_t t = 0; t < problem.tensors.size(); ++t)
-        row.add(z[t][static_cast<size_t>(j)], problem.tensors[t].bytes / link.bandwidthBytesPerSecond * 1e3);
-  };
-  for (int j = 0; j < K; ++j) {
-    const int gpu = gpus - 1 - j;
-    LinearRow compute;
-    for (int l = 0; l < layers; ++l)
-      addX(compute, l, j, problem.layers[static_cast<size_t>(l)].workMs() / platform.speedOf(gpu));
-    compute.add(T, -1);
-    compute.addTo(model, 'L', 0);
-    if (needCuts) {
-      LinearRow links;
-      addBoundaryTime(links, j + 1);
-      addBoundaryTime(links, j);
-      links.add(T, -1);
-      links.addTo(model, 'L', 0);
-    }
-    if (limit < kInfinity) {
-      const int copies = positionalInFlight(kind == ScheduleKind::GPipe ? ScheduleKind::GPipe
-                                                                       : ScheduleKind::OneFOneB,
-                                            j + 1, m);
-      const int versions = weightVersions(training, copies);
-      // Scaled to fractions of the limit: byte-sized coefficients upset CBC's
-      // tolerances (it then "proves" non-optimal incumbents).
-      LinearRow memory;
-      for (int l = 0; l < layers; ++l) {
-        const Layer &layer = problem.layers[static_cast<size_t>(l)];
-        addX(memory, l, j,
-             ((training.stateMultiplier + versions - 1) * layer.parameterBytes + copies * layer.savedBytes) /
-                 limit);
-      }
-      if (training.communicationBuffers)
-        for (int boundary : {j, j + 1})
-          if (boundary >= 1 && boundary < K)
-            for (size_t t = 0; t < problem.tensors.size(); ++t)
-              memory.add(z[t][static_cast<size_t>(boundary)],
-                         kBuffersPerCutTensor * problem.tensors[t].bytes / limit);
-      // The stage's workspace w >= workspace(l) x[l][j]: the largest of its layers'.
-      int workspace = -1;
-      for (int l = 0; l < layers; ++l) {
-        const double bytes = problem.layers[static_cast<size_t>(l)].workspaceBytes / limit;
-        if (bytes <= 0)
-          continue;
-        if (workspace < 0)
-          workspace = addColumn("w_" + std::to_string(j), 1e30, false, 0.0);
-        LinearRow atLeast;
-        atLeast.add(workspace, 1);
-        addX(atLeast, l, j, -bytes);
-        atLeast.addTo(model, 'G', 0);
-      }
-      if (workspace >= 0)
-        memory.add(workspace, 1);
-      // held in [0, 1], >= x[l][j] for each of `layers`: stage j holds one of them.
-      auto heldIn = [&](const std::vector<int> &sharers) {
-        const int held = addColumn("", 1.0, false, 0.0);
-        for (int l : sharers) {
-          LinearRow atLeast;
-          atLeast.add(held, 1);
-          addX(atLeast, l, j, -1);
-          atLeast.addTo(model, 'G', 0);
-        }
-        return held;
-      };
-      // A shared saved value: one copy per micro-batch if any keeper is in stage j.
-      for (const SharedSaved &value : problem.sharedSaved)
-        if (value.bytes > 0)
-          memory.add(heldIn(value.layers), copies * value.bytes / limit);
-      // A shared parameter: weight and gradient in each stage holding a reader,
-      // the optimizer state too in the first (the largest j holding one: no
-      // reader sits in a stage >= j + 1).
-      for (const SharedParameter &value : problem.sharedParameters) {
-        if (value.bytes <= 0)
-          continue;
-        const int owner = addColumn("", 1.0, false, 0.0);
-        for (int l : value.layers) {
-          LinearRow first; // owner >= x[l][j] - sum over readers r of a[r][j+1]
-          first.add(owner, 1);
-          addX(first, l, j, -1);
-          for (int other : value.layers)
-            addA(first, other, j + 1, 1);
-          first.addTo(model, 'G', 0);
-        }
-        const double reader = readerStateMultiplier(training);
-        memory.add(heldIn(value.layers), (reader + versions - 1) * value.bytes / limit);
-        memory.add(owner, (training.stateMultiplier - reader) * value.bytes / limit);
-      }
-      memory.addTo(model, 'L', 1.0);
-    }
-  }
-  Cbc_setObjSense(model, 1.0);
   // Every layer lies whole in one stage, on a GPU no faster than the fastest:
   // T is at least its work there, and at least the min-max DP's bound. The LP
   // relaxation spreads layers over stages and misses both. With the largest
@@ -330,61 +214,401 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
     fastest = std::max(fastest, platform.speedOf(g));
   for (const Layer &layer : problem.layers)
     largestLayer = std::max(largestLayer, layer.workMs() / fastest);
-  Cbc_setColLower(model, T, std::max(largestLayer, bound * (1 - 1e-9)));
-  Cbc_setParameter(model, "heuristicsOnOff", "off");
+  const double floorT = std::max(largestLayer, bound * (1 - 1e-9));
 
-  if (warm.allocation && warm.allocation->numStages() <= K) {
-    const Allocation &start = *warm.allocation;
-    const int stages = start.numStages();
-    std::vector<std::string> names;
-    std::vector<double> values;
-    names.push_back("T");
-    values.push_back(warm.predictedPeriodMs);
+  // One solve's MIP, built afresh for each round of the loop below: `cutOff` holds
+  // splits (each layer's stage from the end) some position of which must change,
+  // and T stays at most `belowMs`.
+  struct Mip {
+    std::unique_ptr<Cbc_Model, void (*)(Cbc_Model *)> owner{Cbc_newModel(), Cbc_deleteModel};
+    int T = -1;
+    std::vector<std::vector<int>> a; // a[l][j], j = 1..K-1
+  };
+  auto build = [&](const std::vector<std::vector<int>> &cutOff, double belowMs) {
+    Mip mip;
+    detail::MipBuilder model;
+    auto addColumn = [&](const std::string &name, double upper, bool integer, double objective) {
+      return model.addColumn(name, 0.0, upper, integer, objective);
+    };
+    const int T = mip.T = addColumn("T", belowMs, false, 1.0);
+    std::vector<std::vector<int>> &a = mip.a;
+    a.assign(problem.layers.size(), std::vector<int>(static_cast<size_t>(K) + 1, -1));
     for (int l = 0; l < layers; ++l)
+      for (int j = 1; j < K; ++j)
+        a[static_cast<size_t>(l)][static_cast<size_t>(j)] =
+            addColumn("a_" + std::to_string(l) + "_" + std::to_string(j), 1.0, true, 0.0);
+    // Expression of a[l][j] as (column or constant).
+    auto addA = [&](LinearRow &row, int l, int j, double coefficient) {
+      if (j <= 0)
+        row.constant += coefficient;
+      else if (j < K)
+        row.add(a[static_cast<size_t>(l)][static_cast<size_t>(j)], coefficient);
+    };
+    auto addX = [&](LinearRow &row, int l, int j, double coefficient) {
+      addA(row, l, j, coefficient);
+      addA(row, l, j + 1, -coefficient);
+    };
+    std::vector<std::vector<int>> z(problem.tensors.size(), std::vector<int>(static_cast<size_t>(K), -1));
+    std::vector<int> used(static_cast<size_t>(K), -1);
+    if (needCuts)
       for (int j = 1; j < K; ++j) {
-        names.push_back("a_" + std::to_string(l) + "_" + std::to_string(j));
-        values.push_back(stages - 1 - start.stageOfLayer[static_cast<size_t>(l)] >= j ? 1.0 : 0.0);
+        used[static_cast<size_t>(j)] = addColumn("u_" + std::to_string(j), 1.0, false, 0.0);
+        for (size_t t = 0; t < problem.tensors.size(); ++t)
+          z[t][static_cast<size_t>(j)] =
+              addColumn("z_" + std::to_string(t) + "_" + std::to_string(j), 1.0, false, 0.0);
       }
-    detail::setMipStart(model, names, values);
+
+    // Monotone in j, and along every tensor (producer's stage >= consumer's, from the end).
+    for (int l = 0; l < layers; ++l)
+      for (int j = 1; j + 1 < K; ++j) {
+        LinearRow row;
+        addA(row, l, j, 1);
+        addA(row, l, j + 1, -1);
+        row.addTo(model, 'G', 0);
+      }
+    for (size_t t = 0; t < problem.tensors.size(); ++t) {
+      const Tensor &tensor = problem.tensors[t];
+      for (int consumer : tensor.consumers)
+        for (int j = 1; j < K; ++j) {
+          LinearRow row;
+          addA(row, tensor.producer, j, 1);
+          addA(row, consumer, j, -1);
+          row.addTo(model, 'G', 0);
+          if (needCuts) {
+            LinearRow cut;
+            cut.add(z[t][static_cast<size_t>(j)], 1);
+            addA(cut, tensor.producer, j, -1);
+            addA(cut, consumer, j, 1);
+            cut.addTo(model, 'G', 0);
+          }
+        }
+      if (needCuts)
+        for (int j = 1; j < K; ++j) {
+          LinearRow row;
+          row.add(used[static_cast<size_t>(j)], 1);
+          row.add(z[t][static_cast<size_t>(j)], -1);
+          row.addTo(model, 'G', 0);
+        }
+    }
+    // Boundary j lies between stage j (GPU P-1-j) and stage j-1 (GPU P-j).
+    auto addBoundaryTime = [&](LinearRow &row, int j, double times) {
+      if (!needCuts || j < 1 || j >= K)
+        return;
+      const LinkSpec &link = platform.linkBetween(gpus - 1 - j, gpus - j);
+      row.add(used[static_cast<size_t>(j)], times * link.latencyMs);
+      if (link.bandwidthBytesPerSecond < kInfinity)
+        for (size_t t = 0; t < problem.tensors.size(); ++t)
+          row.add(z[t][static_cast<size_t>(j)],
+                  times * problem.tensors[t].bytes / link.bandwidthBytesPerSecond * 1e3);
+    };
+    auto addCompute = [&](LinearRow &row, int j) {
+      for (int l = 0; l < layers; ++l)
+        addX(row, l, j, problem.layers[static_cast<size_t>(l)].workMs() / platform.speedOf(gpus - 1 - j));
+    };
+    std::vector<int> downstream(static_cast<size_t>(K), -1);
+    for (int j = 0; j < K; ++j) {
+      LinearRow compute;
+      addCompute(compute, j);
+      compute.add(T, -1);
+      compute.addTo(model, 'L', 0);
+      if (needCuts) {
+        LinearRow links;
+        addBoundaryTime(links, j + 1, 1);
+        addBoundaryTime(links, j, 1);
+        links.add(T, -1);
+        links.addTo(model, 'L', 0);
+      }
+      // The span of stage j (from the forward of a micro-batch to its backward):
+      // at least its own work and every later stage's, and each boundary's transfer
+      // both ways, down[j] >= down[j-1] + compute(j) + 2 transfer(j); held in its
+      // min(j + 1, m) copies, at most (j + 1) T.
+      if (spans) {
+        downstream[static_cast<size_t>(j)] = addColumn("d_" + std::to_string(j), 1e30, false, 0.0);
+        LinearRow sum; // compute(j) + 2 transfer(j) + down[j-1] - down[j] <= 0
+        addCompute(sum, j);
+        if (j >= 1) {
+          addBoundaryTime(sum, j, 2);
+          sum.add(downstream[static_cast<size_t>(j - 1)], 1);
+        }
+        sum.add(downstream[static_cast<size_t>(j)], -1);
+        sum.addTo(model, 'L', 0);
+        if (j >= 1 && j + 1 < m) {
+          LinearRow span;
+          span.add(downstream[static_cast<size_t>(j)], 1);
+          span.add(T, -(j + 1));
+          span.addTo(model, 'L', 0);
+        }
+      }
+      if (limit < kInfinity) {
+        const int copies = positionalInFlight(kind == ScheduleKind::GPipe ? ScheduleKind::GPipe
+                                                                         : ScheduleKind::OneFOneB,
+                                              j + 1, m);
+        const int versions = weightVersions(training, copies);
+        // Scaled to fractions of the limit: byte-sized coefficients upset CBC's
+        // tolerances (it then "proves" non-optimal incumbents).
+        LinearRow memory;
+        for (int l = 0; l < layers; ++l) {
+          const Layer &layer = problem.layers[static_cast<size_t>(l)];
+          addX(memory, l, j,
+               ((training.stateMultiplier + versions - 1) * layer.parameterBytes + copies * layer.savedBytes) /
+                   limit);
+        }
+        if (training.communicationBuffers)
+          for (int boundary : {j, j + 1})
+            if (boundary >= 1 && boundary < K)
+              for (size_t t = 0; t < problem.tensors.size(); ++t)
+                memory.add(z[t][static_cast<size_t>(boundary)],
+                           kBuffersPerCutTensor * problem.tensors[t].bytes / limit);
+        // The stage's workspace w >= workspace(l) x[l][j]: the largest of its layers'.
+        int workspace = -1;
+        for (int l = 0; l < layers; ++l) {
+          const double bytes = problem.layers[static_cast<size_t>(l)].workspaceBytes / limit;
+          if (bytes <= 0)
+            continue;
+          if (workspace < 0)
+            workspace = addColumn("w_" + std::to_string(j), 1e30, false, 0.0);
+          LinearRow atLeast;
+          atLeast.add(workspace, 1);
+          addX(atLeast, l, j, -bytes);
+          atLeast.addTo(model, 'G', 0);
+        }
+        if (workspace >= 0)
+          memory.add(workspace, 1);
+        // held in [0, 1], >= x[l][j] for each of `layers`: stage j holds one of them.
+        auto heldIn = [&](const std::vector<int> &sharers) {
+          const int held = addColumn("", 1.0, false, 0.0);
+          for (int l : sharers) {
+            LinearRow atLeast;
+            atLeast.add(held, 1);
+            addX(atLeast, l, j, -1);
+            atLeast.addTo(model, 'G', 0);
+          }
+          return held;
+        };
+        // A shared saved value: one copy per micro-batch if any keeper is in stage j.
+        for (const SharedSaved &value : problem.sharedSaved)
+          if (value.bytes > 0)
+            memory.add(heldIn(value.layers), copies * value.bytes / limit);
+        // A shared parameter: weight and gradient in each stage holding a reader,
+        // the optimizer state too in the first (the largest j holding one: no
+        // reader sits in a stage >= j + 1).
+        for (const SharedParameter &value : problem.sharedParameters) {
+          if (value.bytes <= 0)
+            continue;
+          const int owner = addColumn("", 1.0, false, 0.0);
+          for (int l : value.layers) {
+            LinearRow first; // owner >= x[l][j] - sum over readers r of a[r][j+1]
+            first.add(owner, 1);
+            addX(first, l, j, -1);
+            for (int other : value.layers)
+              addA(first, other, j + 1, 1);
+            first.addTo(model, 'G', 0);
+          }
+          const double reader = readerStateMultiplier(training);
+          memory.add(heldIn(value.layers), (reader + versions - 1) * value.bytes / limit);
+          memory.add(owner, (training.stateMultiplier - reader) * value.bytes / limit);
+        }
+        memory.addTo(model, 'L', 1.0);
+      }
+    }
+    // A split cut off: some a[l][j] differs from its value there.
+    for (const std::vector<int> &fromEnd : cutOff) {
+      LinearRow row;
+      int ones = 0;
+      for (int l = 0; l < layers; ++l)
+        for (int j = 1; j < K; ++j) {
+          const bool one = fromEnd[static_cast<size_t>(l)] >= j;
+          addA(row, l, j, one ? 1 : -1);
+          ones += one;
+        }
+      row.addTo(model, 'L', ones - 1);
+    }
+    Cbc_Model *cbc = mip.owner.get();
+    Cbc_setLogLevel(cbc, 0);
+    model.load(cbc);
+    Cbc_setObjSense(cbc, 1.0);
+    Cbc_setColLower(cbc, T, std::min(floorT, belowMs));
+    Cbc_setParameter(cbc, "heuristicsOnOff", "off");
+
+    if (warm.allocation && warm.allocation->numStages() <= K) {
+      const Allocation &start = *warm.allocation;
+      const int stages = start.numStages();
+      std::vector<std::string> names;
+      std::vector<double> values;
+      names.push_back("T");
+      values.push_back(warm.predictedPeriodMs);
+      for (int l = 0; l < layers; ++l)
+        for (int j = 1; j < K; ++j) {
+          names.push_back("a_" + std::to_string(l) + "_" + std::to_string(j));
+          values.push_back(stages - 1 - start.stageOfLayer[static_cast<size_t>(l)] >= j ? 1.0 : 0.0);
+        }
+      detail::setMipStart(cbc, names, values);
+    }
+    return mip;
+  };
+  // Stage from the end = number of a[l][j] set; renumber used stages from the front.
+  auto splitOf = [&](const Mip &mip, const double *solution) {
+    std::vector<int> fromEnd(problem.layers.size(), 0);
+    for (int l = 0; l < layers; ++l)
+      for (int j = 1; j < K; ++j)
+        if (solution[mip.a[static_cast<size_t>(l)][static_cast<size_t>(j)]] > 0.5)
+          fromEnd[static_cast<size_t>(l)] = j;
+    return fromEnd;
+  };
+  auto allocationOf = [&](const std::vector<int> &fromEnd) {
+    std::vector<int> usedStages(fromEnd.begin(), fromEnd.end());
+    std::sort(usedStages.begin(), usedStages.end(), std::greater<int>());
+    usedStages.erase(std::unique(usedStages.begin(), usedStages.end()), usedStages.end());
+    Allocation allocation;
+    allocation.stageOfLayer.assign(problem.layers.size(), 0);
+    for (size_t l = 0; l < problem.layers.size(); ++l)
+      allocation.stageOfLayer[l] = static_cast<int>(
+          std::find(usedStages.begin(), usedStages.end(), fromEnd[l]) - usedStages.begin());
+    for (size_t s = 0; s < usedStages.size(); ++s)
+      allocation.gpuOfStage.push_back(placed ? gpus - 1 - usedStages[s] : static_cast<int>(s));
+    return allocation;
+  };
+  auto infeasible = [&] {
+    return "ilp: proven infeasible" + detail::withoutRecomputation(problem) +
+           ": no DAG-convex split into at most " + std::to_string(K) + " stages fits " +
+           formatBytes(limit, problem.platform.byteUnits) + " per GPU";
+  };
+
+  if (!spans) {
+    // One solve: the MIP's model is the min-max DPs' own.
+    Mip mip = build({}, 1e30);
+    Cbc_Model *model = mip.owner.get();
+    detail::solve(model, deadline);
+    if (Cbc_isProvenInfeasible(model)) {
+      output.reason = infeasible();
+      return output;
+    }
+    const double *solution = detail::solutionOf(model);
+    if (!solution) {
+      output.reason = "ilp: no solution within the " +
+                      std::to_string(context.options.ilpTimeLimitSeconds) + " s time limit";
+      return output;
+    }
+    output.allocation = allocationOf(splitOf(mip, solution));
+    output.predictedPeriodMs = Cbc_getObjValue(model);
+    std::ostringstream notes;
+    notes << detail::cbcOutcome(model, output.predictedPeriodMs, Cbc_getBestPossibleObjValue(model),
+                                output.provenLowerBoundMs)
+          << " (" << Cbc_getNumCols(model) << " columns)";
+    if (problem.training.recompute != RecomputePolicy::None) {
+      notes << detail::withoutRecomputation(problem);
+      output.provenLowerBoundMs = 0; // a bound without recomputation, not with it
+    }
+    output.notes = notes.str();
+    plannedOnSpans(output);
+    return output;
   }
 
-  detail::solve(model, deadline);
-  if (Cbc_isProvenInfeasible(model)) {
-    output.reason = "ilp: proven infeasible" + detail::withoutRecomputation(problem) +
-                    ": no DAG-convex split into at most " + std::to_string(K) +
-                    " stages fits " +
-                    formatBytes(limit, problem.platform.byteUnits) + " per GPU";
+  // 1F1B on links that take time: the span rows above are what the spans need at
+  // least (their work and transfers, no waiting), so the MIP's T is a lower bound
+  // on a split's span-model period, and on a chain on its simulated one. The loop
+  // simulates each optimum; one slower than its T is cut off and the MIP solved
+  // again below the best simulated period, until nothing is left below it (the
+  // incumbent is then the fastest split in simulation on a chain), the time
+  // limit, or kIlpRounds rounds.
+  auto simulated = [&](const Allocation &allocation) {
+    try {
+      const PlanResult result = evaluateUnderPolicyOrThrow(problem, allocation, kind, context.bounds);
+      if (result.valid)
+        return result.periodMs;
+    } catch (const Error &) {
+      // a split the schedule cannot run: cut off like one that does not fit
+    }
+    return kInfinity;
+  };
+  std::optional<Allocation> incumbent;
+  double incumbentMs = kInfinity, incumbentT = 0;
+  for (const std::optional<Allocation> &start : {warm.allocation, spanStart})
+    if (start && start->numStages() <= K) {
+      const double period = simulated(*start);
+      if (period < incumbentMs) {
+        incumbent = *start;
+        incumbentMs = period;
+        incumbentT = warm.predictedPeriodMs; // a lower bound on either's span period
+      }
+    }
+  std::vector<std::vector<int>> cutOff;
+  double firstBound = 0;
+  std::string outcome;
+  int rounds = 0;
+  for (;;) {
+    const double below = incumbent ? incumbentMs * (1 - 1e-9) : 1e30;
+    if (below <= floorT) {
+      outcome = "optimal in simulation (at the bound)";
+      if (rounds == 0)
+        firstBound = incumbentMs;
+      break;
+    }
+    Mip mip = build(cutOff, below);
+    Cbc_Model *model = mip.owner.get();
+    ++rounds;
+    detail::solve(model, deadline);
+    if (Cbc_isProvenInfeasible(model)) {
+      if (rounds == 1)
+        firstBound = incumbentMs;
+      if (incumbent) {
+        outcome = "no split left below the simulated period";
+        break;
+      }
+      output.reason = infeasible();
+      return output;
+    }
+    const double *solution = detail::solutionOf(model);
+    const bool proven = Cbc_isProvenOptimal(model);
+    if (rounds == 1)
+      firstBound = std::min(below, proven && solution ? solution[mip.T]
+                                                      : Cbc_getBestPossibleObjValue(model));
+    if (!solution) {
+      outcome = "CBC stopped by its limit";
+      break;
+    }
+    std::vector<int> fromEnd = splitOf(mip, solution);
+    const Allocation allocation = allocationOf(fromEnd);
+    const double period = simulated(allocation);
+    const double modelT = solution[mip.T];
+    if (period < incumbentMs) {
+      incumbent = allocation;
+      incumbentMs = period;
+      incumbentT = modelT;
+    }
+    if (!proven) {
+      outcome = "CBC stopped by its limit";
+      break;
+    }
+    if (incumbent && incumbentMs <= modelT * (1 + 1e-9)) {
+      outcome = "no split left below the simulated period";
+      break;
+    }
+    cutOff.push_back(std::move(fromEnd));
+    if (rounds >= kIlpRounds || deadline.remainingSeconds() <= 0) {
+      outcome = "stopped after " + std::to_string(rounds) + " rounds";
+      break;
+    }
+  }
+  if (!incumbent) {
+    output.reason = "ilp: no split that runs within the " +
+                    std::to_string(context.options.ilpTimeLimitSeconds) + " s time limit (" +
+                    outcome + ")";
     return output;
   }
-  const double *solution = detail::solutionOf(model);
-  if (!solution) {
-    output.reason = "ilp: no solution within the " + std::to_string(context.options.ilpTimeLimitSeconds) +
-                    " s time limit";
-    return output;
-  }
-  // Stage from the end = number of a[l][j] set; renumber used stages from the front.
-  std::vector<int> fromEnd(problem.layers.size(), 0);
-  for (int l = 0; l < layers; ++l)
-    for (int j = 1; j < K; ++j)
-      if (solution[a[static_cast<size_t>(l)][static_cast<size_t>(j)]] > 0.5)
-        fromEnd[static_cast<size_t>(l)] = j;
-  std::vector<int> usedStages(fromEnd.begin(), fromEnd.end());
-  std::sort(usedStages.begin(), usedStages.end(), std::greater<int>());
-  usedStages.erase(std::unique(usedStages.begin(), usedStages.end()), usedStages.end());
-  Allocation allocation;
-  allocation.stageOfLayer.assign(problem.layers.size(), 0);
-  for (size_t l = 0; l < problem.layers.size(); ++l)
-    allocation.stageOfLayer[l] = static_cast<int>(
-        std::find(usedStages.begin(), usedStages.end(), fromEnd[l]) - usedStages.begin());
-  for (size_t s = 0; s < usedStages.size(); ++s)
-    allocation.gpuOfStage.push_back(platform.speed.empty() ? static_cast<int>(s)
-                                                           : gpus - 1 - usedStages[s]);
-  output.allocation = allocation;
-  output.predictedPeriodMs = Cbc_getObjValue(model);
+  output.allocation = *incumbent;
+  // Planned as madpipe plans: the span model with port slots along its stages.
+  const double own = detail::spanPeriodOf(problem, *incumbent, std::max(incumbentT, floorT));
+  output.predictedPeriodMs = own < kInfinity ? own : incumbentT;
+  output.provenLowerBoundMs = std::min(firstBound, incumbentMs);
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "%s after %d MIP solve%s: simulated %.3f ms, bound %.3f ms over every split "
+                "(work and transfers on each span)",
+                outcome.c_str(), rounds, rounds == 1 ? "" : "s", incumbentMs,
+                output.provenLowerBoundMs);
   std::ostringstream notes;
-  notes << detail::cbcOutcome(model, output.predictedPeriodMs, Cbc_getBestPossibleObjValue(model),
-                              output.provenLowerBoundMs)
-        << " (" << columns << " columns)";
+  notes << text;
   if (problem.training.recompute != RecomputePolicy::None) {
     notes << detail::withoutRecomputation(problem);
     output.provenLowerBoundMs = 0; // a bound without recomputation, not with it

@@ -84,7 +84,8 @@ public:
     // which may lie below the T at which the bisection found them.
     for (size_t i = 0; i < plans.size(); ++i)
       if (plans[i].allocation) {
-        const double own = spanPeriodOf(problem, plans[i]);
+        const double own =
+            detail::spanPeriodOf(problem, *plans[i].allocation, plans[i].predictedPeriodMs);
         if (own < kInfinity)
           plans[i].predictedPeriodMs = own;
       }
@@ -120,32 +121,6 @@ private:
   static constexpr double kAlternativeSlack = 0.10;
   /// A plan whose simulated period is within this of its planned one ran as planned.
   static constexpr double kAsPlanned = 0.02;
-
-  /// The 1F1B span model's period (port slots) of a contiguous plan, along a
-  /// topological order that keeps its stages together (oneFOneBSpanPeriod from the
-  /// period it was planned at).
-  static double spanPeriodOf(const Problem &problem, const AlgorithmOutput &output) {
-    const Allocation &allocation = *output.allocation;
-    std::vector<int> order = topologicalOrder(problem);
-    auto stageOf = [&](int layer) { return allocation.stageOfLayer[static_cast<size_t>(layer)]; };
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return stageOf(a) < stageOf(b); });
-    const CutLattice lattice = chainLattice(problem, order);
-    const StageModel model(problem, lattice);
-    CutPartition partition;
-    partition.cuts.push_back(0);
-    for (size_t i = 1; i < order.size(); ++i)
-      if (stageOf(order[i]) != stageOf(order[i - 1]))
-        partition.cuts.push_back(static_cast<int>(i));
-    partition.cuts.push_back(static_cast<int>(order.size()));
-    partition.gpus = allocation.gpuOfStage;
-    partition.inFlight = allocation.inFlightLimit;
-    partition.recompute = allocation.recompute;
-    partition.periodMs = output.predictedPeriodMs;
-    if (partition.cuts.size() != partition.gpus.size() + 1)
-      return kInfinity; // not one run of positions per stage
-    return oneFOneBSpanPeriod(model, partition, TransferModel::PortSlots);
-  }
 };
 
 /// Whether the min-max split of one topological order that ignores memory fits as
@@ -277,6 +252,28 @@ AlgorithmOutput detail::madPipe(const Problem &problem, const AlgorithmContext &
   if (output.allocation && !spans)
     output.allocation->inFlightLimit.clear();
   return output;
+}
+
+double detail::spanPeriodOf(const Problem &problem, const Allocation &allocation, double fromMs) {
+  std::vector<int> order = topologicalOrder(problem);
+  auto stageOf = [&](int layer) { return allocation.stageOfLayer[static_cast<size_t>(layer)]; };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return stageOf(a) < stageOf(b); });
+  const CutLattice lattice = chainLattice(problem, order);
+  const StageModel model(problem, lattice);
+  CutPartition partition;
+  partition.cuts.push_back(0);
+  for (size_t i = 1; i < order.size(); ++i)
+    if (stageOf(order[i]) != stageOf(order[i - 1]))
+      partition.cuts.push_back(static_cast<int>(i));
+  partition.cuts.push_back(static_cast<int>(order.size()));
+  partition.gpus = allocation.gpuOfStage;
+  partition.inFlight = allocation.inFlightLimit;
+  partition.recompute = allocation.recompute;
+  partition.periodMs = fromMs;
+  if (partition.cuts.size() != partition.gpus.size() + 1)
+    return kInfinity; // not one run of positions per stage
+  return oneFOneBSpanPeriod(model, partition, TransferModel::PortSlots);
 }
 
 std::unique_ptr<Algorithm> makeMadPipeAlgorithm() { return std::make_unique<MadPipeAlgorithm>(); }
