@@ -2,6 +2,7 @@
 """Planning with real links: prints a table, asserts nothing.
 
   links.py [--pipe-plan PATH] [--before PATH] [--profiles DIR] [--stages 4,8,16] [--ilp SECONDS]
+           [--schedule 1f1b|periodic|...]
 
 For every profile at 16 GB (GNMT-16: 8 GB), m = 32, 1F1B with flush and the default
 links (25 GB/s inside a node of 8 GPUs, the slower network between nodes), the
@@ -39,6 +40,7 @@ def main():
                         default=os.path.join(os.path.dirname(REPO), "shared", "data", "profiles"))
     parser.add_argument("--stages", default="4,8,16")
     parser.add_argument("--ilp", type=float, help="time limit of an `ilp` run per instance")
+    parser.add_argument("--schedule", default="1f1b", help="pipe-plan's --schedule (1f1b)")
     args = parser.parse_args()
     stages = [int(s) for s in args.stages.split(",")]
     header = (f"{'profile':<26}{'S':>3}{'madpipe planned':>17}{'simulated':>11}{'ratio':>7}"
@@ -51,7 +53,8 @@ def main():
     ratios, gains, ilp_ratios = [], [], []
     for label, path, memory in shared_profiles(args.profiles):
         for s in stages:
-            common = [path, "--stages", str(s), "--microbatches", "32", "--memory", memory]
+            common = [path, "--stages", str(s), "--microbatches", "32", "--memory", memory,
+                      "--schedule", args.schedule]
             plan, wall = run_plan(args.pipe_plan, common)
             mad = tried(plan, "madpipe")
             planned = mad.get("planned_period_ms") if mad else None

@@ -512,7 +512,7 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
 std::optional<CutPartition> periodicMinPeriod(const StageModel &model, int maxStages,
                                               double lowMs,
                                               const std::function<bool()> &outOfTime,
-                                              CopyRule rule) {
+                                              CopyRule rule, TransferModel transfers) {
   const CutLattice &lattice = model.lattice();
   const Problem &problem = model.problem();
   double minSpeed = 1;
@@ -537,7 +537,7 @@ std::optional<CutPartition> periodicMinPeriod(const StageModel &model, int maxSt
   std::optional<CutPartition> best;
   while (!best) {
     t = std::min(t, high);
-    best = periodicPartition(model, maxStages, t, rule);
+    best = periodicPartition(model, maxStages, t, rule, transfers);
     if (best) {
       high = t;
       break;
@@ -552,7 +552,7 @@ std::optional<CutPartition> periodicMinPeriod(const StageModel &model, int maxSt
   for (int iteration = 0; iteration < 60 && high - low > 1e-7 * high && !outOfTime();
        ++iteration) {
     double mid = 0.5 * (low + high);
-    auto attempt = periodicPartition(model, maxStages, mid, rule);
+    auto attempt = periodicPartition(model, maxStages, mid, rule, transfers);
     if (attempt) {
       high = mid;
       best = attempt;

@@ -97,11 +97,12 @@ std::optional<CutPartition> periodicPartition(const StageModel &model, int maxSt
 /// The smallest T (relative precision 1e-7) at which periodicPartition finds a
 /// partition: doubling from `lowMs`, then bisection. When `outOfTime` says so, the
 /// search stops with the best partition found so far (its T is feasible, not
-/// proven minimal), or none if none was found yet.
+/// proven minimal), or none if none was found yet. With PortSlots, whether a
+/// partition fits is not monotone in T: the search returns a T at which one fits.
 std::optional<CutPartition> periodicMinPeriod(
     const StageModel &model, int maxStages, double lowMs,
     const std::function<bool()> &outOfTime = [] { return false; },
-    CopyRule rule = CopyRule::Span);
+    CopyRule rule = CopyRule::Span, TransferModel transfers = TransferModel::Delays);
 
 /// The smallest period (relative precision 1e-7) at which the 1F1B spans of
 /// `partition` fit along its one path (its transfers on the spans, timed by
