@@ -27,6 +27,16 @@ def tried(plan, name):
     return None
 
 
+def planned_and_simulated(item):
+    """(planned period, simulated period of the plan the algorithm returned, before the
+    boundary moves of its result, their ratio) of a `tried` entry, or Nones."""
+    if not item:
+        return None, None, None
+    planned = item.get("planned_period_ms")
+    simulated = item.get("period_before_moves_ms", item["period_ms"])
+    return planned, simulated, (simulated / planned if planned and simulated else None)
+
+
 def fmt(value):
     return f"{value:.2f}" if value is not None else "-"
 
@@ -56,11 +66,7 @@ def main():
             common = [path, "--stages", str(s), "--microbatches", "32", "--memory", memory,
                       "--schedule", args.schedule]
             plan, wall = run_plan(args.pipe_plan, common)
-            mad = tried(plan, "madpipe")
-            planned = mad.get("planned_period_ms") if mad else None
-            # The plan madpipe returned, before the boundary moves of its result.
-            simulated = mad.get("period_before_moves_ms", mad["period_ms"]) if mad else None
-            ratio = simulated / planned if planned and simulated else None
+            planned, simulated, ratio = planned_and_simulated(tried(plan, "madpipe"))
             if ratio:
                 ratios.append(ratio)
             best = plan.get("period_ms")
@@ -78,9 +84,7 @@ def main():
                 run, seconds = run_plan(args.pipe_plan, common + [
                     "--algo", "ilp", "--time-limit", f"{args.ilp:g}", "--no-block-moves"])
                 ilp = tried(run, "ilp")
-                planned = ilp.get("planned_period_ms") if ilp else None
-                simulated = ilp.get("period_before_moves_ms", ilp["period_ms"]) if ilp else None
-                ratio = simulated / planned if planned and simulated else None
+                planned, simulated, ratio = planned_and_simulated(ilp)
                 if ratio:
                     ilp_ratios.append(ratio)
                 outcome = (ilp.get("notes", "") if ilp else "no plan").split(":")[0]

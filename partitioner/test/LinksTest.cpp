@@ -467,6 +467,7 @@ TEST(Links, IlpEndsAtTheFastestSimulatedSplitOfAChain) {
     GTEST_SKIP() << "built without CBC";
   std::mt19937 rng(91);
   int checked = 0, fastest = 0, severalSolves = 0, aboveMinMax = 0, asPlanned = 0;
+  int singleValid = 0, singleAsPlanned = 0;
   for (int trial = 0, trials = scaledTrials(150); trial < trials; ++trial) {
     const int layers = 2 + static_cast<int>(rng() % 6);
     const int gpus = 2 + static_cast<int>(rng() % 3);
@@ -505,7 +506,7 @@ TEST(Links, IlpEndsAtTheFastestSimulatedSplitOfAChain) {
     auto result = evaluateAllocation(problem, *output.allocation, problem.training.schedule, bounds);
     ASSERT_TRUE(result.ok() && (*result).valid) << name << ": " << output.notes;
     ASSERT_TRUE(output.notes.find("no split left below") != std::string::npos ||
-                output.notes.find("at the bound") != std::string::npos)
+                output.notes.find("nothing below the bound") != std::string::npos)
         << name << ": " << output.notes;
     EXPECT_NEAR((*result).periodMs, best, 1e-6 * best) << name << ": " << output.notes;
     fastest += std::abs((*result).periodMs - best) <= 1e-6 * best;
@@ -518,15 +519,73 @@ TEST(Links, IlpEndsAtTheFastestSimulatedSplitOfAChain) {
     // optimum (the same MIP, T capped below the warm start's simulated period).
     const AlgorithmOutput minMax = runIlp(problem, context, /*minMaxBound=*/true, IlpLinks::MinMax);
     ASSERT_TRUE(minMax.allocation.has_value()) << name << ": " << minMax.reason;
-    aboveMinMax += output.provenLowerBoundMs > minMax.predictedPeriodMs * (1 + 1e-6);
+    const size_t at = output.notes.find("the first solve's ");
+    ASSERT_NE(at, std::string::npos) << name << ": " << output.notes;
+    const double firstBound = std::stod(output.notes.substr(at + 18));
+    EXPECT_LE(firstBound, best + 5e-4) << name << ": " << output.notes; // printed to 1 us
+    aboveMinMax += firstBound > minMax.predictedPeriodMs + 5e-4;
     asPlanned += std::abs((*result).periodMs / output.predictedPeriodMs - 1) <= 0.02;
+    // Inside best (not named): the min-max model's solve, planned by the span model.
+    PlanOptions inBest;
+    const AlgorithmContext bestContext{inBest, bounds};
+    const AlgorithmOutput single = runIlp(problem, bestContext, /*minMaxBound=*/true);
+    ASSERT_TRUE(single.allocation.has_value()) << name << ": " << single.reason;
+    EXPECT_EQ(single.notes.find("MIP solve"), std::string::npos) << name << ": " << single.notes;
+    auto singleResult = evaluateAllocation(problem, *single.allocation, problem.training.schedule, bounds);
+    ASSERT_TRUE(singleResult.ok()) << name;
+    if ((*singleResult).valid) {
+      EXPECT_GE((*singleResult).periodMs, best * (1 - 1e-6)) << name;
+      singleAsPlanned += std::abs((*singleResult).periodMs / single.predictedPeriodMs - 1) <= 0.02;
+      ++singleValid;
+    }
   }
   std::cout << "ilp on " << checked << " chains: the fastest split in simulation on " << fastest
             << "; "
             << severalSolves << " needed more than one solve; on " << aboveMinMax
-            << " the span rows raised the bound above the min-max model's optimum; planned within 2 % on "
-            << asPlanned << "\n";
-  EXPECT_GT(aboveMinMax, checked / 10);
+            << " the span rows raised the first solve's bound above the min-max model's optimum; planned within 2 % on "
+            << asPlanned << "; inside best, planned within 2 % on " << singleAsPlanned << " of "
+            << singleValid << "\n";
+  // The rates are claims about all 150 chains; a scaled run (the sanitizers) checks
+  // only that every split is the fastest.
+  if (scaledTrials(150) == 150) {
+    EXPECT_GT(aboveMinMax, checked / 10);
+    EXPECT_GT(severalSolves, checked / 10); // the loop, not the first solve, ends most
+    EXPECT_GT(asPlanned, checked * 6 / 10);
+    EXPECT_GT(singleAsPlanned, singleValid * 6 / 10);
+  }
+}
+
+// On DAGs the span rows are no bound on the simulated period (a stage need not wait
+// for every later one; a tensor goes once to each consumer stage): the loop still
+// judges every plan in simulation, returns one that runs, and claims no bound.
+TEST(Links, IlpOnTheSpansOfADagClaimsNoBound) {
+  if (!haveMipSolver())
+    GTEST_SKIP() << "built without CBC";
+  std::mt19937 rng(92);
+  int planned = 0;
+  for (int trial = 0, trials = scaledTrials(30); trial < trials; ++trial) {
+    Problem problem = randomDag(rng, 3 + static_cast<int>(rng() % 5), 2 + static_cast<int>(rng() % 3));
+    problem.training.schedule = ScheduleKind::OneFOneB;
+    problem.training.microbatches = 8;
+    problem.platform.memoryBytesPerGpu = kInfinity;
+    scaleTransfers(problem, 4);
+    orThrow(problem.finalize());
+    if (problem.isChain())
+      continue;
+    const std::string name = "trial " + std::to_string(trial);
+    const LowerBounds bounds = computeLowerBounds(problem);
+    PlanOptions options;
+    options.algorithms = {"ilp"};
+    options.ilpTimeLimitSeconds = 60;
+    const AlgorithmOutput output = runIlp(problem, AlgorithmContext{options, bounds}, true);
+    ASSERT_TRUE(output.allocation.has_value()) << name << ": " << output.reason;
+    auto result = evaluateAllocation(problem, *output.allocation, ScheduleKind::OneFOneB, bounds);
+    ASSERT_TRUE(result.ok() && (*result).valid) << name << ": " << output.notes;
+    EXPECT_EQ(output.provenLowerBoundMs, 0) << name << ": " << output.notes;
+    EXPECT_NE(output.notes.find("on a DAG"), std::string::npos) << name << ": " << output.notes;
+    ++planned;
+  }
+  EXPECT_GT(planned, scaledTrials(30) / 2);
 }
 
 // The periodic schedule counts a stage's copies as ceil(span / T) at the T its DP
@@ -538,7 +597,9 @@ TEST(Links, IlpEndsAtTheFastestSimulatedSplitOfAChain) {
 TEST(Links, PeriodicPlansKeepTheCopiesTheirMemoryWasCheckedWith) {
   std::mt19937 rng(404);
   int found[2] = {0, 0}, valid[2] = {0, 0}, asCounted[2] = {0, 0};
-  for (int trial = 0, trials = scaledTrials(200); trial < trials; ++trial) {
+  // All 200 trials even in a scaled run (they take 50 ms; the claim compares two
+  // counts that agree on the first few dozen).
+  for (int trial = 0; trial < 200; ++trial) {
     const int layers = 2 + static_cast<int>(rng() % 6);
     const int gpus = 2 + static_cast<int>(rng() % 3);
     Problem problem = randomChain(rng, layers, gpus);
@@ -590,7 +651,7 @@ TEST(Links, PeriodicPlansKeepTheCopiesTheirMemoryWasCheckedWith) {
   // and overflows (with delays, 16 of 108).
   EXPECT_GE(valid[1], 0.95 * found[1]);
   EXPECT_GT(valid[1], valid[0]);
-  EXPECT_GT(found[1], scaledTrials(200) / 2);
+  EXPECT_GT(found[1], 100);
 }
 
 TEST(Links, LayersThatTakeNoTimePlanAtOnce) {

@@ -13,8 +13,11 @@
 //   T >= compute(j), T >= link time(j), memory(j) <= M for every stage j.
 // Under 1F1B on links that take time, asked for by name: d[j] >= d[j-1] + compute(j)
 //   + 2 link time(j) (the least span of stage j), d[j] <= (j + 1) T where j + 1 < m,
+//   used positions packed towards the end (o[j] >= x[l][j], o[j] <= sum_l x[l][j-1]),
 //   and a loop that simulates each optimum, cuts off one slower than its T and solves
-//   again below the best simulated period.
+//   again below the best simulated period. On a chain the loop's bound is a bound on
+//   every split its memory rows admit; on a DAG the span rows bound no simulated
+//   period and the loop claims none.
 #include "Contiguous.h"
 #include "partitioner/Error.h"
 
@@ -32,27 +35,7 @@
 namespace partitioner {
 namespace {
 
-class LinearRow {
-public:
-  void add(int column, double coefficient) {
-    if (coefficient != 0)
-      terms_[column] += coefficient;
-  }
-  double constant = 0;
-  void addTo(detail::MipBuilder &mip, char sense, double rhs) const {
-    std::vector<int> columns;
-    std::vector<double> values;
-    for (const auto &[column, value] : terms_)
-      if (value != 0) {
-        columns.push_back(column);
-        values.push_back(value);
-      }
-    mip.addRow(columns, values, sense, rhs - constant);
-  }
-
-private:
-  std::map<int, double> terms_;
-};
+using LinearRow = detail::MipRow;
 
 /// `best` runs the MIP only on small models; larger ones need --algo ilp / all.
 constexpr int kBestBinaryLimit = 500;
@@ -160,8 +143,8 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
       return;
     char text[160];
     std::snprintf(text, sizeof text,
-                  "; planned by the 1F1B span model (the MIP's T, %.3f ms, is the min-max "
-                  "model's; --algo ilp plans on the spans)",
+                  "; planned by the 1F1B span model (%.3f ms is the min-max model's period; "
+                  "--algo ilp plans on the spans)",
                   planned.predictedPeriodMs);
     planned.notes += text;
     planned.predictedPeriodMs = own;
@@ -171,11 +154,13 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
   // min-max plan and madpipe's own (its choice among its span and min-max plans,
   // without its caps); CBC's MIP start stays the min-max plan, its own model's.
   std::optional<Allocation> spanStart;
+  double spanStartT = 0;
   if (spans) {
     AlgorithmOutput madpipe = makeMadPipeAlgorithm()->run(problem, context);
     if (madpipe.allocation) {
       spanStart = *madpipe.allocation;
       spanStart->inFlightLimit.clear(); // the MIP's copies are 1F1B's own
+      spanStartT = madpipe.predictedPeriodMs;
     }
   }
   const double bound = minMaxBound ? ilpMinMaxBoundMs(problem, context) : 0;
@@ -411,6 +396,24 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
         memory.addTo(model, 'L', 1.0);
       }
     }
+    // Where GPUs are alike, a split has one encoding without empty positions
+    // between its stages (the others run the same plan, with weaker span rows):
+    // on the spans, where the loop cuts splits off one encoding at a time, only it.
+    // o[j] >= x[l][j] marks position j used; a used position j needs j - 1 used.
+    if (spans && !placed)
+      for (int j = 1; j < K; ++j) {
+        const int occupied = addColumn("", 1.0, false, 0.0);
+        LinearRow previous;
+        for (int l = 0; l < layers; ++l) {
+          LinearRow atLeast;
+          atLeast.add(occupied, 1);
+          addX(atLeast, l, j, -1);
+          atLeast.addTo(model, 'G', 0);
+          addX(previous, l, j - 1, 1);
+        }
+        previous.add(occupied, -1);
+        previous.addTo(model, 'G', 0);
+      }
     // A split cut off: some a[l][j] differs from its value there.
     for (const std::vector<int> &fromEnd : cutOff) {
       LinearRow row;
@@ -430,7 +433,8 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
     Cbc_setColLower(cbc, T, std::min(floorT, belowMs));
     Cbc_setParameter(cbc, "heuristicsOnOff", "off");
 
-    if (warm.allocation && warm.allocation->numStages() <= K) {
+    // The MIP start once: later rounds have cut it off or lie below it.
+    if (cutOff.empty() && warm.allocation && warm.allocation->numStages() <= K) {
       const Allocation &start = *warm.allocation;
       const int stages = start.numStages();
       std::vector<std::string> names;
@@ -505,12 +509,13 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
   }
 
   // 1F1B on links that take time: the span rows above are what the spans need at
-  // least (their work and transfers, no waiting), so the MIP's T is a lower bound
-  // on a split's span-model period, and on a chain on its simulated one. The loop
-  // simulates each optimum; one slower than its T is cut off and the MIP solved
-  // again below the best simulated period, until nothing is left below it (the
-  // incumbent is then the fastest split in simulation on a chain), the time
-  // limit, or kIlpRounds rounds.
+  // least (their work and transfers, no waiting), so on a chain the MIP's T is a
+  // lower bound on a split's simulated period (tested; on a DAG a stage need not
+  // wait for every later stage, and a tensor is sent once, not once per boundary).
+  // The loop simulates each optimum; one slower than its T is cut off and the MIP
+  // solved again below the best simulated period, until nothing is left below it
+  // (on a chain the incumbent is then the fastest split in simulation of those the
+  // memory rows admit), the time limit, or kIlpRounds rounds.
   auto simulated = [&](const Allocation &allocation) {
     try {
       const PlanResult result = evaluateUnderPolicyOrThrow(problem, allocation, kind, context.bounds);
@@ -521,27 +526,31 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
     }
     return kInfinity;
   };
+  // The incumbent, its simulated period, and the period its own model gave it (the
+  // start to search its span period from).
   std::optional<Allocation> incumbent;
   double incumbentMs = kInfinity, incumbentT = 0;
-  for (const std::optional<Allocation> &start : {warm.allocation, spanStart})
-    if (start && start->numStages() <= K) {
-      const double period = simulated(*start);
-      if (period < incumbentMs) {
-        incumbent = *start;
-        incumbentMs = period;
-        incumbentT = warm.predictedPeriodMs; // a lower bound on either's span period
-      }
+  auto offer = [&](const Allocation &allocation, double period, double modelT) {
+    if (period < incumbentMs) {
+      incumbent = allocation;
+      incumbentMs = period;
+      incumbentT = modelT;
     }
+  };
+  if (warm.allocation && warm.allocation->numStages() <= K)
+    offer(*warm.allocation, simulated(*warm.allocation), warm.predictedPeriodMs);
+  if (spanStart && spanStart->numStages() <= K)
+    offer(*spanStart, simulated(*spanStart), spanStartT);
   std::vector<std::vector<int>> cutOff;
-  double firstBound = 0;
+  double firstBound = floorT; // over every split the memory rows admit (the MIP's T)
+  bool optimal = false;  // nothing left below the incumbent
   std::string outcome;
   int rounds = 0;
   for (;;) {
     const double below = incumbent ? incumbentMs * (1 - 1e-9) : 1e30;
     if (below <= floorT) {
-      outcome = "optimal in simulation (at the bound)";
-      if (rounds == 0)
-        firstBound = incumbentMs;
+      optimal = true;
+      outcome = "nothing below the bound";
       break;
     }
     Mip mip = build(cutOff, below);
@@ -549,43 +558,44 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
     ++rounds;
     detail::solve(model, deadline);
     if (Cbc_isProvenInfeasible(model)) {
-      if (rounds == 1)
-        firstBound = incumbentMs;
       if (incumbent) {
+        optimal = true;
         outcome = "no split left below the simulated period";
         break;
       }
-      output.reason = infeasible();
+      output.reason = cutOff.empty()
+                          ? infeasible()
+                          : "ilp: none of the " + std::to_string(cutOff.size()) +
+                                " splits the MIP admits runs in simulation";
       return output;
     }
     const double *solution = detail::solutionOf(model);
     const bool proven = Cbc_isProvenOptimal(model);
-    if (rounds == 1)
-      firstBound = std::min(below, proven && solution ? solution[mip.T]
-                                                      : Cbc_getBestPossibleObjValue(model));
+    if (rounds == 1) // nothing cut off yet: a bound over every split
+      firstBound = std::max(floorT, std::min(below, proven && solution
+                                                   ? solution[mip.T]
+                                                   : Cbc_getBestPossibleObjValue(model)));
     if (!solution) {
       outcome = "CBC stopped by its limit";
       break;
     }
     std::vector<int> fromEnd = splitOf(mip, solution);
     const Allocation allocation = allocationOf(fromEnd);
-    const double period = simulated(allocation);
     const double modelT = solution[mip.T];
-    if (period < incumbentMs) {
-      incumbent = allocation;
-      incumbentMs = period;
-      incumbentT = modelT;
-    }
+    offer(allocation, simulated(allocation), modelT);
     if (!proven) {
       outcome = "CBC stopped by its limit";
       break;
     }
     if (incumbent && incumbentMs <= modelT * (1 + 1e-9)) {
+      optimal = true;
       outcome = "no split left below the simulated period";
       break;
     }
     cutOff.push_back(std::move(fromEnd));
-    if (rounds >= kIlpRounds || deadline.remainingSeconds() <= 0) {
+    // CBC keeps a tenth of the limit for its clean-up (setTimeLimit).
+    if (rounds >= kIlpRounds ||
+        deadline.remainingSeconds() <= 0.1 * deadline.limitSeconds()) {
       outcome = "stopped after " + std::to_string(rounds) + " rounds";
       break;
     }
@@ -598,17 +608,27 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
   }
   output.allocation = *incumbent;
   // Planned as madpipe plans: the span model with port slots along its stages.
-  const double own = detail::spanPeriodOf(problem, *incumbent, std::max(incumbentT, floorT));
+  const double own = detail::spanPeriodOf(problem, *incumbent, incumbentT);
   output.predictedPeriodMs = own < kInfinity ? own : incumbentT;
-  output.provenLowerBoundMs = std::min(firstBound, incumbentMs);
-  char text[200];
-  std::snprintf(text, sizeof text,
-                "%s after %d MIP solve%s: simulated %.3f ms, bound %.3f ms over every split "
-                "(work and transfers on each span)",
-                outcome.c_str(), rounds, rounds == 1 ? "" : "s", incumbentMs,
-                output.provenLowerBoundMs);
+  // On a chain, T bounds the simulated period: where the loop ended with nothing
+  // below its incumbent, that is the bound. On a DAG no bound is claimed.
+  const bool chain = problem.isChain();
+  output.provenLowerBoundMs =
+      !chain ? 0 : optimal ? incumbentMs : std::min(firstBound, incumbentMs);
+  char text[240];
+  std::snprintf(text, sizeof text, "%s after %d MIP solve%s: simulated %.3f ms, ", outcome.c_str(),
+                rounds, rounds == 1 ? "" : "s", incumbentMs);
   std::ostringstream notes;
   notes << text;
+  if (chain) {
+    std::snprintf(text, sizeof text,
+                  "bound %.3f ms over every split its memory rows admit (1F1B's position "
+                  "rule; the first solve's %.3f ms)",
+                  output.provenLowerBoundMs, std::min(firstBound, incumbentMs));
+    notes << text;
+  } else {
+    notes << "the fastest the loop found (on a DAG the span rows bound no simulated period)";
+  }
   if (problem.training.recompute != RecomputePolicy::None) {
     notes << detail::withoutRecomputation(problem);
     output.provenLowerBoundMs = 0; // a bound without recomputation, not with it

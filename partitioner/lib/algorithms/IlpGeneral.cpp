@@ -63,31 +63,12 @@ struct SimulatedMap {
 /// One round's MIP and the columns the loop reads.
 struct Mip {
   std::unique_ptr<Cbc_Model, void (*)(Cbc_Model *)> owner{Cbc_newModel(), Cbc_deleteModel};
-  int columns = 0, T = 0;
+  int T = 0;
   std::vector<std::vector<int>> x;
   std::vector<int> c;
 };
 
-class Row {
-public:
-  void add(int column, double coefficient) {
-    if (coefficient != 0)
-      terms_[column] += coefficient;
-  }
-  void addTo(Cbc_Model *model, char sense, double rhs) const {
-    std::vector<int> columns;
-    std::vector<double> values;
-    for (const auto &[column, value] : terms_)
-      if (value != 0) {
-        columns.push_back(column);
-        values.push_back(value);
-      }
-    Cbc_addRow(model, "", static_cast<int>(columns.size()), columns.data(), values.data(), sense, rhs);
-  }
-
-private:
-  std::map<int, double> terms_;
-};
+using Row = detail::MipRow;
 
 class IlpGeneralAlgorithm : public Algorithm {
 public:
@@ -172,13 +153,10 @@ public:
     // simulated so far cut off, T below the best simulated period.
     auto build = [&](const std::vector<SimulatedMap> &simulated, double below) {
       Mip mip;
-      Cbc_Model *model = mip.owner.get();
-      Cbc_setLogLevel(model, 0);
-      int &columns = mip.columns;
+      detail::MipBuilder model; // loaded into CBC at once, below
       auto addColumn = [&](double lower, double upper, bool integer, double objective,
                            const std::string &name = "") {
-        Cbc_addCol(model, name.c_str(), lower, upper, objective, integer ? 1 : 0, 0, nullptr, nullptr);
-        return columns++;
+        return model.addColumn(name, lower, upper, integer, objective);
       };
       const int T = mip.T = addColumn(floorT, std::max(floorT, below), false, 1.0, "T");
       std::vector<std::vector<int>> &x = mip.x;
@@ -413,13 +391,25 @@ public:
           monotone.addTo(model, 'G', 0);
         }
       }
-      Cbc_setObjSense(model, 1.0);
+      // A map simulated before is cut off: some position moves. (Its period, or
+      // infinity where it did not run, is not below the best simulated one, and
+      // T stays below that.)
+      for (const SimulatedMap &map : simulated) {
+        Row row;
+        for (int l = 0; l < L; ++l)
+          row.add(X(l, map.gpuOf[static_cast<size_t>(l)]), 1);
+        row.addTo(model, 'L', L - 1);
+      }
+      Cbc_Model *cbc = mip.owner.get();
+      Cbc_setLogLevel(cbc, 0);
+      model.load(cbc);
+      Cbc_setObjSense(cbc, 1.0);
       // Inside best / all: kBestNodes nodes at most (the incumbent and its gap are
       // reported); the time limit stays as a backstop.
       if (!askedFor)
-        Cbc_setMaximumNodes(model, kBestNodes);
-      Cbc_setParameter(model, "cuts", "off"); // faster on these models (measured)
-      Cbc_setAllowableGap(model, 0.5 * eps);
+        Cbc_setMaximumNodes(cbc, kBestNodes);
+      Cbc_setParameter(cbc, "cuts", "off"); // faster on these models (measured)
+      Cbc_setAllowableGap(cbc, 0.5 * eps);
       // The warm start as a map along the order (GPUs relabelled by first use when they
       // are interchangeable). CBC completes the continuous columns, or drops the start
       // when it does not fit this model.
@@ -447,18 +437,9 @@ public:
             }
           }
           if (ok) {
-            detail::setMipStart(model, names, values);
+            detail::setMipStart(cbc, names, values);
           }
         }
-      }
-      // A map simulated before is cut off: some position moves. (Its period, or
-      // infinity where it did not run, is not below the best simulated one, and
-      // T stays below that.)
-      for (const SimulatedMap &map : simulated) {
-        Row row;
-        for (int l = 0; l < L; ++l)
-          row.add(X(l, map.gpuOf[static_cast<size_t>(l)]), 1);
-        row.addTo(model, 'L', L - 1);
       }
       return mip;
     };
