@@ -40,6 +40,24 @@ Allocation fromSizes(const std::vector<int> &sizes, int gpus) {
   return allocation;
 }
 
+/// Every contiguous split of `layers` layers on every increasing sequence of GPUs.
+std::vector<Allocation> everySplitOnIncreasingGpus(int layers, int gpus) {
+  std::vector<Allocation> splits;
+  for (const auto &sizes : allCompositions(layers, gpus)) {
+    const int k = static_cast<int>(sizes.size());
+    for (unsigned mask = 0; mask < (1u << gpus); ++mask) {
+      if (__builtin_popcount(mask) != k)
+        continue;
+      Allocation allocation = fromSizes(sizes, gpus);
+      for (int g = 0, s = 0; g < gpus; ++g)
+        if (mask & (1u << g))
+          allocation.gpuOfStage[static_cast<size_t>(s++)] = g;
+      splits.push_back(std::move(allocation));
+    }
+  }
+  return splits;
+}
+
 /// Multiplies the bytes of every transfer by `factor`: the tensors (finalize() built
 /// them from the layers' output bytes, which are scaled too, for what reads them).
 void scaleTransfers(Problem &problem, double factor) {
@@ -480,22 +498,12 @@ TEST(Links, IlpEndsAtTheFastestSimulatedSplitOfAChain) {
     orThrow(problem.finalize());
     const std::string name = "trial " + std::to_string(trial);
     const LowerBounds bounds = computeLowerBounds(problem);
-    // Every split on every increasing sequence of GPUs.
     double best = kInfinity;
-    for (const auto &sizes : allCompositions(layers, gpus)) {
-      const int k = static_cast<int>(sizes.size());
-      for (unsigned mask = 0; mask < (1u << gpus); ++mask) {
-        if (__builtin_popcount(mask) != k)
-          continue;
-        Allocation allocation = fromSizes(sizes, gpus);
-        for (int g = 0, s = 0; g < gpus; ++g)
-          if (mask & (1u << g))
-            allocation.gpuOfStage[static_cast<size_t>(s++)] = g;
-        auto result = evaluateAllocation(problem, allocation, problem.training.schedule, bounds);
-        ASSERT_TRUE(result.ok()) << name;
-        if ((*result).valid)
-          best = std::min(best, (*result).periodMs);
-      }
+    for (const Allocation &allocation : everySplitOnIncreasingGpus(layers, gpus)) {
+      auto result = evaluateAllocation(problem, allocation, problem.training.schedule, bounds);
+      ASSERT_TRUE(result.ok()) << name;
+      if ((*result).valid)
+        best = std::min(best, (*result).periodMs);
     }
     PlanOptions options;
     options.algorithms = {"ilp"};
@@ -553,6 +561,97 @@ TEST(Links, IlpEndsAtTheFastestSimulatedSplitOfAChain) {
     EXPECT_GT(asPlanned, checked * 6 / 10);
     EXPECT_GT(singleAsPlanned, singleValid * 6 / 10);
   }
+}
+
+// Under a memory limit the span MIP lets each stage keep the copies its span needs
+// (madpipe's caps) rather than 1F1B's min(S - s, m): on random chains whose memory
+// binds, it ends at the fastest split in simulation over every split on every
+// increasing sequence of GPUs, with every cap of each stage's copies and with none,
+// and its bound holds for all of them. (Without the caps in its rows, it misses the
+// fastest split on 7 of these chains and finds no plan on one that has some.)
+TEST(Links, IlpOnTheSpansKeepsTheCopiesItsSpansNeed) {
+  if (!haveMipSolver())
+    GTEST_SKIP() << "built without CBC";
+  std::mt19937 rng(93);
+  int checked = 0, capsWin = 0, infeasible = 0;
+  for (int trial = 0, trials = scaledTrials(120); trial < trials; ++trial) {
+    const int layers = 2 + static_cast<int>(rng() % 4);
+    const int gpus = 2 + static_cast<int>(rng() % 2);
+    Problem problem = randomChain(rng, layers, gpus);
+    problem.training.schedule = ScheduleKind::OneFOneB;
+    problem.training.microbatches = 2 + static_cast<int>(rng() % (2 * gpus));
+    problem.platform.memoryBytesPerGpu = kInfinity;
+    scaleTransfers(problem, 4);
+    orThrow(problem.finalize());
+    const std::string name = "trial " + std::to_string(trial);
+    // Memory between 70 % and 130 % of the least any split needs with 1F1B's copies.
+    {
+      double least = kInfinity;
+      for (const auto &sizes : allCompositions(layers, gpus)) {
+        auto result = evaluateAllocation(problem, fromSizes(sizes, gpus), ScheduleKind::OneFOneB, {});
+        ASSERT_TRUE(result.ok()) << name;
+        double peak = 0;
+        for (const GpuMemory &gpu : (*result).simulation.memory)
+          peak = std::max(peak, gpu.peakBytes);
+        least = std::min(least, peak);
+      }
+      problem.platform.memoryBytesPerGpu = least * std::uniform_real_distribution<double>(0.7, 1.3)(rng);
+      orThrow(problem.finalize());
+    }
+    const LowerBounds bounds = computeLowerBounds(problem);
+    double best = kInfinity, uncapped = kInfinity;
+    for (Allocation allocation : everySplitOnIncreasingGpus(layers, gpus)) {
+      // Every cap vector, 1..min(S - s, m) copies per stage (the last: 1F1B's own).
+      const int k = allocation.numStages();
+      std::vector<int> caps(static_cast<size_t>(k), 1);
+      for (;;) {
+        allocation.inFlightLimit = caps;
+        auto result = evaluateAllocation(problem, allocation, ScheduleKind::OneFOneB, bounds);
+        ASSERT_TRUE(result.ok()) << name;
+        if ((*result).valid)
+          best = std::min(best, (*result).periodMs);
+        int s = 0;
+        while (s < k && ++caps[static_cast<size_t>(s)] > std::min(k - s, problem.training.microbatches))
+          caps[static_cast<size_t>(s++)] = 1;
+        if (s == k)
+          break;
+      }
+      // And without caps (the generated order's own, S - s, may exceed m).
+      allocation.inFlightLimit.clear();
+      auto result = evaluateAllocation(problem, allocation, ScheduleKind::OneFOneB, bounds);
+      ASSERT_TRUE(result.ok()) << name;
+      if ((*result).valid)
+        uncapped = std::min(uncapped, (*result).periodMs);
+    }
+    const bool capsWon = best < uncapped * (1 - 1e-6);
+    best = std::min(best, uncapped);
+    PlanOptions options;
+    options.algorithms = {"ilp"};
+    options.ilpTimeLimitSeconds = 60;
+    const AlgorithmOutput output = runIlp(problem, AlgorithmContext{options, bounds}, true);
+    if (best == kInfinity) {
+      EXPECT_FALSE(output.allocation.has_value()) << name << ": " << output.notes;
+      ++infeasible;
+      continue;
+    }
+    ASSERT_TRUE(output.allocation.has_value()) << name << ": " << output.reason;
+    auto result = evaluateAllocation(problem, *output.allocation, ScheduleKind::OneFOneB, bounds);
+    ASSERT_TRUE(result.ok() && (*result).valid) << name << ": " << output.notes;
+    ASSERT_TRUE(output.notes.find("no split left below") != std::string::npos ||
+                output.notes.find("nothing below the bound") != std::string::npos)
+        << name << ": " << output.notes;
+    EXPECT_NEAR((*result).periodMs, best, 1e-6 * best) << name << ": " << output.notes;
+    EXPECT_LE(output.provenLowerBoundMs, best * (1 + 1e-6)) << name << ": " << output.notes;
+    EXPECT_NE(output.notes.find("with the copies of its spans"), std::string::npos) << name;
+    ++checked;
+    capsWin += capsWon;
+  }
+  std::cout << "ilp on " << checked << " chains under tight memory (" << infeasible
+            << " with no plan): the fastest split on all; a capped split faster than every uncapped one on "
+            << capsWin << "\n";
+  EXPECT_GT(checked, scaledTrials(120) / 3);
+  if (scaledTrials(120) == 120)
+    EXPECT_GT(capsWin, checked / 10);
 }
 
 // On DAGs the span rows are no bound on the simulated period (a stage need not wait

@@ -142,6 +142,8 @@ public:
     rowUpper_.push_back(sense == 'G' ? kUnbounded : rhs);
   }
   int numColumns() const { return static_cast<int>(names_.size()); }
+  double lower(int column) const { return lower_.at(static_cast<size_t>(column)); }
+  double upper(int column) const { return upper_.at(static_cast<size_t>(column)); }
   /// Loads the columns and rows into an empty `model`: the rows first, empty, then
   /// each column with its entries. (Cbc_loadProblem, faster still, left CBC 2.10's
   /// C interface in a state its presolve crashed on for `ilp-general`'s models.)
@@ -185,6 +187,19 @@ public:
       terms_[column] += coefficient;
   }
   double constant = 0;
+  /// Adds `factor` times `other` (its terms and its constant).
+  void add(const MipRow &other, double factor) {
+    for (const auto &[column, coefficient] : other.terms_)
+      add(column, factor * coefficient);
+    constant += factor * other.constant;
+  }
+  /// The row's largest value over the columns' bounds in `mip` (with its constant).
+  double largest(const MipBuilder &mip) const {
+    double value = constant;
+    for (const auto &[column, coefficient] : terms_)
+      value += coefficient * (coefficient > 0 ? mip.upper(column) : mip.lower(column));
+    return value;
+  }
   void addTo(MipBuilder &mip, char sense, double rhs) const {
     std::vector<int> columns;
     std::vector<double> values;

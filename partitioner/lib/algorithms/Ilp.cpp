@@ -135,6 +135,14 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
                        (kind == ScheduleKind::OneFOneB || kind == ScheduleKind::OneFOneBStash) &&
                        !linksAreFree(problem.platform);
   const bool spans = onSpans && askedFor;
+  // On the spans under a memory limit, a stage keeps the copies its span needs, n
+  // with span <= n T, as madpipe's plans do (the generated order holds a plan to
+  // them, its caps), not always 1F1B's min(j + 1, m): y[j][n] picks n, and stage j
+  // fits with n copies. Where the weight versions grow with the copies (stashing)
+  // the memory rows keep 1F1B's counts.
+  const bool capped =
+      spans && problem.platform.memoryBytesPerGpu < kInfinity &&
+      weightVersions(problem.training, 1) == weightVersions(problem.training, problem.training.microbatches);
   auto plannedOnSpans = [&](AlgorithmOutput &planned) {
     if (!onSpans || !planned.allocation)
       return;
@@ -152,18 +160,27 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
   const AlgorithmOutput warm = minMaxStart(problem, context);
   // On the spans, the loop's first incumbent is whichever simulates faster of the
   // min-max plan and madpipe's own (its choice among its span and min-max plans,
-  // without its caps); CBC's MIP start stays the min-max plan, its own model's.
+  // with its caps where the MIP has them too); CBC's MIP start stays the min-max
+  // plan, its own model's.
   std::optional<Allocation> spanStart;
   double spanStartT = 0;
   if (spans) {
     AlgorithmOutput madpipe = makeMadPipeAlgorithm()->run(problem, context);
     if (madpipe.allocation) {
       spanStart = *madpipe.allocation;
-      spanStart->inFlightLimit.clear(); // the MIP's copies are 1F1B's own
+      if (!capped)
+        spanStart->inFlightLimit.clear(); // the MIP's copies are 1F1B's own
       spanStartT = madpipe.predictedPeriodMs;
     }
   }
-  const double bound = minMaxBound ? ilpMinMaxBoundMs(problem, context) : 0;
+  // With caps a stage may keep fewer copies than the min-max DP's position rule
+  // charges: its bound is then taken without the memory limit.
+  Problem unlimited;
+  if (capped) {
+    unlimited = problem;
+    unlimited.platform.memoryBytesPerGpu = kInfinity;
+  }
+  const double bound = minMaxBound ? ilpMinMaxBoundMs(capped ? unlimited : problem, context) : 0;
   // The start reaches the bound: it is optimal, and CBC has nothing to prove. Its
   // value in the DP is its value in the MIP where the DP planned the problem itself
   // (1F1B or GPipe: not another schedule's weight versions) and the MIP places its
@@ -200,6 +217,24 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
   for (const Layer &layer : problem.layers)
     largestLayer = std::max(largestLayer, layer.workMs() / fastest);
   const double floorT = std::max(largestLayer, bound * (1 - 1e-9));
+  // An upper bound on every span: all the work on the slowest GPU and every
+  // boundary's tensors both ways on the slowest link.
+  double spanCap = 0;
+  {
+    double slowest = kInfinity, slowestLink = kInfinity, latency = 0, bytes = 0;
+    for (int g = 0; g < gpus; ++g)
+      slowest = std::min(slowest, platform.speedOf(g));
+    for (const Layer &layer : problem.layers)
+      spanCap += layer.workMs() / slowest;
+    for (const LinkSpec *link : {&platform.intraNode, &platform.interNode}) {
+      slowestLink = std::min(slowestLink, link->bandwidthBytesPerSecond);
+      latency = std::max(latency, link->latencyMs);
+    }
+    for (const Tensor &tensor : problem.tensors)
+      bytes += tensor.bytes;
+    const double boundary = latency + (slowestLink < kInfinity ? bytes / slowestLink * 1e3 : 0);
+    spanCap = (spanCap + 2 * (K - 1) * boundary) * (1 + 1e-6) + 1e-6;
+  }
 
   // One solve's MIP, built afresh for each round of the loop below: `cutOff` holds
   // splits (each layer's stage from the end) some position of which must change,
@@ -208,14 +243,21 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
     std::unique_ptr<Cbc_Model, void (*)(Cbc_Model *)> owner{Cbc_newModel(), Cbc_deleteModel};
     int T = -1;
     std::vector<std::vector<int>> a; // a[l][j], j = 1..K-1
+    std::vector<std::vector<int>> y; // y[j][n - 1]: stage j keeps n copies (capped)
   };
-  auto build = [&](const std::vector<std::vector<int>> &cutOff, double belowMs) {
+  // A split (each layer's stage from the end) and, capped, each position's copies.
+  struct Split {
+    std::vector<int> fromEnd;
+    std::vector<int> copies;
+  };
+  auto build = [&](const std::vector<Split> &cutOff, double belowMs) {
     Mip mip;
     detail::MipBuilder model;
     auto addColumn = [&](const std::string &name, double upper, bool integer, double objective) {
       return model.addColumn(name, 0.0, upper, integer, objective);
     };
     const int T = mip.T = addColumn("T", belowMs, false, 1.0);
+    mip.y.assign(static_cast<size_t>(K), {});
     std::vector<std::vector<int>> &a = mip.a;
     a.assign(problem.layers.size(), std::vector<int>(static_cast<size_t>(K) + 1, -1));
     for (int l = 0; l < layers; ++l)
@@ -308,7 +350,7 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
       // both ways, down[j] >= down[j-1] + compute(j) + 2 transfer(j); held in its
       // min(j + 1, m) copies, at most (j + 1) T.
       if (spans) {
-        downstream[static_cast<size_t>(j)] = addColumn("d_" + std::to_string(j), 1e30, false, 0.0);
+        downstream[static_cast<size_t>(j)] = addColumn("d_" + std::to_string(j), spanCap, false, 0.0);
         LinearRow sum; // compute(j) + 2 transfer(j) + down[j-1] - down[j] <= 0
         addCompute(sum, j);
         if (j >= 1) {
@@ -330,13 +372,13 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
                                               j + 1, m);
         const int versions = weightVersions(training, copies);
         // Scaled to fractions of the limit: byte-sized coefficients upset CBC's
-        // tolerances (it then "proves" non-optimal incumbents).
-        LinearRow memory;
+        // tolerances (it then "proves" non-optimal incumbents). `memory` is what
+        // does not grow with the copies, `perCopy` what each copy holds.
+        LinearRow memory, perCopy;
         for (int l = 0; l < layers; ++l) {
           const Layer &layer = problem.layers[static_cast<size_t>(l)];
-          addX(memory, l, j,
-               ((training.stateMultiplier + versions - 1) * layer.parameterBytes + copies * layer.savedBytes) /
-                   limit);
+          addX(memory, l, j, (training.stateMultiplier + versions - 1) * layer.parameterBytes / limit);
+          addX(perCopy, l, j, layer.savedBytes / limit);
         }
         if (training.communicationBuffers)
           for (int boundary : {j, j + 1})
@@ -345,13 +387,16 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
                 memory.add(z[t][static_cast<size_t>(boundary)],
                            kBuffersPerCutTensor * problem.tensors[t].bytes / limit);
         // The stage's workspace w >= workspace(l) x[l][j]: the largest of its layers'.
+        double largestWorkspace = 0;
+        for (const Layer &layer : problem.layers)
+          largestWorkspace = std::max(largestWorkspace, layer.workspaceBytes / limit);
         int workspace = -1;
         for (int l = 0; l < layers; ++l) {
           const double bytes = problem.layers[static_cast<size_t>(l)].workspaceBytes / limit;
           if (bytes <= 0)
             continue;
           if (workspace < 0)
-            workspace = addColumn("w_" + std::to_string(j), 1e30, false, 0.0);
+            workspace = addColumn("w_" + std::to_string(j), largestWorkspace, false, 0.0);
           LinearRow atLeast;
           atLeast.add(workspace, 1);
           addX(atLeast, l, j, -bytes);
@@ -373,7 +418,7 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
         // A shared saved value: one copy per micro-batch if any keeper is in stage j.
         for (const SharedSaved &value : problem.sharedSaved)
           if (value.bytes > 0)
-            memory.add(heldIn(value.layers), copies * value.bytes / limit);
+            perCopy.add(heldIn(value.layers), value.bytes / limit);
         // A shared parameter: weight and gradient in each stage holding a reader,
         // the optimizer state too in the first (the largest j holding one: no
         // reader sits in a stage >= j + 1).
@@ -393,7 +438,41 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
           memory.add(heldIn(value.layers), (reader + versions - 1) * value.bytes / limit);
           memory.add(owner, (training.stateMultiplier - reader) * value.bytes / limit);
         }
-        memory.addTo(model, 'L', 1.0);
+        if (!capped) {
+          memory.add(perCopy, copies);
+          memory.addTo(model, 'L', 1.0);
+        } else {
+          // fixed >= memory and each >= perCopy; with y[j][n] = 1, fixed + n each
+          // <= 1 and d[j] <= n T (rows that bind only where y[j][n] = 1).
+          const int fixed = addColumn("", std::max(0.0, memory.largest(model)), false, 0.0);
+          const int each = addColumn("", std::max(0.0, perCopy.largest(model)), false, 0.0);
+          memory.add(fixed, -1);
+          memory.addTo(model, 'L', 0);
+          perCopy.add(each, -1);
+          perCopy.addTo(model, 'L', 0);
+          LinearRow one;
+          for (int n = 1; n <= copies; ++n) {
+            const int y = addColumn("y_" + std::to_string(j) + "_" + std::to_string(n), 1.0, true, 0.0);
+            mip.y[static_cast<size_t>(j)].push_back(y);
+            one.add(y, 1);
+            const double over = model.upper(fixed) + n * model.upper(each) - 1;
+            if (over > 0) {
+              LinearRow fits;
+              fits.add(fixed, 1);
+              fits.add(each, n);
+              fits.add(y, over);
+              fits.addTo(model, 'L', 1 + over);
+            }
+            if (n < m) {
+              LinearRow span;
+              span.add(downstream[static_cast<size_t>(j)], 1);
+              span.add(T, -n);
+              span.add(y, spanCap);
+              span.addTo(model, 'L', spanCap);
+            }
+          }
+          one.addTo(model, 'E', 1);
+        }
       }
     }
     // Where GPUs are alike, a split has one encoding without empty positions
@@ -414,15 +493,21 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
         previous.add(occupied, -1);
         previous.addTo(model, 'G', 0);
       }
-    // A split cut off: some a[l][j] differs from its value there.
-    for (const std::vector<int> &fromEnd : cutOff) {
+    // A split cut off: some a[l][j] differs from its value there, or (capped) some
+    // used position keeps other copies.
+    for (const Split &split : cutOff) {
       LinearRow row;
       int ones = 0;
       for (int l = 0; l < layers; ++l)
         for (int j = 1; j < K; ++j) {
-          const bool one = fromEnd[static_cast<size_t>(l)] >= j;
+          const bool one = split.fromEnd[static_cast<size_t>(l)] >= j;
           addA(row, l, j, one ? 1 : -1);
           ones += one;
+        }
+      for (size_t j = 0; j < split.copies.size(); ++j)
+        if (split.copies[j] > 0) {
+          row.add(mip.y[j][static_cast<size_t>(split.copies[j] - 1)], 1);
+          ++ones;
         }
       row.addTo(model, 'L', ones - 1);
     }
@@ -450,16 +535,29 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
     }
     return mip;
   };
-  // Stage from the end = number of a[l][j] set; renumber used stages from the front.
+  // Stage from the end = number of a[l][j] set; capped, the copies of each used
+  // position (0 at the others); renumber used stages from the front.
   auto splitOf = [&](const Mip &mip, const double *solution) {
-    std::vector<int> fromEnd(problem.layers.size(), 0);
+    Split split;
+    std::vector<int> &fromEnd = split.fromEnd;
+    fromEnd.assign(problem.layers.size(), 0);
     for (int l = 0; l < layers; ++l)
       for (int j = 1; j < K; ++j)
         if (solution[mip.a[static_cast<size_t>(l)][static_cast<size_t>(j)]] > 0.5)
           fromEnd[static_cast<size_t>(l)] = j;
-    return fromEnd;
+    if (capped) {
+      split.copies.assign(static_cast<size_t>(K), 0);
+      for (int l = 0; l < layers; ++l) {
+        const size_t j = static_cast<size_t>(fromEnd[static_cast<size_t>(l)]);
+        for (size_t n = 0; n < mip.y[j].size(); ++n)
+          if (solution[mip.y[j][n]] > 0.5)
+            split.copies[j] = static_cast<int>(n) + 1;
+      }
+    }
+    return split;
   };
-  auto allocationOf = [&](const std::vector<int> &fromEnd) {
+  auto allocationOf = [&](const Split &split) {
+    const std::vector<int> &fromEnd = split.fromEnd;
     std::vector<int> usedStages(fromEnd.begin(), fromEnd.end());
     std::sort(usedStages.begin(), usedStages.end(), std::greater<int>());
     usedStages.erase(std::unique(usedStages.begin(), usedStages.end()), usedStages.end());
@@ -468,8 +566,11 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
     for (size_t l = 0; l < problem.layers.size(); ++l)
       allocation.stageOfLayer[l] = static_cast<int>(
           std::find(usedStages.begin(), usedStages.end(), fromEnd[l]) - usedStages.begin());
-    for (size_t s = 0; s < usedStages.size(); ++s)
+    for (size_t s = 0; s < usedStages.size(); ++s) {
       allocation.gpuOfStage.push_back(placed ? gpus - 1 - usedStages[s] : static_cast<int>(s));
+      if (!split.copies.empty())
+        allocation.inFlightLimit.push_back(split.copies[static_cast<size_t>(usedStages[s])]);
+    }
     return allocation;
   };
   auto infeasible = [&] {
@@ -541,7 +642,7 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
     offer(*warm.allocation, simulated(*warm.allocation), warm.predictedPeriodMs);
   if (spanStart && spanStart->numStages() <= K)
     offer(*spanStart, simulated(*spanStart), spanStartT);
-  std::vector<std::vector<int>> cutOff;
+  std::vector<Split> cutOff;
   double firstBound = floorT; // over every split the memory rows admit (the MIP's T)
   bool optimal = false;  // nothing left below the incumbent
   std::string outcome;
@@ -579,8 +680,8 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
       outcome = "CBC stopped by its limit";
       break;
     }
-    std::vector<int> fromEnd = splitOf(mip, solution);
-    const Allocation allocation = allocationOf(fromEnd);
+    Split split = splitOf(mip, solution);
+    const Allocation allocation = allocationOf(split);
     const double modelT = solution[mip.T];
     offer(allocation, simulated(allocation), modelT);
     if (!proven) {
@@ -592,7 +693,7 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
       outcome = "no split left below the simulated period";
       break;
     }
-    cutOff.push_back(std::move(fromEnd));
+    cutOff.push_back(std::move(split));
     // CBC keeps a tenth of the limit for its clean-up (setTimeLimit).
     if (rounds >= kIlpRounds ||
         deadline.remainingSeconds() <= 0.1 * deadline.limitSeconds()) {
@@ -621,10 +722,11 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
   std::ostringstream notes;
   notes << text;
   if (chain) {
-    std::snprintf(text, sizeof text,
-                  "bound %.3f ms over every split its memory rows admit (1F1B's position "
-                  "rule; the first solve's %.3f ms)",
-                  output.provenLowerBoundMs, std::min(firstBound, incumbentMs));
+    std::snprintf(text, sizeof text, "bound %.3f ms over every split its memory rows admit (%s; the first solve's %.3f ms)",
+                  output.provenLowerBoundMs,
+                  capped ? "with the copies of its spans, each held to them"
+                         : "1F1B's position rule",
+                  std::min(firstBound, incumbentMs));
     notes << text;
   } else {
     notes << "the fastest the loop found (on a DAG the span rows bound no simulated period)";
