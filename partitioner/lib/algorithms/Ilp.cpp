@@ -10,10 +10,13 @@
 //   a[l][j] in {0,1}, j = 1..K-1: layer l sits in a stage >= j; x[l][j] = a[l][j] - a[l][j+1]
 //   z[t][j] in [0,1]: tensor t crosses boundary j;  u[j]: boundary j is used;  T >= 0
 // min T  s.t.  a monotone in j and along tensors; z[t][j] >= a[p][j] - a[c][j];
-//   T >= compute(j), T >= link time(j), memory(j) <= M for every stage j.
+//   T >= compute(j), T >= link time(j), memory(j) <= M for every stage j (with the
+//   position rule's copies, or, on the spans, the copies y[j][n] picks; below).
 // Under 1F1B on links that take time, asked for by name: d[j] >= d[j-1] + compute(j)
 //   + 2 link time(j) (the least span of stage j), d[j] <= (j + 1) T where j + 1 < m,
 //   used positions packed towards the end (o[j] >= x[l][j], o[j] <= sum_l x[l][j-1]),
+//   under a memory limit the copies of each position, y[j][n] = 1 for one n in
+//   1..min(j + 1, m), with d[j] <= n T where n < m and memory(j) with n copies <= M,
 //   and a loop that simulates each optimum, cuts off one slower than its T and solves
 //   again below the best simulated period. On a chain the loop's bound is a bound on
 //   every split its memory rows admit; on a DAG the span rows bound no simulated
@@ -566,10 +569,15 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
     for (size_t l = 0; l < problem.layers.size(); ++l)
       allocation.stageOfLayer[l] = static_cast<int>(
           std::find(usedStages.begin(), usedStages.end(), fromEnd[l]) - usedStages.begin());
-    for (size_t s = 0; s < usedStages.size(); ++s) {
-      allocation.gpuOfStage.push_back(placed ? gpus - 1 - usedStages[s] : static_cast<int>(s));
-      if (!split.copies.empty())
-        allocation.inFlightLimit.push_back(split.copies[static_cast<size_t>(usedStages[s])]);
+    // m copies have no span row: the stage keeps what the generated order keeps
+    // (S - s, which may exceed m; a cap of m would slow its pattern).
+    const int stages = static_cast<int>(usedStages.size());
+    for (int s = 0; s < stages; ++s) {
+      allocation.gpuOfStage.push_back(placed ? gpus - 1 - usedStages[static_cast<size_t>(s)] : s);
+      if (!split.copies.empty()) {
+        const int copies = split.copies[static_cast<size_t>(usedStages[static_cast<size_t>(s)])];
+        allocation.inFlightLimit.push_back(copies >= m ? stages - s : copies);
+      }
     }
     return allocation;
   };
