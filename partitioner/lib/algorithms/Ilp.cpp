@@ -38,7 +38,7 @@
 namespace partitioner {
 namespace {
 
-using LinearRow = detail::MipRow;
+using detail::MipRow;
 
 /// `best` runs the MIP only on small models; larger ones need --algo ilp / all.
 constexpr int kBestBinaryLimit = 500;
@@ -65,6 +65,13 @@ Problem withFastestLinks(const Problem &problem) {
   intra.latencyMs = std::min(intra.latencyMs, inter.latencyMs);
   fast.platform.interNode = intra;
   return fast;
+}
+
+/// `problem` without its memory limit.
+Problem withoutMemoryLimit(const Problem &problem) {
+  Problem unlimited = problem;
+  unlimited.platform.memoryBytesPerGpu = kInfinity;
+  return unlimited;
 }
 
 /// The warm start: the memory-aware min-max DP (DAG-aware when the downsets are
@@ -178,12 +185,9 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
   }
   // With caps a stage may keep fewer copies than the min-max DP's position rule
   // charges: its bound is then taken without the memory limit.
-  Problem unlimited;
-  if (capped) {
-    unlimited = problem;
-    unlimited.platform.memoryBytesPerGpu = kInfinity;
-  }
-  const double bound = minMaxBound ? ilpMinMaxBoundMs(capped ? unlimited : problem, context) : 0;
+  const double bound =
+      !minMaxBound ? 0 : capped ? ilpMinMaxBoundMs(withoutMemoryLimit(problem), context)
+                                : ilpMinMaxBoundMs(problem, context);
   // The start reaches the bound: it is optimal, and CBC has nothing to prove. Its
   // value in the DP is its value in the MIP where the DP planned the problem itself
   // (1F1B or GPipe: not another schedule's weight versions) and the MIP places its
@@ -239,6 +243,10 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
     spanCap = (spanCap + 2 * (K - 1) * boundary) * (1 + 1e-6) + 1e-6;
   }
 
+  double largestWorkspace = 0; // a bound on each stage's workspace column
+  for (const Layer &layer : problem.layers)
+    largestWorkspace = std::max(largestWorkspace, layer.workspaceBytes / limit);
+
   // One solve's MIP, built afresh for each round of the loop below: `cutOff` holds
   // splits (each layer's stage from the end) some position of which must change,
   // and T stays at most `belowMs`.
@@ -268,13 +276,13 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
         a[static_cast<size_t>(l)][static_cast<size_t>(j)] =
             addColumn("a_" + std::to_string(l) + "_" + std::to_string(j), 1.0, true, 0.0);
     // Expression of a[l][j] as (column or constant).
-    auto addA = [&](LinearRow &row, int l, int j, double coefficient) {
+    auto addA = [&](MipRow &row, int l, int j, double coefficient) {
       if (j <= 0)
         row.constant += coefficient;
       else if (j < K)
         row.add(a[static_cast<size_t>(l)][static_cast<size_t>(j)], coefficient);
     };
-    auto addX = [&](LinearRow &row, int l, int j, double coefficient) {
+    auto addX = [&](MipRow &row, int l, int j, double coefficient) {
       addA(row, l, j, coefficient);
       addA(row, l, j + 1, -coefficient);
     };
@@ -291,7 +299,7 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
     // Monotone in j, and along every tensor (producer's stage >= consumer's, from the end).
     for (int l = 0; l < layers; ++l)
       for (int j = 1; j + 1 < K; ++j) {
-        LinearRow row;
+        MipRow row;
         addA(row, l, j, 1);
         addA(row, l, j + 1, -1);
         row.addTo(model, 'G', 0);
@@ -300,12 +308,12 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
       const Tensor &tensor = problem.tensors[t];
       for (int consumer : tensor.consumers)
         for (int j = 1; j < K; ++j) {
-          LinearRow row;
+          MipRow row;
           addA(row, tensor.producer, j, 1);
           addA(row, consumer, j, -1);
           row.addTo(model, 'G', 0);
           if (needCuts) {
-            LinearRow cut;
+            MipRow cut;
             cut.add(z[t][static_cast<size_t>(j)], 1);
             addA(cut, tensor.producer, j, -1);
             addA(cut, consumer, j, 1);
@@ -314,14 +322,14 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
         }
       if (needCuts)
         for (int j = 1; j < K; ++j) {
-          LinearRow row;
+          MipRow row;
           row.add(used[static_cast<size_t>(j)], 1);
           row.add(z[t][static_cast<size_t>(j)], -1);
           row.addTo(model, 'G', 0);
         }
     }
     // Boundary j lies between stage j (GPU P-1-j) and stage j-1 (GPU P-j).
-    auto addBoundaryTime = [&](LinearRow &row, int j, double times) {
+    auto addBoundaryTime = [&](MipRow &row, int j, double times) {
       if (!needCuts || j < 1 || j >= K)
         return;
       const LinkSpec &link = platform.linkBetween(gpus - 1 - j, gpus - j);
@@ -331,18 +339,18 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
           row.add(z[t][static_cast<size_t>(j)],
                   times * problem.tensors[t].bytes / link.bandwidthBytesPerSecond * 1e3);
     };
-    auto addCompute = [&](LinearRow &row, int j) {
+    auto addCompute = [&](MipRow &row, int j) {
       for (int l = 0; l < layers; ++l)
         addX(row, l, j, problem.layers[static_cast<size_t>(l)].workMs() / platform.speedOf(gpus - 1 - j));
     };
     std::vector<int> downstream(static_cast<size_t>(K), -1);
     for (int j = 0; j < K; ++j) {
-      LinearRow compute;
+      MipRow compute;
       addCompute(compute, j);
       compute.add(T, -1);
       compute.addTo(model, 'L', 0);
       if (needCuts) {
-        LinearRow links;
+        MipRow links;
         addBoundaryTime(links, j + 1, 1);
         addBoundaryTime(links, j, 1);
         links.add(T, -1);
@@ -354,7 +362,7 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
       // min(j + 1, m) copies, at most (j + 1) T.
       if (spans) {
         downstream[static_cast<size_t>(j)] = addColumn("d_" + std::to_string(j), spanCap, false, 0.0);
-        LinearRow sum; // compute(j) + 2 transfer(j) + down[j-1] - down[j] <= 0
+        MipRow sum; // compute(j) + 2 transfer(j) + down[j-1] - down[j] <= 0
         addCompute(sum, j);
         if (j >= 1) {
           addBoundaryTime(sum, j, 2);
@@ -363,7 +371,7 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
         sum.add(downstream[static_cast<size_t>(j)], -1);
         sum.addTo(model, 'L', 0);
         if (j >= 1 && j + 1 < m) {
-          LinearRow span;
+          MipRow span;
           span.add(downstream[static_cast<size_t>(j)], 1);
           span.add(T, -(j + 1));
           span.addTo(model, 'L', 0);
@@ -377,7 +385,7 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
         // Scaled to fractions of the limit: byte-sized coefficients upset CBC's
         // tolerances (it then "proves" non-optimal incumbents). `memory` is what
         // does not grow with the copies, `perCopy` what each copy holds.
-        LinearRow memory, perCopy;
+        MipRow memory, perCopy;
         for (int l = 0; l < layers; ++l) {
           const Layer &layer = problem.layers[static_cast<size_t>(l)];
           addX(memory, l, j, (training.stateMultiplier + versions - 1) * layer.parameterBytes / limit);
@@ -390,9 +398,6 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
                 memory.add(z[t][static_cast<size_t>(boundary)],
                            kBuffersPerCutTensor * problem.tensors[t].bytes / limit);
         // The stage's workspace w >= workspace(l) x[l][j]: the largest of its layers'.
-        double largestWorkspace = 0;
-        for (const Layer &layer : problem.layers)
-          largestWorkspace = std::max(largestWorkspace, layer.workspaceBytes / limit);
         int workspace = -1;
         for (int l = 0; l < layers; ++l) {
           const double bytes = problem.layers[static_cast<size_t>(l)].workspaceBytes / limit;
@@ -400,7 +405,7 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
             continue;
           if (workspace < 0)
             workspace = addColumn("w_" + std::to_string(j), largestWorkspace, false, 0.0);
-          LinearRow atLeast;
+          MipRow atLeast;
           atLeast.add(workspace, 1);
           addX(atLeast, l, j, -bytes);
           atLeast.addTo(model, 'G', 0);
@@ -411,7 +416,7 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
         auto heldIn = [&](const std::vector<int> &sharers) {
           const int held = addColumn("", 1.0, false, 0.0);
           for (int l : sharers) {
-            LinearRow atLeast;
+            MipRow atLeast;
             atLeast.add(held, 1);
             addX(atLeast, l, j, -1);
             atLeast.addTo(model, 'G', 0);
@@ -430,7 +435,7 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
             continue;
           const int owner = addColumn("", 1.0, false, 0.0);
           for (int l : value.layers) {
-            LinearRow first; // owner >= x[l][j] - sum over readers r of a[r][j+1]
+            MipRow first; // owner >= x[l][j] - sum over readers r of a[r][j+1]
             first.add(owner, 1);
             addX(first, l, j, -1);
             for (int other : value.layers)
@@ -453,21 +458,21 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
           memory.addTo(model, 'L', 0);
           perCopy.add(each, -1);
           perCopy.addTo(model, 'L', 0);
-          LinearRow one;
+          MipRow one;
           for (int n = 1; n <= copies; ++n) {
             const int y = addColumn("y_" + std::to_string(j) + "_" + std::to_string(n), 1.0, true, 0.0);
             mip.y[static_cast<size_t>(j)].push_back(y);
             one.add(y, 1);
             const double over = model.upper(fixed) + n * model.upper(each) - 1;
             if (over > 0) {
-              LinearRow fits;
+              MipRow fits;
               fits.add(fixed, 1);
               fits.add(each, n);
               fits.add(y, over);
               fits.addTo(model, 'L', 1 + over);
             }
             if (n < m) {
-              LinearRow span;
+              MipRow span;
               span.add(downstream[static_cast<size_t>(j)], 1);
               span.add(T, -n);
               span.add(y, spanCap);
@@ -485,9 +490,9 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
     if (spans && !placed)
       for (int j = 1; j < K; ++j) {
         const int occupied = addColumn("", 1.0, false, 0.0);
-        LinearRow previous;
+        MipRow previous;
         for (int l = 0; l < layers; ++l) {
-          LinearRow atLeast;
+          MipRow atLeast;
           atLeast.add(occupied, 1);
           addX(atLeast, l, j, -1);
           atLeast.addTo(model, 'G', 0);
@@ -499,7 +504,7 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
     // A split cut off: some a[l][j] differs from its value there, or (capped) some
     // used position keeps other copies.
     for (const Split &split : cutOff) {
-      LinearRow row;
+      MipRow row;
       int ones = 0;
       for (int l = 0; l < layers; ++l)
         for (int j = 1; j < K; ++j) {
@@ -550,12 +555,10 @@ AlgorithmOutput runIlp(const Problem &problem, const AlgorithmContext &context, 
           fromEnd[static_cast<size_t>(l)] = j;
     if (capped) {
       split.copies.assign(static_cast<size_t>(K), 0);
-      for (int l = 0; l < layers; ++l) {
-        const size_t j = static_cast<size_t>(fromEnd[static_cast<size_t>(l)]);
-        for (size_t n = 0; n < mip.y[j].size(); ++n)
-          if (solution[mip.y[j][n]] > 0.5)
-            split.copies[j] = static_cast<int>(n) + 1;
-      }
+      for (int j : fromEnd)
+        for (size_t n = 0; n < mip.y[static_cast<size_t>(j)].size(); ++n)
+          if (solution[mip.y[static_cast<size_t>(j)][n]] > 0.5)
+            split.copies[static_cast<size_t>(j)] = static_cast<int>(n) + 1;
     }
     return split;
   };

@@ -68,7 +68,7 @@ struct Mip {
   std::vector<int> c;
 };
 
-using Row = detail::MipRow;
+using detail::MipRow;
 
 class IlpGeneralAlgorithm : public Algorithm {
 public:
@@ -184,7 +184,7 @@ public:
       auto X = [&](int l, int p) { return x[static_cast<size_t>(l)][static_cast<size_t>(p)]; };
 
       for (int l = 0; l < L; ++l) {
-        Row row;
+        MipRow row;
         for (int p = 0; p < P; ++p)
           row.add(X(l, p), 1);
         row.addTo(model, 'E', 1);
@@ -192,7 +192,7 @@ public:
       if (identical) // GPU p may hold position l only if GPU p-1 holds an earlier one
         for (int l = 1; l < L; ++l)
           for (int p = 1; p < std::min(P, l + 1); ++p) {
-            Row row;
+            MipRow row;
             row.add(X(l, p), 1);
             for (int k = 0; k < l; ++k)
               row.add(X(k, p - 1), -1);
@@ -200,13 +200,13 @@ public:
           }
       for (int b = 0; b + 1 < L; ++b)
         for (int p = 0; p < P; ++p) {
-          Row cut;
+          MipRow cut;
           cut.add(c[static_cast<size_t>(b)], 1);
           cut.add(X(b, p), -1);
           cut.add(X(b + 1, p), 1);
           cut.addTo(model, 'G', 0);
           if (needSides) {
-            Row before, after;
+            MipRow before, after;
             before.add(e[static_cast<size_t>(b)][static_cast<size_t>(p)], 1);
             before.add(X(b, p), -1);
             before.add(c[static_cast<size_t>(b)], -1);
@@ -218,13 +218,13 @@ public:
           }
         }
       for (int p = 0; p < P; ++p) {
-        Row compute;
+        MipRow compute;
         for (int l = 0; l < L; ++l)
           compute.add(X(l, p), chain.work[static_cast<size_t>(l)] / platform.speedOf(p));
         compute.add(T, -1);
         compute.addTo(model, 'L', 0);
         if (comm) {
-          Row ports;
+          MipRow ports;
           for (int b = 0; b + 1 < L; ++b) {
             ports.add(e[static_cast<size_t>(b)][static_cast<size_t>(p)], occupancy[static_cast<size_t>(b)]);
             ports.add(f[static_cast<size_t>(b)][static_cast<size_t>(p)], occupancy[static_cast<size_t>(b)]);
@@ -244,14 +244,14 @@ public:
           for (int l = 0; l < L; ++l) {
             const int copies = addColumn(1, std::min(m, L - l), false, 0);
             n.push_back(copies);
-            Row lower; // n >= 1 + cuts after l (capped at m through q)
+            MipRow lower; // n >= 1 + cuts after l (capped at m through q)
             lower.add(copies, 1);
             for (int b = l; b + 1 < L; ++b)
               lower.add(c[static_cast<size_t>(b)], -1);
             if (L > m) {
               const int q = addColumn(0, 1, true, 0);
               lower.add(q, L);
-              Row capped;
+              MipRow capped;
               capped.add(copies, 1);
               capped.add(q, -m);
               capped.addTo(model, 'G', 0);
@@ -264,7 +264,7 @@ public:
         std::vector<std::vector<int>> mus(static_cast<size_t>(L));
         for (int p = 0; p < P; ++p) {
           // Fractions of the limit: byte-sized coefficients upset CBC's tolerances.
-          Row memory;
+          MipRow memory;
           for (int l = 0; l < L; ++l) {
             const double saved = chain.saved[static_cast<size_t>(l)] / limit;
             const double params = chain.params[static_cast<size_t>(l)] / limit;
@@ -281,7 +281,7 @@ public:
             const double most = std::min(m, L - l);
             const int mu = addColumn(0, 1e30, false, 0);
             mus[static_cast<size_t>(l)].push_back(mu);
-            Row link; // mu >= perCopy * n - (stash ? params : 0) - perCopy * most * (1 - x)
+            MipRow link; // mu >= perCopy * n - (stash ? params : 0) - perCopy * most * (1 - x)
             link.add(mu, 1);
             link.add(n[static_cast<size_t>(l)], -perCopy);
             link.add(X(l, p), -perCopy * most);
@@ -305,7 +305,7 @@ public:
               continue;
             if (workspace < 0)
               workspace = addColumn(0, 1e30, false, 0);
-            Row atLeast;
+            MipRow atLeast;
             atLeast.add(workspace, 1);
             atLeast.add(X(l, p), -bytes);
             atLeast.addTo(model, 'G', 0);
@@ -322,7 +322,7 @@ public:
             const int held = addColumn(0, 1e30, false, 0);
             for (int keeper : value.layers) {
               const int l = positionOf[static_cast<size_t>(keeper)];
-              Row atLeast; // held >= bytes * copies(l) if l is on p
+              MipRow atLeast; // held >= bytes * copies(l) if l is on p
               atLeast.add(held, 1);
               if (gpipe) {
                 atLeast.add(X(l, p), -bytes * m);
@@ -353,7 +353,7 @@ public:
               const int l = positionOf[static_cast<size_t>(sharer)];
               if (l == first)
                 continue;
-              Row atLeast; // held >= what GPU p keeps if l is on it and `first` is not
+              MipRow atLeast; // held >= what GPU p keeps if l is on it and `first` is not
               atLeast.add(held, 1);
               if (stash && !gpipe) {
                 // (reader - 1 + n[l]) * bytes, relaxed by `most` otherwise.
@@ -378,14 +378,14 @@ public:
             continue;
           const double params = chain.params[static_cast<size_t>(l)] / limit;
           const double perCopy = chain.saved[static_cast<size_t>(l)] / limit + (stash ? params : 0);
-          Row aggregate;
+          MipRow aggregate;
           for (int mu : mus[static_cast<size_t>(l)])
             aggregate.add(mu, 1);
           aggregate.add(n[static_cast<size_t>(l)], -perCopy);
           aggregate.addTo(model, 'G', -(stash ? params : 0));
         }
         for (int l = 0; l + 1 < L && !gpipe; ++l) { // n[l] >= n[l+1] (implied, helps the LP)
-          Row monotone;
+          MipRow monotone;
           monotone.add(n[static_cast<size_t>(l)], 1);
           monotone.add(n[static_cast<size_t>(l + 1)], -1);
           monotone.addTo(model, 'G', 0);
@@ -395,7 +395,7 @@ public:
       // infinity where it did not run, is not below the best simulated one, and
       // T stays below that.)
       for (const SimulatedMap &map : simulated) {
-        Row row;
+        MipRow row;
         for (int l = 0; l < L; ++l)
           row.add(X(l, map.gpuOf[static_cast<size_t>(l)]), 1);
         row.addTo(model, 'L', L - 1);
