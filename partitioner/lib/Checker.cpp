@@ -12,6 +12,61 @@ namespace partitioner {
 namespace {
 using Key = std::tuple<int, int, int>;
 Key keyOf(const Action &a) { return {static_cast<int>(a.kind), a.stage, a.microbatch}; }
+std::string nameOf(const Transfer &t) {
+  return transferAction(true, t.gradient, t.microbatch, t.fromStage, t.toStage);
+}
+/// The action whose end makes a transfer's data.
+Action producerOf(const Transfer &t, bool splitBackward) {
+  const ActionKind kind = !t.gradient       ? ActionKind::Forward
+                          : splitBackward ? ActionKind::BackwardInput
+                                          : ActionKind::Backward;
+  return {kind, t.fromStage, t.microbatch};
+}
+
+/// Port orders (Schedule::sendOrder / receiveOrder): one list per GPU, each
+/// transfer along an edge of the stage graph, between two GPUs, on its sender's send
+/// port and its receiver's receive port, once in each kind of order.
+void checkPortOrders(const StageGraph &graph, const Schedule &schedule,
+                     const TransferIndex &index, CheckReport &report) {
+  const size_t gpus = schedule.actions.size();
+  if (schedule.sendOrder.size() != gpus || schedule.receiveOrder.size() != gpus) {
+    report.violations.push_back("port orders for " + std::to_string(schedule.sendOrder.size()) +
+                                " send and " + std::to_string(schedule.receiveOrder.size()) +
+                                " receive ports on " + std::to_string(gpus) + " GPUs");
+    return;
+  }
+  std::vector<char> sent(index.size(), 0), received(index.size(), 0);
+  for (int receive = 0; receive < 2; ++receive)
+    for (size_t g = 0; g < gpus; ++g)
+      for (const Transfer &t : receive ? schedule.receiveOrder[g] : schedule.sendOrder[g]) {
+        auto where = [&] {
+          return std::string(receive ? "the receive" : "the send") + " port of GPU " +
+                 std::to_string(g) + " lists " + nameOf(t);
+        };
+        const size_t number = index.of(t);
+        if (number == TransferIndex::kNone) {
+          report.violations.push_back(where() +
+                                      ", which names no tensor that flows between two stages");
+          continue;
+        }
+        const int from = graph.gpu[static_cast<size_t>(t.fromStage)];
+        const int to = graph.gpu[static_cast<size_t>(t.toStage)];
+        if (from == to || static_cast<size_t>(receive ? to : from) != g)
+          report.violations.push_back(where() + ", which GPU " + std::to_string(from) +
+                                      " sends to GPU " + std::to_string(to));
+        if (++(receive ? received : sent)[number] == 2)
+          report.violations.push_back(where() + " twice");
+      }
+  for (int receive = 0; receive < 2; ++receive)
+    for (const auto &order : receive ? schedule.receiveOrder : schedule.sendOrder)
+      for (const Transfer &t : order) {
+        const size_t number = index.of(t);
+        if (number != TransferIndex::kNone && !(receive ? sent : received)[number])
+          report.violations.push_back(std::string(receive ? "no send port lists "
+                                                          : "no receive port lists ") +
+                                      nameOf(t));
+      }
+}
 } // namespace
 
 namespace {
@@ -33,6 +88,11 @@ CheckReport checkScheduleOrThrow(const StageGraph &graph, const Schedule &schedu
     for (const Action &a : schedule.actions[g]) {
       if (a.stage < 0 || a.stage >= graph.numStages) {
         report.violations.push_back(toString(a) + " names a stage that does not exist");
+        continue;
+      }
+      if (a.microbatch < 0 || a.microbatch >= schedule.microbatches) {
+        report.violations.push_back(toString(a) + " names a micro-batch beyond the schedule's " +
+                                    std::to_string(schedule.microbatches));
         continue;
       }
       if (graph.gpu[static_cast<size_t>(a.stage)] != static_cast<int>(g))
@@ -62,32 +122,78 @@ CheckReport checkScheduleOrThrow(const StageGraph &graph, const Schedule &schedu
           " does not belong to this schedule's backward form");
     }
   }
+  const bool ports = schedule.hasPortOrders() || !schedule.receiveOrder.empty();
+  const TransferIndex index(graph, schedule.microbatches);
+  if (ports)
+    checkPortOrders(graph, schedule, index, report);
   if (!report.ok())
     return report;
 
-  // Symbolic execution: run any GPU's next action whose producers have all run.
-  std::map<Key, bool> done;
-  std::vector<size_t> next(schedule.actions.size(), 0);
+  // Symbolic execution: run any GPU's next action whose producers have all run (and
+  // whose inputs, where a port order lists them, have crossed their ports), and any
+  // port's next transfer whose producer has run and which is next on its other port.
+  const size_t gpus = schedule.actions.size();
+  // Which actions have run, by kind, stage and micro-batch (all valid by now).
+  std::vector<char> ran(4 * static_cast<size_t>(graph.numStages) *
+                            static_cast<size_t>(schedule.microbatches),
+                        0);
+  auto slot = [&](const Action &a) {
+    return (static_cast<size_t>(a.kind) * static_cast<size_t>(graph.numStages) +
+            static_cast<size_t>(a.stage)) *
+               static_cast<size_t>(schedule.microbatches) +
+           static_cast<size_t>(a.microbatch);
+  };
+  auto hasRun = [&](const Action &a) { return ran[slot(a)] != 0; };
+  std::vector<char> listed(ports ? index.size() : 0, 0), crossed(listed);
+  if (ports)
+    for (const auto &order : schedule.sendOrder)
+      for (const Transfer &t : order)
+        listed[index.of(t)] = 1;
+  // The transfer that carries dependency d to action a (its inputs or gradients).
+  auto carrying = [](const Action &a, const Dependency &d) {
+    return Transfer{d.producer.stage, a.stage, a.microbatch, a.kind != ActionKind::Forward};
+  };
+  auto inputsHere = [&](const Action &a, const Dependency &d) {
+    if (!ports || d.producer.stage == a.stage)
+      return true;
+    const size_t number = index.of(carrying(a, d));
+    return !listed[number] || crossed[number];
+  };
+  std::vector<size_t> next(gpus, 0), sendNext(gpus, 0), receiveNext(gpus, 0);
   bool progress = true;
   size_t remaining = 0;
   for (const auto &list : schedule.actions)
     remaining += list.size();
   while (remaining > 0 && progress) {
     progress = false;
-    for (size_t g = 0; g < schedule.actions.size(); ++g) {
+    for (size_t g = 0; g < gpus; ++g) {
       while (next[g] < schedule.actions[g].size()) {
         const Action &a = schedule.actions[g][next[g]];
         bool ready = true;
         for (const Dependency &d : dependenciesOf(graph, a, schedule.splitBackward))
-          if (!done.count(keyOf(d.producer))) {
+          if (!hasRun(d.producer) || !inputsHere(a, d)) {
             ready = false;
             break;
           }
         if (!ready)
           break;
-        done[keyOf(a)] = true;
+        ran[slot(a)] = 1;
         ++next[g];
         --remaining;
+        progress = true;
+      }
+      if (!ports)
+        continue;
+      while (sendNext[g] < schedule.sendOrder[g].size()) {
+        const Transfer &t = schedule.sendOrder[g][sendNext[g]];
+        const size_t to = static_cast<size_t>(graph.gpu[static_cast<size_t>(t.toStage)]);
+        if (!hasRun(producerOf(t, schedule.splitBackward)) ||
+            receiveNext[to] >= schedule.receiveOrder[to].size() ||
+            !(schedule.receiveOrder[to][receiveNext[to]] == t))
+          break;
+        crossed[index.of(t)] = 1;
+        ++sendNext[g];
+        ++receiveNext[to];
         progress = true;
       }
     }
@@ -95,17 +201,24 @@ CheckReport checkScheduleOrThrow(const StageGraph &graph, const Schedule &schedu
   if (remaining > 0) {
     std::ostringstream out;
     out << "deadlock:";
-    for (size_t g = 0; g < schedule.actions.size(); ++g)
+    for (size_t g = 0; g < gpus; ++g)
       if (next[g] < schedule.actions[g].size()) {
         const Action &a = schedule.actions[g][next[g]];
         out << " GPU " << g << " blocks at " << toString(a);
         for (const Dependency &d : dependenciesOf(graph, a, schedule.splitBackward))
-          if (!done.count(keyOf(d.producer))) {
+          if (!hasRun(d.producer)) {
             out << " (needs " << toString(d.producer) << ")";
+            break;
+          } else if (!inputsHere(a, d)) {
+            out << " (needs " << nameOf(carrying(a, d)) << ")";
             break;
           }
         out << ";";
       }
+    for (size_t g = 0; ports && g < gpus; ++g)
+      if (sendNext[g] < schedule.sendOrder[g].size())
+        out << " the send port of GPU " << g << " blocks at "
+            << nameOf(schedule.sendOrder[g][sendNext[g]]) << ";";
     report.violations.push_back(out.str());
   }
   return report;

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
+#include <queue>
 
 namespace partitioner {
 
@@ -55,10 +57,11 @@ void oneFOneB(Schedule &schedule, int stage, int stages, int warmup, int microba
   schedule.splitBackward = split;
 }
 
-/// Per-GPU order of the periodic pattern for micro-batches 0..m-1 (sorted by nominal
-/// start times).
-std::vector<std::vector<Action>> patternOrder(const PeriodicPattern &pattern,
-                                              const Allocation &allocation, int gpus, int m) {
+/// The periodic pattern's orders for micro-batches 0..m-1, sorted by nominal start:
+/// each GPU's actions, and, when every transfer found its port slot, each port's
+/// transfers (Schedule::sendOrder / receiveOrder).
+void patternOrder(const PeriodicPattern &pattern, const Allocation &allocation,
+                  const StageGraph &graph, int gpus, int m, Schedule &schedule) {
   struct Timed {
     double time;
     int kindRank;
@@ -76,7 +79,7 @@ std::vector<std::vector<Action>> patternOrder(const PeriodicPattern &pattern,
                            {ActionKind::Backward, s, i}});
     }
   }
-  std::vector<std::vector<Action>> order(static_cast<size_t>(gpus));
+  schedule.actions.assign(static_cast<size_t>(gpus), {});
   for (size_t g = 0; g < perGpu.size(); ++g) {
     std::stable_sort(perGpu[g].begin(), perGpu[g].end(), [](const Timed &a, const Timed &b) {
       if (a.time != b.time)
@@ -84,9 +87,43 @@ std::vector<std::vector<Action>> patternOrder(const PeriodicPattern &pattern,
       return a.kindRank < b.kindRank;
     });
     for (const Timed &t : perGpu[g])
-      order[g].push_back(t.action);
+      schedule.actions[g].push_back(t.action);
   }
-  return order;
+  schedule.sendOrder.clear();
+  schedule.receiveOrder.clear();
+  if (!pattern.portsFit || pattern.transfers.empty())
+    return;
+  // A port's slots do not overlap modulo T, so its transfers have distinct nominal
+  // starts: each port's order is the merge, by start, of its slots' series
+  // start + i T (a heap of one entry per slot).
+  const size_t ports = static_cast<size_t>(gpus);
+  std::vector<std::vector<size_t>> sendSlots(ports), receiveSlots(ports);
+  for (size_t k = 0; k < pattern.transfers.size(); ++k) {
+    const auto &slotted = pattern.transfers[k];
+    sendSlots[static_cast<size_t>(graph.gpu[static_cast<size_t>(slotted.fromStage)])].push_back(k);
+    receiveSlots[static_cast<size_t>(graph.gpu[static_cast<size_t>(slotted.toStage)])].push_back(k);
+  }
+  auto merge = [&](const std::vector<size_t> &slots, std::vector<Transfer> &out) {
+    using Next = std::pair<double, std::pair<size_t, int>>; // start, (slot, micro-batch)
+    std::priority_queue<Next, std::vector<Next>, std::greater<Next>> heap;
+    for (size_t k : slots)
+      heap.push({pattern.transfers[k].startMs, {k, 0}});
+    out.reserve(slots.size() * static_cast<size_t>(m));
+    while (!heap.empty()) {
+      const auto [start, at] = heap.top();
+      heap.pop();
+      const auto &slotted = pattern.transfers[at.first];
+      out.push_back({slotted.fromStage, slotted.toStage, at.second, slotted.gradient});
+      if (at.second + 1 < m)
+        heap.push({start + pattern.periodMs, {at.first, at.second + 1}});
+    }
+  };
+  schedule.sendOrder.assign(ports, {});
+  schedule.receiveOrder.assign(ports, {});
+  for (size_t g = 0; g < ports; ++g) {
+    merge(sendSlots[g], schedule.sendOrder[g]);
+    merge(receiveSlots[g], schedule.receiveOrder[g]);
+  }
 }
 
 /// How generalPatternOrder reserves GPU time modulo T.
@@ -361,7 +398,7 @@ PeriodicPattern periodicPattern(const Problem &problem, const StageGraph &graph,
   const size_t gpus = static_cast<size_t>(problem.platform.gpus);
   std::vector<PortCircle> send(gpus), receive(gpus);
   std::vector<PortSlot> scratch;
-  auto transfer = [&](int from, int to, double bytes, double ready) {
+  auto transfer = [&](int from, int to, bool gradient, double bytes, double ready) {
     const int a = graph.gpu[static_cast<size_t>(from)], b = graph.gpu[static_cast<size_t>(to)];
     if (a == b || bytes <= 0)
       return ready;
@@ -378,6 +415,7 @@ PeriodicPattern periodicPattern(const Problem &problem, const StageGraph &graph,
       out.busy.push_back(portSlotAt(start, occupancy, periodMs));
       in.busy.push_back(portSlotAt(start, occupancy, periodMs));
     }
+    pattern.transfers.push_back({from, to, gradient, start});
     return start + occupancy + link.latencyMs;
   };
   // Stages are numbered topologically (tensors never flow backwards).
@@ -393,13 +431,13 @@ PeriodicPattern periodicPattern(const Problem &problem, const StageGraph &graph,
     for (const auto &[ready, edge] : inputs)
       pattern.forwardOffset[static_cast<size_t>(s)] =
           std::max(pattern.forwardOffset[static_cast<size_t>(s)],
-                   transfer(edge->stage, s, edge->bytes, ready));
+                   transfer(edge->stage, s, false, edge->bytes, ready));
   }
   for (int s = stages - 1; s >= 0; --s) {
     const size_t i = static_cast<size_t>(s);
     double earliest = pattern.forwardOffset[i] + graph.forwardMs[i];
     for (const auto &edge : graph.successors[i])
-      earliest = std::max(earliest, transfer(edge.stage, s, edge.bytes,
+      earliest = std::max(earliest, transfer(edge.stage, s, true, edge.bytes,
                                              pattern.backwardOffset[static_cast<size_t>(edge.stage)] +
                                                  graph.backwardMs[static_cast<size_t>(edge.stage)]));
     pattern.backwardOffset[i] = alignBackward(earliest, pattern.forwardOffset[i], graph.forwardMs[i],
@@ -503,12 +541,12 @@ Schedule generateSchedule(ScheduleKind kind, const Problem &problem, const Alloc
     if (kind == ScheduleKind::Periodic) {
       const double period = std::max(bottleneckPeriod(problem, graph), allocation.targetPeriodMs);
       if (period > 0) {
-        schedule.actions =
-            patternOrder(periodicPattern(problem, graph, period), allocation, gpus, microbatches);
+        patternOrder(periodicPattern(problem, graph, period), allocation, graph, gpus,
+                     microbatches, schedule);
         return schedule;
       }
     } else if (auto pattern = oneFOneBPattern(problem, allocation, graph)) {
-      schedule.actions = patternOrder(*pattern, allocation, gpus, microbatches);
+      patternOrder(*pattern, allocation, graph, gpus, microbatches, schedule);
       return schedule;
     }
     for (int s = 0; s < stages; ++s) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -32,6 +33,51 @@ std::vector<Dependency> dependenciesOf(const StageGraph &graph, const Action &ac
     break;
   }
   return deps;
+}
+
+TransferIndex::TransferIndex(const StageGraph &graph, int microbatches)
+    : graph_(graph), microbatches_(std::max(1, microbatches)),
+      edgeBase_(static_cast<size_t>(graph.numStages), 0),
+      predecessorEdge_(static_cast<size_t>(graph.numStages)) {
+  for (int s = 0; s < graph.numStages; ++s) {
+    edgeBase_[static_cast<size_t>(s)] = edges_;
+    edges_ += graph.successors[static_cast<size_t>(s)].size();
+    lower_.insert(lower_.end(), graph.successors[static_cast<size_t>(s)].size(), s);
+  }
+  for (int s = 0; s < graph.numStages; ++s)
+    for (const auto &edge : graph.predecessors[static_cast<size_t>(s)])
+      predecessorEdge_[static_cast<size_t>(s)].push_back(
+          edgeBase_[static_cast<size_t>(edge.stage)] + position(edge.stage, s));
+}
+
+size_t TransferIndex::position(int lower, int upper) const {
+  const auto &out = graph_.successors[static_cast<size_t>(lower)];
+  for (size_t k = 0; k < out.size(); ++k)
+    if (out[k].stage == upper)
+      return k;
+  return kNone;
+}
+
+size_t TransferIndex::of(const Transfer &t) const {
+  if (t.fromStage < 0 || t.fromStage >= graph_.numStages || t.toStage < 0 ||
+      t.toStage >= graph_.numStages || t.microbatch < 0 || t.microbatch >= microbatches_)
+    return kNone;
+  const int lower = t.gradient ? t.toStage : t.fromStage;
+  const size_t k = position(lower, t.gradient ? t.fromStage : t.toStage);
+  if (k == kNone)
+    return kNone;
+  return ((t.gradient ? edges_ : 0) + edgeBase_[static_cast<size_t>(lower)] + k) *
+             static_cast<size_t>(microbatches_) +
+         static_cast<size_t>(t.microbatch);
+}
+
+Transfer TransferIndex::at(size_t number) const {
+  const size_t edge = edgeOf(number);
+  const int lower = lower_[edge];
+  const auto &out = graph_.successors[static_cast<size_t>(lower)];
+  const int upper = out[edge - edgeBase_[static_cast<size_t>(lower)]].stage;
+  const int mb = static_cast<int>(number % static_cast<size_t>(microbatches_));
+  return isGradient(number) ? Transfer{upper, lower, mb, true} : Transfer{lower, upper, mb, false};
 }
 
 namespace {
@@ -93,6 +139,30 @@ private:
   std::vector<std::pair<double, double>> busy_;
 };
 
+/// The ports of a schedule with port orders (Schedule::sendOrder / receiveOrder):
+/// each port carries its transfers in its order, a transfer once its data is ready
+/// and it is next on both its ports. Transfers go by their TransferIndex numbers.
+struct OrderedPorts {
+  /// One direction of an edge: its GPUs and link times.
+  struct Way {
+    int fromGpu = 0, toGpu = 0;
+    double bytes = 0, occupancyMs = 0, latencyMs = 0;
+  };
+  OrderedPorts(const StageGraph &graph, int microbatches)
+      : index(graph, microbatches), ready(index.size(), -1) {}
+  TransferIndex index;
+  std::vector<Way> ways; ///< activations of edge e at e, their gradients at edges + e
+  /// When each transfer's producer ended; -1 until then.
+  std::vector<double> ready;
+  std::vector<std::vector<size_t>> sendQueue, receiveQueue;
+  std::vector<size_t> sendNext, receiveNext;
+  std::vector<double> sendFree, receiveFree;
+  std::vector<int> work;
+  const Way &wayOf(size_t number) const {
+    return ways[index.edgeOf(number) + (index.isGradient(number) ? index.edges() : 0)];
+  }
+};
+
 /// Timing state shared by the fixed-order replay and the greedy order generator.
 struct Engine {
   const Problem &problem;
@@ -102,6 +172,9 @@ struct Engine {
   ActionTable end, arrival, arrived;
   std::vector<double> gpuFree;
   std::vector<PortCalendar> sendPorts, receivePorts;
+  /// Set when the schedule orders its ports (usePortOrders).
+  std::optional<OrderedPorts> ordered;
+  int microbatches;
   /// When set, the GPUs of the actions each delivery feeds (whose readiness changed).
   std::vector<int> *fed = nullptr;
   /// Whether result.timeline and result.transfers receive each action and transfer
@@ -113,57 +186,189 @@ struct Engine {
         arrival(g.numStages, m, 0), arrived(g.numStages, m, 0),
         gpuFree(static_cast<size_t>(p.platform.gpus), 0),
         sendPorts(static_cast<size_t>(p.platform.gpus)),
-        receivePorts(static_cast<size_t>(p.platform.gpus)) {
+        receivePorts(static_cast<size_t>(p.platform.gpus)), microbatches(m) {
     result.gpuBusyMs.assign(static_cast<size_t>(p.platform.gpus), 0);
+  }
+
+  /// The link occupancy of `bytes` between two stages' GPUs (0 on one GPU).
+  double occupancy(int fromGpu, int toGpu, double bytes) const {
+    return fromGpu != toGpu ? problem.platform.linkBetween(fromGpu, toGpu).occupancyMs(bytes) : 0.0;
+  }
+
+  /// Takes the schedule's port orders, after checking that they list every transfer
+  /// that holds ports exactly once, on its sender's send port and its receiver's
+  /// receive port; throws Error naming the first that does not.
+  void usePortOrders(const Schedule &schedule) {
+    const size_t gpus = static_cast<size_t>(problem.platform.gpus);
+    if (schedule.sendOrder.size() != gpus || schedule.receiveOrder.size() != gpus)
+      throw Error("schedule: port orders for " + std::to_string(schedule.sendOrder.size()) +
+                  " send and " + std::to_string(schedule.receiveOrder.size()) +
+                  " receive ports on " + std::to_string(gpus) + " GPUs");
+    OrderedPorts ports(graph, microbatches);
+    const size_t edges = ports.index.edges();
+    ports.ways.resize(2 * edges);
+    size_t holding = 0; // transfers that hold ports
+    size_t e = 0;
+    for (int s = 0; s < graph.numStages; ++s)
+      for (const auto &edge : graph.successors[static_cast<size_t>(s)]) {
+        const int a = graph.gpu[static_cast<size_t>(s)];
+        const int b = graph.gpu[static_cast<size_t>(edge.stage)];
+        for (bool gradient : {false, true}) {
+          OrderedPorts::Way &way = ports.ways[e + (gradient ? edges : 0)];
+          way.fromGpu = gradient ? b : a;
+          way.toGpu = gradient ? a : b;
+          way.bytes = edge.bytes;
+          way.occupancyMs = occupancy(way.fromGpu, way.toGpu, edge.bytes);
+          way.latencyMs = problem.platform.linkBetween(way.fromGpu, way.toGpu).latencyMs;
+          holding += way.occupancyMs > 0 ? static_cast<size_t>(microbatches) : 0;
+        }
+        ++e;
+      }
+    auto name = [](const Transfer &t) {
+      return transferAction(true, t.gradient, t.microbatch, t.fromStage, t.toStage);
+    };
+    auto refuse = [&](size_t gpu, bool sendPort, const Transfer &t, const std::string &why) {
+      throw Error("schedule: the " + std::string(sendPort ? "send" : "receive") + " port of GPU " +
+                  std::to_string(gpu) + " lists " + name(t) + why);
+    };
+    // 1: on a send port; 2: on a receive port too.
+    std::vector<char> listed(ports.index.size(), 0);
+    auto take = [&](size_t gpu, bool sendPort, const Transfer &t) {
+      const size_t number = ports.index.of(t);
+      if (number == TransferIndex::kNone)
+        refuse(gpu, sendPort, t, ", which names no tensor that flows between two stages");
+      const OrderedPorts::Way &way = ports.wayOf(number);
+      if (static_cast<size_t>(sendPort ? way.fromGpu : way.toGpu) != gpu)
+        refuse(gpu, sendPort, t,
+               ", which GPU " + std::to_string(way.fromGpu) + " sends to GPU " +
+                   std::to_string(way.toGpu));
+      if (way.occupancyMs <= 0)
+        refuse(gpu, sendPort, t, ", which holds no port (its link takes no time for it)");
+      char &mark = listed[number];
+      if (mark != (sendPort ? 0 : 1))
+        refuse(gpu, sendPort, t, sendPort || mark == 2 ? " twice" : ", which no send port lists");
+      mark = sendPort ? 1 : 2;
+      return number;
+    };
+    ports.sendQueue.assign(gpus, {});
+    ports.receiveQueue.assign(gpus, {});
+    size_t count = 0;
+    for (size_t g = 0; g < gpus; ++g) {
+      ports.sendQueue[g].reserve(schedule.sendOrder[g].size());
+      for (const Transfer &t : schedule.sendOrder[g])
+        ports.sendQueue[g].push_back(take(g, true, t));
+      count += schedule.sendOrder[g].size();
+    }
+    for (size_t g = 0; g < gpus; ++g) {
+      ports.receiveQueue[g].reserve(schedule.receiveOrder[g].size());
+      for (const Transfer &t : schedule.receiveOrder[g])
+        ports.receiveQueue[g].push_back(take(g, false, t));
+    }
+    // Each listed transfer holds ports and is listed once on each kind of port, so
+    // the counts tell whether one is missing; the first is named.
+    for (size_t number = 0; count != holding && number < listed.size(); ++number)
+      if (listed[number] != 2 && ports.wayOf(number).occupancyMs > 0) {
+        const OrderedPorts::Way &way = ports.wayOf(number);
+        throw Error(std::string("schedule: ") +
+                    (listed[number] ? "no receive port lists " : "the port orders do not list ") +
+                    name(ports.index.at(number)) + " (GPU " + std::to_string(way.fromGpu) +
+                    " to GPU " + std::to_string(way.toGpu) + ")");
+      }
+    ports.sendNext.assign(gpus, 0);
+    ports.receiveNext.assign(gpus, 0);
+    ports.sendFree.assign(gpus, 0);
+    ports.receiveFree.assign(gpus, 0);
+    ordered.emplace(std::move(ports));
+  }
+
+  /// Starts every transfer that is ready and next on both its ports, from GPU g's
+  /// send port on (each start may let the next one on either port go).
+  void pump(int g0) {
+    OrderedPorts &ports = *ordered;
+    ports.work.assign(1, g0);
+    while (!ports.work.empty()) {
+      const size_t g = static_cast<size_t>(ports.work.back());
+      ports.work.pop_back();
+      if (ports.sendNext[g] >= ports.sendQueue[g].size())
+        continue;
+      const size_t number = ports.sendQueue[g][ports.sendNext[g]];
+      const OrderedPorts::Way &way = ports.wayOf(number);
+      const size_t d = static_cast<size_t>(way.toGpu);
+      const double ready = ports.ready[number];
+      if (ready < 0 || ports.receiveNext[d] >= ports.receiveQueue[d].size() ||
+          ports.receiveQueue[d][ports.receiveNext[d]] != number)
+        continue;
+      const double start = std::max({ready, ports.sendFree[g], ports.receiveFree[d]});
+      const double finish = start + way.occupancyMs;
+      ports.sendFree[g] = ports.receiveFree[d] = finish;
+      ++ports.sendNext[g];
+      ++ports.receiveNext[d];
+      arrive(ports.index.at(number), way.fromGpu, way.toGpu, way.bytes, start,
+             finish + way.latencyMs);
+      ports.work.push_back(static_cast<int>(g));
+      if (ports.receiveNext[d] < ports.receiveQueue[d].size())
+        ports.work.push_back(ports.wayOf(ports.receiveQueue[d][ports.receiveNext[d]]).fromGpu);
+    }
+  }
+
+  /// A transfer's data reaches its consumer at `at`.
+  void arrive(const Transfer &t, int fromGpu, int toGpu, double bytes, double start, double at) {
+    if (record && fromGpu != toGpu && bytes > 0)
+      result.transfers.push_back(
+          {t.fromStage, t.toStage, t.microbatch, t.gradient, fromGpu, toGpu, bytes, start, at});
+    const ActionKind consumerKind = !t.gradient ? ActionKind::Forward
+                                    : split     ? ActionKind::BackwardInput
+                                                : ActionKind::Backward;
+    Action consumer{consumerKind, t.toStage, t.microbatch};
+    arrival.at(consumer) = std::max(arrival.at(consumer), at);
+    arrived.at(consumer) += 1;
+    if (fed)
+      fed->push_back(toGpu);
   }
 
   // Deliver the output of `done` (ended at `when`) to the actions that wait for it.
   void deliver(const Action &done, double when) {
     const size_t s = static_cast<size_t>(done.stage);
     const int fromGpu = graph.gpu[s];
-    auto send = [&](int toStage, double bytes, ActionKind consumerKind, bool gradient) {
+    auto send = [&](int toStage, double bytes, bool gradient, size_t k) {
       const int toGpu = graph.gpu[static_cast<size_t>(toStage)];
-      double at = when;
+      const Transfer transfer{done.stage, toStage, done.microbatch, gradient};
       const LinkSpec &link = problem.platform.linkBetween(fromGpu, toGpu);
-      const double duration = toGpu != fromGpu ? link.occupancyMs(bytes) : 0.0;
-      if (toGpu != fromGpu && bytes > 0 && duration <= 0) {
-        at = when + link.latencyMs;
-        if (record)
-          result.transfers.push_back(
-              {done.stage, toStage, done.microbatch, gradient, fromGpu, toGpu, bytes, when, at});
-      } else if (duration > 0) {
-        PortCalendar &out = sendPorts[static_cast<size_t>(fromGpu)];
-        PortCalendar &in = receivePorts[static_cast<size_t>(toGpu)];
-        double start = when;
-        while (true) {
-          const double a = out.nextFree(start, duration);
-          const double b = in.nextFree(a, duration);
-          if (b <= a + 1e-12) {
-            start = a;
-            break;
-          }
-          start = b;
-        }
-        out.reserve(start, start + duration);
-        in.reserve(start, start + duration);
-        at = start + duration + link.latencyMs;
-        if (record)
-          result.transfers.push_back(
-              {done.stage, toStage, done.microbatch, gradient, fromGpu, toGpu, bytes, start, at});
+      const double duration = bytes > 0 ? occupancy(fromGpu, toGpu, bytes) : 0.0;
+      if (duration <= 0) {
+        const double at = toGpu != fromGpu && bytes > 0 ? when + link.latencyMs : when;
+        arrive(transfer, fromGpu, toGpu, bytes, when, at);
+        return;
       }
-      Action consumer{consumerKind, toStage, done.microbatch};
-      arrival.at(consumer) = std::max(arrival.at(consumer), at);
-      arrived.at(consumer) += 1;
-      if (fed)
-        fed->push_back(toGpu);
+      if (ordered) {
+        ordered->ready[ordered->index.along(done.stage, k, gradient, done.microbatch)] = when;
+        pump(fromGpu);
+        return;
+      }
+      PortCalendar &out = sendPorts[static_cast<size_t>(fromGpu)];
+      PortCalendar &in = receivePorts[static_cast<size_t>(toGpu)];
+      double start = when;
+      while (true) {
+        const double a = out.nextFree(start, duration);
+        const double b = in.nextFree(a, duration);
+        if (b <= a + 1e-12) {
+          start = a;
+          break;
+        }
+        start = b;
+      }
+      out.reserve(start, start + duration);
+      in.reserve(start, start + duration);
+      arrive(transfer, fromGpu, toGpu, bytes, start, start + duration + link.latencyMs);
     };
     if (done.kind == ActionKind::Forward) {
-      for (const auto &edge : graph.successors[s])
-        send(edge.stage, edge.bytes, ActionKind::Forward, false);
+      const auto &out = graph.successors[s];
+      for (size_t k = 0; k < out.size(); ++k)
+        send(out[k].stage, out[k].bytes, false, k);
     } else if (done.kind == ActionKind::Backward || done.kind == ActionKind::BackwardInput) {
-      const ActionKind consumer = split ? ActionKind::BackwardInput : ActionKind::Backward;
-      for (const auto &edge : graph.predecessors[s])
-        send(edge.stage, edge.bytes, consumer, true);
+      const auto &in = graph.predecessors[s];
+      for (size_t k = 0; k < in.size(); ++k)
+        send(in[k].stage, in[k].bytes, true, k);
     }
   }
 
@@ -207,6 +412,13 @@ struct Engine {
     for (size_t g = 0; g < pending.size(); ++g)
       if (!pending[g].empty())
         out << " GPU " << g << " waits at " << toString(pending[g].front()) << ";";
+    if (ordered)
+      for (size_t g = 0; g < ordered->sendQueue.size(); ++g)
+        if (ordered->sendNext[g] < ordered->sendQueue[g].size()) {
+          const Transfer t = ordered->index.at(ordered->sendQueue[g][ordered->sendNext[g]]);
+          out << " the send port of GPU " << g << " waits at "
+              << transferAction(true, t.gradient, t.microbatch, t.fromStage, t.toStage) << ";";
+        }
     return out.str();
   }
 };
@@ -449,6 +661,8 @@ SimulationResult simulate(const Problem &problem, const Allocation &allocation,
         throw Error("schedule: action " + toString(a) + " is not valid on GPU " +
                     std::to_string(g));
   Engine engine(problem, graph, m, schedule.splitBackward, result);
+  if (schedule.hasPortOrders())
+    engine.usePortOrders(schedule);
   ActionTable &end = engine.end;
   std::vector<size_t> next(static_cast<size_t>(gpus), 0);
   size_t remaining = 0;

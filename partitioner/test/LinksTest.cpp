@@ -14,6 +14,7 @@
 #include "partitioner/PlannerImpl.h"
 #include "partitioner/Linearize.h"
 #include "partitioner/Schedule.h"
+#include "partitioner/Simulator.h"
 #include "partitioner/StageModel.h"
 
 #include <gtest/gtest.h>
@@ -146,8 +147,10 @@ TEST(Links, MadPipePlansAboutTheSimulatedPeriodAndRarelyLosesToAnotherContiguous
     std::cout << links << ":\n";
     auto [planMedian, planShare] = summarize("  simulated / planned", plan, 0.02);
     auto [bestMedian, bestShare] = summarize("  madpipe / best contiguous", best, 1e-4);
+    // Within 2 %: 200 of 200 on both kinds of links (slow links: 191 before the
+    // schedule ordered its ports).
     EXPECT_LT(planMedian, 0.02) << links;
-    EXPECT_GT(planShare, 0.6) << links;
+    EXPECT_GT(planShare, 0.95) << links;
     EXPECT_LT(bestMedian, 1e-4) << links;
     EXPECT_GT(bestShare, 0.8) << links;
   }
@@ -220,11 +223,13 @@ TEST(Links, MadPipeCapsHoldInTheGeneratedScheduleUnderTightMemory) {
 TEST(Links, GeneratedOrdersRunAtTheirPatternPeriodWhenPortsAreBusy) {
   // Transfers as long as the layers, on DAGs (a tensor sent to several stages) and
   // chains: the 1F1B order comes from a periodic pattern in which each transfer
-  // holds its two ports for a slot modulo T. Simulated, with ports that carry one
-  // transfer at a time, the order runs at the pattern's period. Without the slots
-  // (transfers as pure delays) the pattern promises periods the ports cannot keep.
+  // holds its two ports for a slot modulo T, and each port carries its transfers in
+  // the order of their slots (Schedule::sendOrder / receiveOrder). Simulated, the
+  // order runs at the pattern's period. Without the slots (transfers as pure delays)
+  // the pattern promises periods the ports cannot keep.
   std::mt19937 rng(313);
   std::vector<double> ratios;
+  int withPattern = 0, lateWithoutOrders = 0;
   for (int trial = 0, count = scaledTrials(300); trial < count; ++trial) {
     const int layers = 3 + static_cast<int>(rng() % 8);
     const int gpus = 2 + static_cast<int>(rng() % 4);
@@ -245,7 +250,8 @@ TEST(Links, GeneratedOrdersRunAtTheirPatternPeriodWhenPortsAreBusy) {
       for (int i = 0; i < sizes[static_cast<size_t>(s)]; ++i)
         allocation.stageOfLayer[static_cast<size_t>(order[static_cast<size_t>(at++)])] = s;
     }
-    const auto pattern = oneFOneBPattern(problem, allocation, buildStageGraph(problem, allocation));
+    const StageGraph graph = buildStageGraph(problem, allocation);
+    const auto pattern = oneFOneBPattern(problem, allocation, graph);
     if (!pattern)
       continue;
     const double T = pattern->periodMs;
@@ -254,16 +260,57 @@ TEST(Links, GeneratedOrdersRunAtTheirPatternPeriodWhenPortsAreBusy) {
     ASSERT_TRUE(result.ok());
     ASSERT_TRUE((*result).valid) << "trial " << trial << ": " << (*result).reason;
     ratios.push_back((*result).periodMs / T);
+    // The pattern is a feasible timing of the generated orders (compute and ports),
+    // so the simulation, which starts each action and transfer as soon as its order
+    // lets it, starts none later than the pattern does.
+    const int m = problem.training.microbatches;
+    Schedule schedule = generateSchedule(ScheduleKind::OneFOneB, problem, allocation, graph, m);
+    ASSERT_TRUE(schedule.hasPortOrders() || pattern->transfers.empty()) << "trial " << trial;
+    const double eps = 1e-9 * T * m;
+    auto late = [&](const SimulationResult &run) {
+      for (const TimedAction &t : run.timeline) {
+        const size_t s = static_cast<size_t>(t.action.stage);
+        const double nominal = (t.action.kind == ActionKind::Forward ? pattern->forwardOffset[s]
+                                                                     : pattern->backwardOffset[s]) +
+                               t.action.microbatch * T;
+        if (t.startMs > nominal + eps)
+          return true;
+      }
+      for (const TimedTransfer &t : run.transfers)
+        for (const auto &slotted : pattern->transfers)
+          if (slotted.fromStage == t.fromStage && slotted.toStage == t.toStage &&
+              slotted.gradient == t.gradient &&
+              t.startMs > slotted.startMs + t.microbatch * T + eps)
+            return true;
+      return false;
+    };
+    const SimulationResult ordered = simulate(problem, allocation, schedule, graph);
+    ASSERT_TRUE(ordered.completed) << "trial " << trial << ": " << ordered.error;
+    EXPECT_FALSE(late(ordered)) << "trial " << trial;
+    ++withPattern;
+    schedule.sendOrder.clear();
+    schedule.receiveOrder.clear();
+    const SimulationResult unordered = simulate(problem, allocation, schedule, graph);
+    lateWithoutOrders += unordered.completed && late(unordered);
   }
   ASSERT_GT(ratios.size(), static_cast<size_t>(scaledTrials(300) / 2));
   auto [median, share] = summarize("simulated / pattern period", ratios, 0.02);
   std::sort(ratios.begin(), ratios.end());
   std::cout << "  90th percentile " << ratios[ratios.size() * 9 / 10] << "\n";
-  // Without the slots: 240 of 300 within 2 %, 90th percentile 1.12, worst 2.12.
+  std::cout << "  without the port orders, some action or transfer starts after the pattern "
+               "on "
+            << lateWithoutOrders << " of " << withPattern << "\n";
+  // Ratios below 0.98 are orders that run faster than their pattern. Without the
+  // slots: 240 of 300 within 2 %, 90th percentile 1.12, worst 2.12; with the slots
+  // and no port orders (each transfer in the first free interval once its producer
+  // ended): 261, 1.014 and 1.25; with the port orders 288, 1.000 and 1.005 (the
+  // period is measured as the cost of m more micro-batches, flush included).
   EXPECT_LT(median, 1e-6);
   EXPECT_GT(share, 0.84);
-  EXPECT_LT(ratios[ratios.size() * 9 / 10], 1.05);
-  EXPECT_LT(ratios.back(), 1.5);
+  EXPECT_LT(ratios[ratios.size() * 9 / 10], 1.01);
+  EXPECT_LT(ratios.back(), 1.02);
+  if (scaledTrials(300) == 300)
+    EXPECT_GT(lateWithoutOrders, 0);
 }
 
 /// A contiguous split of a chain at period T as the pattern behind the generated
@@ -440,17 +487,21 @@ TEST(Links, BoundaryMovesStartFromMadPipesOtherPlansWhereItsPlanMissesItsPeriod)
     ASSERT_TRUE(report.best()) << "trial " << trial;
     EXPECT_NEAR(report.best()->periodMs, moved.best, 1e-9 * moved.best) << "trial " << trial;
   }
-  // 11 of 400 DAGs offer other plans; the moves from them end no faster on these.
+  // 3 of 400 DAGs offer other plans (6 before the port orders); the moves from them
+  // end no faster on these.
   std::cout << "madpipe offered other plans on " << offered << " DAGs; the moves from one of "
             << "them ended faster on " << gained << "\n";
   if (scaledTrials(400) == 400)
     EXPECT_GT(offered, 0);
 }
 
-TEST(Links, ResNet50On16GpusKeepsTheMovesOfMadPipesMinMaxPlan) {
-  // 16 GB, m = 32, the default links: the span plan simulates at 78.69 ms (planned
-  // 67.39: ResNet-50 is a DAG) and its moves end at 74.90; the min-max plan, offered
-  // at 83.50, moves to 70.07.
+TEST(Links, ResNet50On16GpusRunsAtMadPipesPlannedPeriod) {
+  // 16 GB, m = 32, the default links. madpipe's span plan is planned at 67.39 ms.
+  // Before the schedule ordered its ports, each transfer took the first port
+  // interval free when its producer ended: activations and gradients met on the
+  // ports of GPUs 7 and 8, stage 0's cap bound, and the plan simulated at 78.69 ms
+  // (the min-max plan's moves then won at 70.07). With the pattern's port orders it
+  // simulates at its planned period.
   const std::string path = profilesDirectory() + "/pipedream/resnet50.txt";
   if (!std::filesystem::exists(path))
     GTEST_SKIP() << "profile " << path << " not found (set PIPE_PARTITIONER_PROFILES_DIR)";
@@ -462,16 +513,18 @@ TEST(Links, ResNet50On16GpusKeepsTheMovesOfMadPipesMinMaxPlan) {
   PlanOptions options;
   options.algorithms = {"madpipe"};
   options.improveByBlockMoves = false;
-  const MovedPlans moved = movedMadPipePlans(problem, options);
-  EXPECT_GT(moved.offered, 0u);
-  EXPECT_LT(moved.best, moved.own * 0.97);
+  options.improveByBoundaryMoves = false;
   const PlanningReport report = planOrThrow(problem, options);
   ASSERT_TRUE(report.best());
-  EXPECT_NEAR(report.best()->periodMs, moved.best, 1e-9 * moved.best);
-  EXPECT_NE(report.best()->notes.find("the plan of its min-max DP"), std::string::npos)
-      << report.best()->notes;
-  std::cout << "ResNet-50, 16 GPUs: moves from madpipe's plan end at " << moved.own
-            << " ms, from the best of its offers at " << moved.best << "\n";
+  const PlanResult &plan = *report.best();
+  ASSERT_LT(plan.predictedPeriodMs, kInfinity);
+  EXPECT_NEAR(plan.periodMs, plan.predictedPeriodMs, 0.02 * plan.predictedPeriodMs);
+  EXPECT_LT(plan.periodMs, 70.0);
+  Schedule schedule;
+  simulatePlan(problem, plan.allocation, problem.training.schedule, &schedule);
+  EXPECT_TRUE(schedule.hasPortOrders());
+  std::cout << "ResNet-50, 16 GPUs: madpipe planned " << plan.predictedPeriodMs
+            << " ms, simulated " << plan.periodMs << "\n";
 }
 
 // `ilp` on links that take time (1F1B, with flush or stashing): its span rows (each

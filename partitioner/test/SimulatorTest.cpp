@@ -299,6 +299,94 @@ TEST(Simulator, TransfersDelayConsumersAndSharePorts) {
   EXPECT_TRUE(result.transfers[1].gradient);
 }
 
+TEST(Simulator, PortOrdersDecideWhichTransferGoesFirst) {
+  // Two stages, m = 2, activations and gradients of 100 ms on a 10 GB/s link.
+  // GPU 0's send port is told to carry micro-batch 1's activations before micro-
+  // batch 0's: they leave at 2 ms (when F1 ends) and 0's at 102, so F0 of stage 1
+  // waits until 202. Without port orders micro-batch 0's activations leave at 1 ms.
+  Problem problem = uniformPipeline(2, 2, 1.0, 1.0);
+  problem.tensors[0].bytes = 1e9;
+  problem.platform.intraNode = problem.platform.interNode = LinkSpec{1e10, 0};
+  const Allocation allocation = onePerGpu(2);
+  Schedule schedule;
+  schedule.microbatches = 2;
+  schedule.actions = {{{ActionKind::Forward, 0, 0}, {ActionKind::Forward, 0, 1},
+                       {ActionKind::Backward, 0, 0}, {ActionKind::Backward, 0, 1}},
+                      {{ActionKind::Forward, 1, 0}, {ActionKind::Backward, 1, 0},
+                       {ActionKind::Forward, 1, 1}, {ActionKind::Backward, 1, 1}}};
+  const SimulationResult free = simulate(problem, allocation, schedule);
+  ASSERT_TRUE(free.completed) << free.error;
+  // act0 [1, 101), act1 [101, 201); F0 B0 of stage 1 at 101, gradient 0 [103, 203);
+  // F1 B1 at 201, gradient 1 [203, 303); B0 of stage 0 at 203, B1 at 303.
+  EXPECT_NEAR(free.iterationMs, 304, 1e-9);
+  const Transfer act0{0, 1, 0, false}, act1{0, 1, 1, false}, grad0{1, 0, 0, true},
+      grad1{1, 0, 1, true};
+  schedule.sendOrder = {{act1, act0}, {grad0, grad1}};
+  schedule.receiveOrder = {{grad0, grad1}, {act1, act0}};
+  const SimulationResult ordered = simulate(problem, allocation, schedule);
+  expectChecks(problem, allocation, schedule, ordered);
+  ASSERT_EQ(ordered.transfers.size(), 4u);
+  auto startOf = [&](const Transfer &t) {
+    for (const TimedTransfer &x : ordered.transfers)
+      if (x.fromStage == t.fromStage && x.microbatch == t.microbatch && x.gradient == t.gradient)
+        return x.startMs;
+    return -1.0;
+  };
+  EXPECT_NEAR(startOf(act1), 2, 1e-9);
+  EXPECT_NEAR(startOf(act0), 102, 1e-9);
+  // F0 B0 of stage 1 at 202, gradient 0 [204, 304); F1 B1 at 204, gradient 1
+  // [304, 404); B1 of stage 0 at 404.
+  EXPECT_NEAR(startOf(grad0), 204, 1e-9);
+  EXPECT_NEAR(startOf(grad1), 304, 1e-9);
+  EXPECT_NEAR(ordered.iterationMs, 405, 1e-9);
+
+  // Orders that do not list each transfer once, on its own GPUs' ports, are refused
+  // with the transfer named.
+  auto refusal = [&](Schedule bad) {
+    try {
+      simulate(problem, allocation, bad);
+    } catch (const Error &error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  Schedule missing = schedule;
+  missing.sendOrder[1] = {grad0};
+  missing.receiveOrder[0] = {grad0};
+  EXPECT_NE(refusal(missing).find("do not list SEND_B1@s1->s0"), std::string::npos)
+      << refusal(missing);
+  Schedule twice = schedule;
+  twice.sendOrder[0] = {act1, act0, act1};
+  EXPECT_NE(refusal(twice).find("lists SEND_F1@s0->s1 twice"), std::string::npos)
+      << refusal(twice);
+  Schedule elsewhere = schedule;
+  elsewhere.receiveOrder = {{grad0, grad1, act0}, {act1}};
+  EXPECT_NE(refusal(elsewhere).find("receive port of GPU 0 lists SEND_F0@s0->s1"),
+            std::string::npos)
+      << refusal(elsewhere);
+  Schedule backwards = schedule;
+  backwards.sendOrder[0] = {act1, act0, Transfer{0, 1, 0, true}};
+  EXPECT_NE(refusal(backwards).find("names no tensor"), std::string::npos) << refusal(backwards);
+  // Orders that contradict each other: GPU 1 receives act1 first, but its compute
+  // order needs act0 first, and GPU 0 sends act0 first: nothing can move.
+  Schedule crossed = schedule;
+  crossed.sendOrder[0] = {act0, act1};
+  const SimulationResult stuck = simulate(problem, allocation, crossed);
+  EXPECT_FALSE(stuck.completed);
+  EXPECT_NE(stuck.error.find("the send port of GPU 0 waits at SEND_F0@s0->s1"), std::string::npos)
+      << stuck.error;
+  // The checker, which runs the orders symbolically, finds the same.
+  const CheckReport crossedCheck = checkSchedule(problem, allocation, crossed);
+  ASSERT_FALSE(crossedCheck.ok());
+  EXPECT_NE(crossedCheck.violations.front().find("the send port of GPU 0 blocks at SEND_F0@s0->s1"),
+            std::string::npos)
+      << crossedCheck.violations.front();
+  const CheckReport twiceCheck = checkSchedule(problem, allocation, twice);
+  ASSERT_FALSE(twiceCheck.ok());
+  EXPECT_NE(twiceCheck.violations.front().find("lists SEND_F1@s0->s1 twice"), std::string::npos)
+      << twiceCheck.violations.front();
+}
+
 TEST(Simulator, MessagesHeldFollowTheTimeline) {
   // Stage 0 (1 ms forward) feeds stage 1 (3 ms forward) 100-byte activations,
   // free links. Under GPipe stage 0 sends at 1, 2, 3, 4 ms and stage 1 takes them

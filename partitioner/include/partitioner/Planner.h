@@ -84,12 +84,32 @@ struct Action {
   }
 };
 
+/// One transfer between the GPUs of two stages: micro-batch `microbatch`'s
+/// activations from `fromStage` to `toStage` (gradient = false), or their gradients
+/// from `fromStage` back to `toStage` (gradient = true; fromStage is the later stage).
+struct Transfer {
+  int fromStage = 0, toStage = 0, microbatch = 0;
+  bool gradient = false;
+  bool operator==(const Transfer &other) const {
+    return fromStage == other.fromStage && toStage == other.toStage &&
+           microbatch == other.microbatch && gradient == other.gradient;
+  }
+};
+
 /// Per-GPU ordered action lists (F, B, or B split into input/weight parts).
 struct Schedule {
   ScheduleKind kind = ScheduleKind::OneFOneB;
   int microbatches = 0;
   bool splitBackward = false;
   std::vector<std::vector<Action>> actions; ///< per GPU, in execution order
+  /// Port orders, optional (docs/partitioner.md, "Port orders"): per GPU, the
+  /// transfers its send port carries, in order, and those its receive port carries.
+  /// When given, they list every transfer that holds ports (its GPUs differ and its
+  /// link's occupancy is above 0), and a transfer starts when its data is ready and
+  /// the transfers before it on both its ports have ended. Empty: a transfer takes
+  /// the first interval free on both ports once its producer has ended.
+  std::vector<std::vector<Transfer>> sendOrder, receiveOrder;
+  bool hasPortOrders() const { return !sendOrder.empty(); }
 };
 
 struct TimedAction {

@@ -52,6 +52,14 @@ struct PeriodicPattern {
   std::vector<int> inFlight; ///< ceil((B end - F start) / T) per stage
   /// Every transfer found a slot free on both its ports modulo T.
   bool portsFit = true;
+  /// The transfers that hold ports, each with the start of its slot for micro-batch
+  /// 0 (micro-batch i's starts i T later): the order generateSchedule gives the ports.
+  struct SlottedTransfer {
+    int fromStage = 0, toStage = 0;
+    bool gradient = false;
+    double startMs = 0;
+  };
+  std::vector<SlottedTransfer> transfers;
 };
 PeriodicPattern periodicPattern(const Problem &problem, const Allocation &allocation, double periodMs);
 /// The same on the allocation's stage graph (buildStageGraph), built once by callers

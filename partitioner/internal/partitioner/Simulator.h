@@ -47,6 +47,47 @@ Schedule greedySchedule(const Problem &problem, const Allocation &allocation,
                         const std::vector<int> &caps);
 
 
+/// Numbers the transfers of a stage graph for `microbatches` micro-batches: each
+/// edge's activations and their gradients, per micro-batch (the port orders of the
+/// simulator and of the checker).
+class TransferIndex {
+public:
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  TransferIndex(const StageGraph &graph, int microbatches);
+  size_t size() const { return 2 * edges_ * static_cast<size_t>(microbatches_); }
+  /// The number of `t`, or kNone when it names a stage, micro-batch or edge that the
+  /// graph does not have (an edge runs from the lower stage to the higher).
+  size_t of(const Transfer &t) const;
+  /// The number of the transfer out of `stage` along its k-th successor edge
+  /// (activations) or its k-th predecessor edge (gradients), for micro-batch mb.
+  size_t along(int stage, size_t k, bool gradient, int mb) const {
+    const size_t edge = gradient ? predecessorEdge_[static_cast<size_t>(stage)][k]
+                                 : edgeBase_[static_cast<size_t>(stage)] + k;
+    return ((gradient ? edges_ : 0) + edge) * static_cast<size_t>(microbatches_) +
+           static_cast<size_t>(mb);
+  }
+  /// The number's edge (numbered in successor order) and whether it is a gradient.
+  size_t edgeOf(size_t number) const {
+    return number / static_cast<size_t>(microbatches_) % edges_;
+  }
+  bool isGradient(size_t number) const {
+    return number / static_cast<size_t>(microbatches_) >= edges_;
+  }
+  size_t edges() const { return edges_; }
+  /// The transfer a number names.
+  Transfer at(size_t number) const;
+
+private:
+  const StageGraph &graph_;
+  int microbatches_;
+  size_t edges_ = 0;
+  std::vector<size_t> edgeBase_; ///< successors[s][k] is edge edgeBase_[s] + k
+  std::vector<std::vector<size_t>> predecessorEdge_; ///< edge of predecessors[s][k]
+  std::vector<int> lower_;       ///< each edge's lower stage
+  /// The edge from `lower` to `upper`'s position in successors[lower], or kNone.
+  size_t position(int lower, int upper) const;
+};
+
 /// The dependency rules shared by the simulator and the checker: what an action waits
 /// for (stage, micro-batch, kind of the producing action, bytes to transfer).
 struct Dependency {
