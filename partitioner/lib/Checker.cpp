@@ -51,9 +51,14 @@ void checkPortOrders(const StageGraph &graph, const Schedule &schedule,
         }
         const int from = graph.gpu[static_cast<size_t>(t.fromStage)];
         const int to = graph.gpu[static_cast<size_t>(t.toStage)];
-        if (from == to || static_cast<size_t>(receive ? to : from) != g)
+        if (from == to)
+          report.violations.push_back(where() + ", whose two stages are both on GPU " +
+                                      std::to_string(from));
+        else if (static_cast<size_t>(receive ? to : from) != g)
           report.violations.push_back(where() + ", which GPU " + std::to_string(from) +
                                       " sends to GPU " + std::to_string(to));
+        if (index.bytesAlong(number) <= 0)
+          report.violations.push_back(where() + ", whose tensors have no bytes (no port holds them)");
         if (++(receive ? received : sent)[number] == 2)
           report.violations.push_back(where() + " twice");
       }
@@ -122,7 +127,7 @@ CheckReport checkScheduleOrThrow(const StageGraph &graph, const Schedule &schedu
           " does not belong to this schedule's backward form");
     }
   }
-  const bool ports = schedule.hasPortOrders() || !schedule.receiveOrder.empty();
+  const bool ports = schedule.hasPortOrders();
   const TransferIndex index(graph, schedule.microbatches);
   if (ports)
     checkPortOrders(graph, schedule, index, report);

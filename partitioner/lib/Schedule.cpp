@@ -91,7 +91,7 @@ void patternOrder(const PeriodicPattern &pattern, const Allocation &allocation,
   }
   schedule.sendOrder.clear();
   schedule.receiveOrder.clear();
-  if (!pattern.portsFit || pattern.transfers.empty())
+  if (!pattern.portsFit || pattern.transfers.empty() || m <= 0)
     return;
   // A port's slots do not overlap modulo T, so its transfers have distinct nominal
   // starts: each port's order is the merge, by start, of its slots' series

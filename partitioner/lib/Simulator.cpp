@@ -36,7 +36,7 @@ std::vector<Dependency> dependenciesOf(const StageGraph &graph, const Action &ac
 }
 
 TransferIndex::TransferIndex(const StageGraph &graph, int microbatches)
-    : graph_(graph), microbatches_(std::max(1, microbatches)),
+    : graph_(graph), microbatches_(std::max(0, microbatches)),
       edgeBase_(static_cast<size_t>(graph.numStages), 0),
       predecessorEdge_(static_cast<size_t>(graph.numStages)) {
   for (int s = 0; s < graph.numStages; ++s) {
@@ -71,11 +71,16 @@ size_t TransferIndex::of(const Transfer &t) const {
          static_cast<size_t>(t.microbatch);
 }
 
+const StageGraph::Edge &TransferIndex::edge(size_t e) const {
+  const int lower = lower_[e];
+  return graph_.successors[static_cast<size_t>(lower)][e - edgeBase_[static_cast<size_t>(lower)]];
+}
+
+double TransferIndex::bytesAlong(size_t number) const { return edge(edgeOf(number)).bytes; }
+
 Transfer TransferIndex::at(size_t number) const {
-  const size_t edge = edgeOf(number);
-  const int lower = lower_[edge];
-  const auto &out = graph_.successors[static_cast<size_t>(lower)];
-  const int upper = out[edge - edgeBase_[static_cast<size_t>(lower)]].stage;
+  const size_t e = edgeOf(number);
+  const int lower = lower_[e], upper = edge(e).stage;
   const int mb = static_cast<int>(number % static_cast<size_t>(microbatches_));
   return isGradient(number) ? Transfer{upper, lower, mb, true} : Transfer{lower, upper, mb, false};
 }
@@ -238,6 +243,9 @@ struct Engine {
       if (number == TransferIndex::kNone)
         refuse(gpu, sendPort, t, ", which names no tensor that flows between two stages");
       const OrderedPorts::Way &way = ports.wayOf(number);
+      if (way.fromGpu == way.toGpu)
+        refuse(gpu, sendPort, t,
+               ", whose two stages are both on GPU " + std::to_string(way.fromGpu));
       if (static_cast<size_t>(sendPort ? way.fromGpu : way.toGpu) != gpu)
         refuse(gpu, sendPort, t,
                ", which GPU " + std::to_string(way.fromGpu) + " sends to GPU " +
@@ -252,21 +260,23 @@ struct Engine {
     };
     ports.sendQueue.assign(gpus, {});
     ports.receiveQueue.assign(gpus, {});
-    size_t count = 0;
+    size_t sent = 0, received = 0;
     for (size_t g = 0; g < gpus; ++g) {
       ports.sendQueue[g].reserve(schedule.sendOrder[g].size());
       for (const Transfer &t : schedule.sendOrder[g])
         ports.sendQueue[g].push_back(take(g, true, t));
-      count += schedule.sendOrder[g].size();
+      sent += schedule.sendOrder[g].size();
     }
     for (size_t g = 0; g < gpus; ++g) {
       ports.receiveQueue[g].reserve(schedule.receiveOrder[g].size());
       for (const Transfer &t : schedule.receiveOrder[g])
         ports.receiveQueue[g].push_back(take(g, false, t));
+      received += schedule.receiveOrder[g].size();
     }
-    // Each listed transfer holds ports and is listed once on each kind of port, so
-    // the counts tell whether one is missing; the first is named.
-    for (size_t number = 0; count != holding && number < listed.size(); ++number)
+    // Each listed transfer holds ports and is listed at most once on each kind of
+    // port, so the counts tell whether one is missing; the first is named.
+    const bool complete = sent == holding && received == holding;
+    for (size_t number = 0; !complete && number < listed.size(); ++number)
       if (listed[number] != 2 && ports.wayOf(number).occupancyMs > 0) {
         const OrderedPorts::Way &way = ports.wayOf(number);
         throw Error(std::string("schedule: ") +

@@ -15,8 +15,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <random>
 
 namespace partitioner::testing {
 namespace {
@@ -355,6 +357,15 @@ TEST(Simulator, PortOrdersDecideWhichTransferGoesFirst) {
   missing.receiveOrder[0] = {grad0};
   EXPECT_NE(refusal(missing).find("do not list SEND_B1@s1->s0"), std::string::npos)
       << refusal(missing);
+  Schedule unreceived = schedule;
+  unreceived.receiveOrder[0] = {grad0};
+  EXPECT_NE(refusal(unreceived).find("no receive port lists SEND_B1@s1->s0"), std::string::npos)
+      << refusal(unreceived);
+  Schedule receiveOnly = schedule;
+  receiveOnly.sendOrder.clear();
+  EXPECT_NE(refusal(receiveOnly).find("port orders for 0 send and 2 receive ports"),
+            std::string::npos)
+      << refusal(receiveOnly);
   Schedule twice = schedule;
   twice.sendOrder[0] = {act1, act0, act1};
   EXPECT_NE(refusal(twice).find("lists SEND_F1@s0->s1 twice"), std::string::npos)
@@ -385,6 +396,88 @@ TEST(Simulator, PortOrdersDecideWhichTransferGoesFirst) {
   ASSERT_FALSE(twiceCheck.ok());
   EXPECT_NE(twiceCheck.violations.front().find("lists SEND_F1@s0->s1 twice"), std::string::npos)
       << twiceCheck.violations.front();
+}
+
+TEST(Simulator, PortOrdersRunWhereTheCheckerSaysAndEachPortKeepsItsOrder) {
+  // Random chains and DAGs whose transfers take about as long as their layers, one
+  // stage per GPU, the generated 1F1B orders with their port orders; on half of
+  // them two transfers of one port are swapped. The simulator completes exactly
+  // where the checker's symbolic run finds no deadlock, and where it completes,
+  // each port carries one transfer at a time, in its order.
+  std::mt19937 rng(2024);
+  int swapped = 0, stuck = 0, ran = 0, ranSwapped = 0;
+  for (int trial = 0, trials = scaledTrials(300); trial < trials; ++trial) {
+    const int gpus = 2 + static_cast<int>(rng() % 3);
+    const int layers = gpus + static_cast<int>(rng() % 6);
+    Problem problem = trial % 2 ? randomDag(rng, layers, gpus) : randomChain(rng, layers, gpus);
+    problem.training.schedule = ScheduleKind::OneFOneB;
+    problem.training.microbatches = 2 * gpus;
+    problem.platform.memoryBytesPerGpu = kInfinity;
+    orThrow(problem.finalize());
+    Allocation allocation;
+    allocation.stageOfLayer.assign(problem.layers.size(), 0);
+    const std::vector<int> order = topologicalOrder(problem);
+    for (int i = 0; i < layers; ++i)
+      allocation.stageOfLayer[static_cast<size_t>(order[static_cast<size_t>(i)])] = i * gpus / layers;
+    for (int s = 0; s < gpus; ++s)
+      allocation.gpuOfStage.push_back(s);
+    const StageGraph graph = buildStageGraph(problem, allocation);
+    Schedule schedule =
+        generateSchedule(ScheduleKind::OneFOneB, problem, allocation, graph, 2 * gpus);
+    if (!schedule.hasPortOrders())
+      continue;
+    bool swappedHere = false;
+    if (rng() % 2) {
+      auto &orders = rng() % 2 ? schedule.sendOrder : schedule.receiveOrder;
+      auto &port = orders[rng() % orders.size()];
+      if (port.size() >= 2) {
+        // Neighbours or any two.
+        const size_t i = rng() % port.size();
+        const size_t j = rng() % 2 ? (i + 1) % port.size() : rng() % port.size();
+        std::swap(port[i], port[j]);
+        swappedHere = i != j;
+        swapped += swappedHere;
+      }
+    }
+    const CheckReport check = checkSchedule(graph, schedule);
+    const SimulationResult run = simulate(problem, allocation, schedule, graph);
+    ASSERT_EQ(run.completed, check.ok())
+        << "trial " << trial << ": " << run.error
+        << (check.ok() ? std::string() : " / " + check.violations.front());
+    if (!run.completed) {
+      ++stuck;
+      continue;
+    }
+    ++ran;
+    ranSwapped += swappedHere;
+    for (bool sendPort : {true, false})
+      for (int g = 0; g < gpus; ++g) {
+        std::vector<const TimedTransfer *> carried;
+        for (const TimedTransfer &t : run.transfers)
+          if ((sendPort ? t.fromGpu : t.toGpu) == g)
+            carried.push_back(&t);
+        std::sort(carried.begin(), carried.end(),
+                  [](const TimedTransfer *a, const TimedTransfer *b) { return a->startMs < b->startMs; });
+        const auto &listed = (sendPort ? schedule.sendOrder : schedule.receiveOrder)[static_cast<size_t>(g)];
+        ASSERT_EQ(carried.size(), listed.size()) << "trial " << trial << " GPU " << g;
+        double free = 0;
+        for (size_t k = 0; k < carried.size(); ++k) {
+          const TimedTransfer &t = *carried[k];
+          EXPECT_TRUE((Transfer{t.fromStage, t.toStage, t.microbatch, t.gradient} == listed[k]))
+              << "trial " << trial << " GPU " << g << " position " << k;
+          EXPECT_GE(t.startMs, free - 1e-9) << "trial " << trial << " GPU " << g;
+          free = t.startMs + problem.platform.linkBetween(t.fromGpu, t.toGpu).occupancyMs(t.bytes);
+        }
+      }
+  }
+  std::cout << "port orders: " << ran << " schedules ran (" << ranSwapped
+            << " with two transfers swapped), " << stuck << " deadlocked (of " << swapped
+            << " swapped)\n";
+  EXPECT_GT(ran, scaledTrials(300) / 4);
+  if (scaledTrials(300) == 300) {
+    EXPECT_GT(stuck, 0);
+    EXPECT_GT(ranSwapped, 0);
+  }
 }
 
 TEST(Simulator, MessagesHeldFollowTheTimeline) {

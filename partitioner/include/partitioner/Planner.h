@@ -106,10 +106,10 @@ struct Schedule {
   /// transfers its send port carries, in order, and those its receive port carries.
   /// When given, they list every transfer that holds ports (its GPUs differ and its
   /// link's occupancy is above 0), and a transfer starts when its data is ready and
-  /// the transfers before it on both its ports have ended. Empty: a transfer takes
-  /// the first interval free on both ports once its producer has ended.
+  /// the transfers before it on both its ports have ended. Both empty: a transfer
+  /// takes the first interval free on both ports once its producer has ended.
   std::vector<std::vector<Transfer>> sendOrder, receiveOrder;
-  bool hasPortOrders() const { return !sendOrder.empty(); }
+  bool hasPortOrders() const { return !sendOrder.empty() || !receiveOrder.empty(); }
 };
 
 struct TimedAction {

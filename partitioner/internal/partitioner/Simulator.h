@@ -76,6 +76,8 @@ public:
   size_t edges() const { return edges_; }
   /// The transfer a number names.
   Transfer at(size_t number) const;
+  /// The bytes of the edge a number's transfer runs along.
+  double bytesAlong(size_t number) const;
 
 private:
   const StageGraph &graph_;
@@ -86,6 +88,8 @@ private:
   std::vector<int> lower_;       ///< each edge's lower stage
   /// The edge from `lower` to `upper`'s position in successors[lower], or kNone.
   size_t position(int lower, int upper) const;
+  /// Edge number e (successor order).
+  const StageGraph::Edge &edge(size_t e) const;
 };
 
 /// The dependency rules shared by the simulator and the checker: what an action waits
