@@ -23,55 +23,6 @@ Action producerOf(const Transfer &t, bool splitBackward) {
   return {kind, t.fromStage, t.microbatch};
 }
 
-/// Port orders (Schedule::sendOrder / receiveOrder): one list per GPU, each
-/// transfer along an edge of the stage graph, between two GPUs, on its sender's send
-/// port and its receiver's receive port, once in each kind of order.
-void checkPortOrders(const StageGraph &graph, const Schedule &schedule,
-                     const TransferIndex &index, CheckReport &report) {
-  const size_t gpus = schedule.actions.size();
-  if (schedule.sendOrder.size() != gpus || schedule.receiveOrder.size() != gpus) {
-    report.violations.push_back("port orders for " + std::to_string(schedule.sendOrder.size()) +
-                                " send and " + std::to_string(schedule.receiveOrder.size()) +
-                                " receive ports on " + std::to_string(gpus) + " GPUs");
-    return;
-  }
-  std::vector<char> sent(index.size(), 0), received(index.size(), 0);
-  for (int receive = 0; receive < 2; ++receive)
-    for (size_t g = 0; g < gpus; ++g)
-      for (const Transfer &t : receive ? schedule.receiveOrder[g] : schedule.sendOrder[g]) {
-        auto where = [&] {
-          return std::string(receive ? "the receive" : "the send") + " port of GPU " +
-                 std::to_string(g) + " lists " + nameOf(t);
-        };
-        const size_t number = index.of(t);
-        if (number == TransferIndex::kNone) {
-          report.violations.push_back(where() +
-                                      ", which names no tensor that flows between two stages");
-          continue;
-        }
-        const int from = graph.gpu[static_cast<size_t>(t.fromStage)];
-        const int to = graph.gpu[static_cast<size_t>(t.toStage)];
-        if (from == to)
-          report.violations.push_back(where() + ", whose two stages are both on GPU " +
-                                      std::to_string(from));
-        else if (static_cast<size_t>(receive ? to : from) != g)
-          report.violations.push_back(where() + ", which GPU " + std::to_string(from) +
-                                      " sends to GPU " + std::to_string(to));
-        if (index.bytesAlong(number) <= 0)
-          report.violations.push_back(where() + ", whose tensors have no bytes (no port holds them)");
-        if (++(receive ? received : sent)[number] == 2)
-          report.violations.push_back(where() + " twice");
-      }
-  for (int receive = 0; receive < 2; ++receive)
-    for (const auto &order : receive ? schedule.receiveOrder : schedule.sendOrder)
-      for (const Transfer &t : order) {
-        const size_t number = index.of(t);
-        if (number != TransferIndex::kNone && !(receive ? sent : received)[number])
-          report.violations.push_back(std::string(receive ? "no send port lists "
-                                                          : "no receive port lists ") +
-                                      nameOf(t));
-      }
-}
 } // namespace
 
 namespace {
@@ -130,7 +81,8 @@ CheckReport checkScheduleOrThrow(const StageGraph &graph, const Schedule &schedu
   const bool ports = schedule.hasPortOrders();
   const TransferIndex index(graph, schedule.microbatches);
   if (ports)
-    checkPortOrders(graph, schedule, index, report);
+    for (std::string &fault : portOrderViolations(graph, schedule, index, 100))
+      report.violations.push_back(std::move(fault));
   if (!report.ok())
     return report;
 

@@ -85,6 +85,67 @@ Transfer TransferIndex::at(size_t number) const {
   return isGradient(number) ? Transfer{upper, lower, mb, true} : Transfer{lower, upper, mb, false};
 }
 
+std::vector<std::string> portOrderViolations(const StageGraph &graph, const Schedule &schedule,
+                                             const TransferIndex &index, size_t limit,
+                                             const std::vector<char> *holdsPorts) {
+  std::vector<std::string> violations;
+  const size_t gpus = schedule.actions.size();
+  if (schedule.sendOrder.size() != gpus || schedule.receiveOrder.size() != gpus) {
+    violations.push_back("port orders for " + std::to_string(schedule.sendOrder.size()) +
+                         " send and " + std::to_string(schedule.receiveOrder.size()) +
+                         " receive ports on " + std::to_string(gpus) + " GPUs");
+    return violations;
+  }
+  auto name = [](const Transfer &t) {
+    return transferAction(true, t.gradient, t.microbatch, t.fromStage, t.toStage);
+  };
+  auto full = [&] { return violations.size() >= limit; };
+  // Per transfer: 1 on a send port, 2 on a receive port (3: both).
+  std::vector<char> listed(index.size(), 0);
+  for (int receive = 0; receive < 2 && !full(); ++receive)
+    for (size_t g = 0; g < gpus && !full(); ++g)
+      for (const Transfer &t : receive ? schedule.receiveOrder[g] : schedule.sendOrder[g]) {
+        if (full())
+          break;
+        auto refuse = [&](const std::string &why) {
+          violations.push_back(std::string(receive ? "the receive" : "the send") + " port of GPU " +
+                               std::to_string(g) + " lists " + name(t) + why);
+        };
+        const size_t number = index.of(t);
+        if (number == TransferIndex::kNone) {
+          refuse(", which names no tensor that flows between two stages");
+          continue;
+        }
+        const int from = graph.gpu[static_cast<size_t>(t.fromStage)];
+        const int to = graph.gpu[static_cast<size_t>(t.toStage)];
+        const char side = receive ? 2 : 1;
+        if (from == to)
+          refuse(", whose two stages are both on GPU " + std::to_string(from));
+        else if (static_cast<size_t>(receive ? to : from) != g)
+          refuse(", which GPU " + std::to_string(from) + " sends to GPU " + std::to_string(to));
+        else if (holdsPorts ? !(*holdsPorts)[number] : index.bytesAlong(number) <= 0)
+          refuse(holdsPorts ? ", which holds no port (its link takes no time for it)"
+                            : ", whose tensors have no bytes (no port holds them)");
+        else if (listed[number] & side)
+          refuse(" twice");
+        listed[number] |= side;
+      }
+  for (size_t number = 0; number < listed.size() && !full(); ++number) {
+    if (listed[number] == 1 || listed[number] == 2)
+      violations.push_back(std::string(listed[number] == 1 ? "no receive port lists "
+                                                           : "no send port lists ") +
+                           name(index.at(number)));
+    else if (!listed[number] && holdsPorts && (*holdsPorts)[number]) {
+      const Transfer t = index.at(number);
+      violations.push_back("the port orders do not list " + name(t) + " (GPU " +
+                           std::to_string(graph.gpu[static_cast<size_t>(t.fromStage)]) +
+                           " to GPU " + std::to_string(graph.gpu[static_cast<size_t>(t.toStage)]) +
+                           ")");
+    }
+  }
+  return violations;
+}
+
 namespace {
 
 struct ActionTable {
@@ -179,7 +240,6 @@ struct Engine {
   std::vector<PortCalendar> sendPorts, receivePorts;
   /// Set when the schedule orders its ports (usePortOrders).
   std::optional<OrderedPorts> ordered;
-  int microbatches;
   /// When set, the GPUs of the actions each delivery feeds (whose readiness changed).
   std::vector<int> *fed = nullptr;
   /// Whether result.timeline and result.transfers receive each action and transfer
@@ -191,7 +251,7 @@ struct Engine {
         arrival(g.numStages, m, 0), arrived(g.numStages, m, 0),
         gpuFree(static_cast<size_t>(p.platform.gpus), 0),
         sendPorts(static_cast<size_t>(p.platform.gpus)),
-        receivePorts(static_cast<size_t>(p.platform.gpus)), microbatches(m) {
+        receivePorts(static_cast<size_t>(p.platform.gpus)) {
     result.gpuBusyMs.assign(static_cast<size_t>(p.platform.gpus), 0);
   }
 
@@ -200,19 +260,14 @@ struct Engine {
     return fromGpu != toGpu ? problem.platform.linkBetween(fromGpu, toGpu).occupancyMs(bytes) : 0.0;
   }
 
-  /// Takes the schedule's port orders, after checking that they list every transfer
-  /// that holds ports exactly once, on its sender's send port and its receiver's
-  /// receive port; throws Error naming the first that does not.
+  /// Takes the schedule's port orders, after checking them (portOrderViolations,
+  /// with the links: every transfer that holds ports, once on each side); throws
+  /// Error naming the first fault.
   void usePortOrders(const Schedule &schedule) {
     const size_t gpus = static_cast<size_t>(problem.platform.gpus);
-    if (schedule.sendOrder.size() != gpus || schedule.receiveOrder.size() != gpus)
-      throw Error("schedule: port orders for " + std::to_string(schedule.sendOrder.size()) +
-                  " send and " + std::to_string(schedule.receiveOrder.size()) +
-                  " receive ports on " + std::to_string(gpus) + " GPUs");
-    OrderedPorts ports(graph, microbatches);
+    OrderedPorts ports(graph, end.microbatches);
     const size_t edges = ports.index.edges();
     ports.ways.resize(2 * edges);
-    size_t holding = 0; // transfers that hold ports
     size_t e = 0;
     for (int s = 0; s < graph.numStages; ++s)
       for (const auto &edge : graph.successors[static_cast<size_t>(s)]) {
@@ -225,65 +280,24 @@ struct Engine {
           way.bytes = edge.bytes;
           way.occupancyMs = occupancy(way.fromGpu, way.toGpu, edge.bytes);
           way.latencyMs = problem.platform.linkBetween(way.fromGpu, way.toGpu).latencyMs;
-          holding += way.occupancyMs > 0 ? static_cast<size_t>(microbatches) : 0;
         }
         ++e;
       }
-    auto name = [](const Transfer &t) {
-      return transferAction(true, t.gradient, t.microbatch, t.fromStage, t.toStage);
-    };
-    auto refuse = [&](size_t gpu, bool sendPort, const Transfer &t, const std::string &why) {
-      throw Error("schedule: the " + std::string(sendPort ? "send" : "receive") + " port of GPU " +
-                  std::to_string(gpu) + " lists " + name(t) + why);
-    };
-    // 1: on a send port; 2: on a receive port too.
-    std::vector<char> listed(ports.index.size(), 0);
-    auto take = [&](size_t gpu, bool sendPort, const Transfer &t) {
-      const size_t number = ports.index.of(t);
-      if (number == TransferIndex::kNone)
-        refuse(gpu, sendPort, t, ", which names no tensor that flows between two stages");
-      const OrderedPorts::Way &way = ports.wayOf(number);
-      if (way.fromGpu == way.toGpu)
-        refuse(gpu, sendPort, t,
-               ", whose two stages are both on GPU " + std::to_string(way.fromGpu));
-      if (static_cast<size_t>(sendPort ? way.fromGpu : way.toGpu) != gpu)
-        refuse(gpu, sendPort, t,
-               ", which GPU " + std::to_string(way.fromGpu) + " sends to GPU " +
-                   std::to_string(way.toGpu));
-      if (way.occupancyMs <= 0)
-        refuse(gpu, sendPort, t, ", which holds no port (its link takes no time for it)");
-      char &mark = listed[number];
-      if (mark != (sendPort ? 0 : 1))
-        refuse(gpu, sendPort, t, sendPort || mark == 2 ? " twice" : ", which no send port lists");
-      mark = sendPort ? 1 : 2;
-      return number;
-    };
+    std::vector<char> holdsPorts(ports.index.size(), 0);
+    for (size_t number = 0; number < holdsPorts.size(); ++number)
+      holdsPorts[number] = ports.wayOf(number).occupancyMs > 0;
+    const std::vector<std::string> faults =
+        portOrderViolations(graph, schedule, ports.index, 1, &holdsPorts);
+    if (!faults.empty())
+      throw Error("schedule: " + faults.front());
     ports.sendQueue.assign(gpus, {});
     ports.receiveQueue.assign(gpus, {});
-    size_t sent = 0, received = 0;
     for (size_t g = 0; g < gpus; ++g) {
-      ports.sendQueue[g].reserve(schedule.sendOrder[g].size());
       for (const Transfer &t : schedule.sendOrder[g])
-        ports.sendQueue[g].push_back(take(g, true, t));
-      sent += schedule.sendOrder[g].size();
-    }
-    for (size_t g = 0; g < gpus; ++g) {
-      ports.receiveQueue[g].reserve(schedule.receiveOrder[g].size());
+        ports.sendQueue[g].push_back(ports.index.of(t));
       for (const Transfer &t : schedule.receiveOrder[g])
-        ports.receiveQueue[g].push_back(take(g, false, t));
-      received += schedule.receiveOrder[g].size();
+        ports.receiveQueue[g].push_back(ports.index.of(t));
     }
-    // Each listed transfer holds ports and is listed at most once on each kind of
-    // port, so the counts tell whether one is missing; the first is named.
-    const bool complete = sent == holding && received == holding;
-    for (size_t number = 0; !complete && number < listed.size(); ++number)
-      if (listed[number] != 2 && ports.wayOf(number).occupancyMs > 0) {
-        const OrderedPorts::Way &way = ports.wayOf(number);
-        throw Error(std::string("schedule: ") +
-                    (listed[number] ? "no receive port lists " : "the port orders do not list ") +
-                    name(ports.index.at(number)) + " (GPU " + std::to_string(way.fromGpu) +
-                    " to GPU " + std::to_string(way.toGpu) + ")");
-      }
     ports.sendNext.assign(gpus, 0);
     ports.receiveNext.assign(gpus, 0);
     ports.sendFree.assign(gpus, 0);

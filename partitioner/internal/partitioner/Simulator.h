@@ -92,6 +92,17 @@ private:
   const StageGraph::Edge &edge(size_t e) const;
 };
 
+/// What is wrong with a schedule's port orders (Schedule::sendOrder / receiveOrder),
+/// each line naming the port and the transfer, at most `limit` of them: one list per
+/// GPU; each entry a transfer along an edge of the stage graph between two GPUs, on
+/// its sender's send port or its receiver's receive port, listed once on each side.
+/// With `holdsPorts` (the simulator, which knows the links), each entry must hold
+/// ports and every transfer that does must be listed; without it (the checker), an
+/// entry's tensors must have bytes. Shared by simulate() and checkSchedule().
+std::vector<std::string> portOrderViolations(const StageGraph &graph, const Schedule &schedule,
+                                             const TransferIndex &index, size_t limit,
+                                             const std::vector<char> *holdsPorts = nullptr);
+
 /// The dependency rules shared by the simulator and the checker: what an action waits
 /// for (stage, micro-batch, kind of the producing action, bytes to transfer).
 struct Dependency {
