@@ -288,7 +288,8 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   std::map<std::string, std::string> programFiles;
   if (plan.train) {
     auto built =
-        buildTrainingProgram(module, *outcome, options.modelPath, plan.optimizer);
+        buildTrainingProgram(module, *outcome, options.modelPath, plan.optimizer,
+                             options.replicas);
     if (failed(built))
       return failure();
     programFiles = std::move(*built);

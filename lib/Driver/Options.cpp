@@ -49,6 +49,15 @@ LogicalResult pipe::driver::checkMainJobOptions(const MainJobOptions &options,
     return refuse("--microbatches must be in 1.." +
                   std::to_string(partitioner::kMaxMicrobatches) + ", got " +
                   std::to_string(partition.microbatches));
+  if (options.replicas < 1 || options.replicas > partitioner::kMaxGpus / partition.stages)
+    return refuse("--replicas must be in 1.." +
+                  std::to_string(partitioner::kMaxGpus / partition.stages) + " (at most " +
+                  std::to_string(partitioner::kMaxGpus) + " GPUs in all), got " +
+                  std::to_string(options.replicas));
+  if (partition.microbatches % options.replicas != 0)
+    return refuse("--microbatches (" + std::to_string(partition.microbatches) +
+                  ", the step's) must split evenly over --replicas=" +
+                  std::to_string(options.replicas));
   if (partition.microBatchSize < 0)
     return refuse("--micro-batch-size must be at least 1, got " +
                   std::to_string(partition.microBatchSize));

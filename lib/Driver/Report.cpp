@@ -177,6 +177,13 @@ void pipe::driver::writeHeader(const pipeline::PartitionOutcome &outcome,
   os << "links:        " << outcome.linkModel << "\n";
   os << "GPUs:         " << problem.platform.gpus << " (--pipeline-stages); the plan runs "
      << partitioner::describeStages(problem, best) << "\n";
+  if (options.replicas > 1)
+    os << "replicas:     " << options.replicas << " data-parallel copies of this pipeline on "
+       << options.replicas * problem.platform.gpus << " GPUs (--replicas), each on "
+       << problem.training.microbatches << " of the step's "
+       << options.replicas * problem.training.microbatches
+       << " micro-batches; the figures below are one replica's (the gradient average over "
+          "the replicas is not in them)\n";
   os << "objective:    "
      << (outcome.objective == "period"
              ? std::string("the steady-state period (--objective=period)")

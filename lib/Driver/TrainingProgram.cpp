@@ -37,8 +37,8 @@ double bytesPerElement(const std::string &dtype) {
 
 FailureOr<std::map<std::string, std::string>>
 pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOutcome &outcome,
-                                   StringRef modelPath,
-                                   StringRef optimizer) {
+                                   StringRef modelPath, StringRef optimizer,
+                                   int replicas) {
   SmallVector<pipeline::PipelineOp> pipelines(module.getOps<pipeline::PipelineOp>());
   if (pipelines.size() != 1)
     return module.emitError("expected one pipeline to lower, found ") << pipelines.size();
@@ -185,6 +185,7 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
   program["ranks"] = description->ranks;
   program["stages"] = description->stages;
   program["microbatches"] = description->microbatches;
+  program["replicas"] = replicas;
   program["micro_batch_size"] =
       !description->inputs.empty() && !description->inputs.front().shape.empty()
           ? description->inputs.front().shape.front()

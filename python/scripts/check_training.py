@@ -35,8 +35,13 @@ what this can show for small losses. Exit 0 when every error is at most
 
     check_training.py test/Fixtures/models/gpt2.onnx --ranks 2 --schedule 1f1b --eps 1e-3
     check_training.py model.onnx --ranks 4 --optimizer sgd --lr 0.1 --transport mpi
+    check_training.py test/Fixtures/models/mlp.onnx --ranks 2 --replicas 2 --eps 1e-3
     check_training.py test/Fixtures/models/resnet50.onnx --loss mse \
         --output /layer1/layer1.2/relu_2/Relu_output_0 --baseline
+
+With --replicas R, pipe-run trains R data-parallel copies of the pipeline,
+each on --microbatches micro-batches of the step, and torch one model on all
+R times as many: averaging the replicas' gradients must give its step.
 
 With Adam's default eps (1e-8) the weights of parameters whose gradient is
 (nearly) zero follow the rounding noise of that gradient in any float32
@@ -133,6 +138,7 @@ class Case:
     extra: Tuple[str, ...] = ()  # more pipe-opt options
     output: str = ""             # train the sub-model that ends at this tensor
     backend: str = "cpu"         # pipe-run's --backend: cpu, emulated or cuda
+    replicas: int = 1            # pipe-run's --replicas: data-parallel copies of the pipeline
 
 
 @dataclasses.dataclass
@@ -267,12 +273,13 @@ def truncate_model(path: str, output: str, out_path: str) -> str:
     return out_path
 
 
-def make_data(program: Dict[str, object], seed: int) -> Dict[str, np.ndarray]:
-    """One mini-batch for every input and label of program.json: integers
-    uniform in [0, range) (range 0: 0 or 1, e.g. an attention mask), floats
-    standard normal, booleans fair coins."""
+def make_data(program: Dict[str, object], seed: int, replicas: int = 1) -> Dict[str, np.ndarray]:
+    """One mini-batch for every input and label of program.json (and each of
+    `replicas` copies of the pipeline): integers uniform in [0, range) (range
+    0: 0 or 1, e.g. an attention mask), floats standard normal, booleans fair
+    coins."""
     rng = np.random.default_rng(seed)
-    rows = int(program["microbatches"]) * int(program["micro_batch_size"])
+    rows = replicas * int(program["microbatches"]) * int(program["micro_batch_size"])
     data = {}
     for role in ("inputs", "labels"):
         for entry in program[role]:
@@ -327,12 +334,12 @@ def pipe_run_command(case: Case, pipe_run: str, out_dir: str, data: str, grads: 
     command = [pipe_run, out_dir, "--steps", str(case.steps), "--data", data,
                "--model", os.path.abspath(case.model),
                "--save-grads", grads, "--save-weights", weights, "--timeout", "120",
-               "--backend", case.backend]
+               "--backend", case.backend, "--replicas", str(case.replicas)]
     if case.transport == "mpi":
         if not mpirun:
             raise ToolError("--transport mpi needs mpirun")
         return [mpirun, "-q", "--allow-run-as-root", "--oversubscribe", "-np",
-                str(case.ranks)] + command + ["--transport", "mpi"]
+                str(case.ranks * case.replicas)] + command + ["--transport", "mpi"]
     return command + ["--transport", case.transport]
 
 
@@ -385,7 +392,7 @@ def run_case(case: Case, work_dir: str, tolerance: float = DEFAULT_TOLERANCE,
     with open(os.path.join(out_dir, "program.json")) as f:
         program = json.load(f)
 
-    data = make_data(program, case.seed)
+    data = make_data(program, case.seed, case.replicas)
     data_path = os.path.join(work_dir, "data.npz")
     np.savez(data_path, **data)
     grads_path = os.path.join(work_dir, "grads.npz")
@@ -400,14 +407,16 @@ def run_case(case: Case, work_dir: str, tolerance: float = DEFAULT_TOLERANCE,
                         + stdout[-2000:])
 
     start = time.perf_counter()
-    reference = train_reference(case.model, program, data, case.steps, reference_dtype)
+    reference = train_reference(case.model, program, data, case.steps, reference_dtype,
+                                case.replicas)
     seconds["torch"] = time.perf_counter() - start
     ours = compare(printed, dict(np.load(grads_path)), dict(np.load(weights_path)), reference,
                    case.steps)
     comparison_baseline = None
     if baseline:
         start = time.perf_counter()
-        fp32 = train_reference(case.model, program, data, case.steps, torch.float32)
+        fp32 = train_reference(case.model, program, data, case.steps, torch.float32,
+                               case.replicas)
         seconds["torch fp32"] = time.perf_counter() - start
         comparison_baseline = compare([loss for loss, _, _ in fp32], fp32[-1][1], fp32[-1][2],
                                       reference, case.steps)
@@ -417,12 +426,14 @@ def run_case(case: Case, work_dir: str, tolerance: float = DEFAULT_TOLERANCE,
 
 
 def train_reference(model: str, program: Dict[str, object], data: Dict[str, np.ndarray],
-                    steps: int, dtype: torch.dtype
+                    steps: int, dtype: torch.dtype, replicas: int = 1
                     ) -> List[Tuple[float, Dict[str, np.ndarray], Dict[str, np.ndarray]]]:
-    """Per step: (loss, gradients, weights after the update) of torch's training."""
+    """Per step: (loss, gradients, weights after the update) of torch's training:
+    one model on every micro-batch of the step, those of all `replicas`."""
     parameters = program["parameters"]
     trainer = ReferenceTrainer(
-        onnx.load(model), int(program["micro_batch_size"]), int(program["microbatches"]),
+        onnx.load(model), int(program["micro_batch_size"]),
+        replicas * int(program["microbatches"]),
         loss=str(program["loss"]), optimizer=OptimizerConfig.from_program(program),
         trainable=[p["name"] for p in parameters if p["trainable"]], dtype=dtype)
     inputs = {entry["name"]: data[f"input_{entry['index']}"] for entry in program["inputs"]}
@@ -457,7 +468,8 @@ def compare(losses: Sequence[float], gradients: Dict[str, np.ndarray],
 def format_result(result: Result) -> str:
     case, plan, ours, base = result.case, result.plan, result.ours, result.baseline
     what = f"{case.model} up to {case.output}" if case.output else case.model
-    lines = [f"model {what}: {case.ranks} rank(s), {plan['stages']} stage(s) "
+    replicas = f" x {case.replicas} replicas" if case.replicas > 1 else ""
+    lines = [f"model {what}: {case.ranks} rank(s){replicas}, {plan['stages']} stage(s) "
              f"{plan['rank_of_stage']}, schedule {plan['schedule']}, algorithm "
              f"{plan['algorithm']}, micro-batch {case.micro_batch_size} x {case.microbatches}, "
              f"{case.optimizer} lr {case.lr:g}"
@@ -504,6 +516,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--transport", default="threads", choices=["threads", "mpi"])
     parser.add_argument("--backend", default="cpu", choices=["cpu", "emulated", "cuda"],
                         help="pipe-run's backend (default cpu)")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="data-parallel replicas of the pipeline (pipe-run --replicas): "
+                             "--microbatches each, torch trains on all of them")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0, help="seed of the data")
     parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE)
@@ -536,7 +551,7 @@ def main(argv: Sequence[str]) -> int:
                 args.microbatches, args.optimizer, args.lr, args.momentum, args.eps,
                 args.weight_decay,
                 args.loss, args.transport, args.steps, args.seed, tuple(args.pipe_opt_arg),
-                args.output, args.backend)
+                args.output, args.backend, args.replicas)
     dtype = torch.float64 if args.reference == "float64" else torch.float32
     if args.keep:
         shutil.rmtree(args.keep, ignore_errors=True)

@@ -12,7 +12,8 @@ tiny MobileNet-v2 (depthwise convolutions, ReLU6, an inverted residual); the
 whole tiny ResNet-50 with BatchNorm in its inference form and the tiny
 VGG-16; two small classifiers built on the ONNX ops imported as several nn
 ops (docs/importer.md, "Composite ops"); 1, 2 and 4 ranks; GPipe, 1F1B, interleaved and general
-(non-contiguous) plans; SGD, momentum, Adam and AdamW; threads and MPI.
+(non-contiguous) plans; SGD, momentum, Adam and AdamW; threads and MPI; 2 and 3
+data-parallel replicas of a pipeline against torch on all their micro-batches.
 docs/runtime.md ("Training equals PyTorch") says why the whole training-mode
 CNN fixtures are not among them and why Adam runs with eps = 1e-3.
 
@@ -170,6 +171,14 @@ if HAVE_TORCH:
         "resnet_stage1_2_ranks_1f1b_recompute_all_adam": (
             case("resnet50", output=RESNET_STAGE1, loss="mse", schedule="1f1b",
                  extra=("--recompute=all",)), recomputes_every_stage),
+        # Data-parallel replicas: each trains its share of the step's
+        # micro-batches, and their averaged gradients make torch's step on all.
+        "mlp_2_ranks_2_replicas_1f1b_sgd": (
+            case("mlp", schedule="1f1b", optimizer="sgd", lr=0.1, replicas=2), None),
+        "gpt2_2_ranks_3_replicas_1f1b_adam": (
+            case("gpt2", schedule="1f1b", replicas=3, microbatches=2), None),
+        "mlp_2_ranks_2_replicas_mpi_adam": (
+            case("mlp", schedule="1f1b", replicas=2, transport="mpi"), None),
         # MPI.
         "mlp_2_ranks_mpi_adam": (case("mlp", schedule="1f1b", transport="mpi"), None),
         "mlp_4_ranks_mpi_sgd": (
@@ -189,6 +198,7 @@ if HAVE_TORCH:
                                                       schedule="1f1b"),
         "mlp_4_ranks_mpi_momentum": case("mlp", ranks=4, schedule="1f1b", optimizer="momentum",
                                          lr=0.05, transport="mpi"),
+        "gpt2_2_ranks_2_replicas_1f1b_adam": case("gpt2", schedule="1f1b", replicas=2),
     }
     for name, device_case in DEVICE_CASES.items():
         for backend in ("emulated", "cuda"):
@@ -464,17 +474,33 @@ class TrainingEqualityTest(unittest.TestCase):
         """One label changed on torch's side only: the check must fail."""
         real = check_training.train_reference
 
-        def altered(model, program, data, steps, dtype):
+        def altered(model, program, data, steps, dtype, replicas=1):
             data = dict(data)
             labels = data["label_0"].copy()
             labels[0] = (labels[0] + 1) % 10
             data["label_0"] = labels
-            return real(model, program, data, steps, dtype)
+            return real(model, program, data, steps, dtype, replicas)
 
         with mock.patch.object(check_training, "train_reference", altered), \
                 tempfile.TemporaryDirectory() as work:
             result = check_training.run_case(case("mlp", optimizer="sgd", lr=0.1), work,
                                              TOLERANCE, self.pipe_opt, self.pipe_run)
+        self.assertFalse(result.ok, check_training.format_result(result))
+        self.assertGreater(result.ours.worst_gradient.error, 1e-3)
+
+    def test_replicas_against_one_replicas_share_fails(self):
+        """Two replicas checked against torch on the first replica's micro-batches
+        only: the averaged gradients must not pass for them."""
+        real = check_training.train_reference
+
+        def one_share(model, program, data, steps, dtype, replicas=1):
+            return real(model, program, data, steps, dtype, 1)
+
+        with mock.patch.object(check_training, "train_reference", one_share), \
+                tempfile.TemporaryDirectory() as work:
+            result = check_training.run_case(
+                case("mlp", optimizer="sgd", lr=0.1, replicas=2), work, TOLERANCE,
+                self.pipe_opt, self.pipe_run)
         self.assertFalse(result.ok, check_training.format_result(result))
         self.assertGreater(result.ours.worst_gradient.error, 1e-3)
 

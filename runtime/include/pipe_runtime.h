@@ -213,7 +213,11 @@ PIPE_EXPORT void pipe_recv_add_param_grad(pipe_rank *r, int32_t id, int32_t user
 PIPE_EXPORT void pipe_send_param(pipe_rank *r, int32_t id, int32_t user_rank);
 PIPE_EXPORT void pipe_recv_param(pipe_rank *r, int32_t id, int32_t owner_rank);
 
-/* One optimizer step on parameter `id` (owner rank, trainable). */
+/* One optimizer step on parameter `id` (owner rank, trainable). In a run of
+ * several data-parallel replicas its gradient is first averaged over them:
+ * every replica makes the same update. Ranks and peers everywhere in this ABI
+ * are the pipeline's (pipe_program_rank); the runtime maps them to each
+ * replica's own ranks. */
 PIPE_EXPORT void pipe_update(pipe_rank *r, int32_t id);
 
 /*===--- Kernels ---------------------------------------------------------===*

@@ -176,14 +176,17 @@ static pipe_tensor *provide(pipe_rank *r, DataRole role, const char *what, int32
                             int32_t index, int32_t dtype, pipe_ints shape, int64_t range) {
   if (microbatch < 0 || index < 0)
     fail(r, "%s: micro-batch %d, index %d", what, microbatch, index);
+  if (r->transport && microbatch >= r->settings.microbatches)
+    fail(r, "%s: micro-batch %d of a step of %d", what, microbatch, r->settings.microbatches);
   pipe_tensor *t = newTensor(r, dtype, shape, PIPE_MEM_WORKSPACE, what);
   try {
     HostAccess host(r);
     pipe_tensor *data = host.mirrorOverwrite(t);
+    const int32_t ofStep = stepMicrobatch(r, microbatch);
     if (r->settings.data)
-      r->settings.data->fill(r, role, index, microbatch, range, data);
+      r->settings.data->fill(r, role, index, ofStep, range, data);
     else
-      fillSynthetic(r, role, index, microbatch, range, data);
+      fillSynthetic(r, role, index, ofStep, range, data);
     host.commit();
   } catch (...) {
     destroyTensor(r, t);

@@ -44,6 +44,12 @@ const char *dtypeName(int32_t dtype);
 uint64_t runSeed(pipe_rank *r);
 int64_t currentStep(pipe_rank *r);
 
+/// The step's index of this replica's micro-batch `microbatch`: data and
+/// dropout masks are drawn per step's micro-batch, and replica j of a run with
+/// replicas runs micro-batches j * m .. (j + 1) * m - 1 of the step (m per
+/// replica), so replicas train on what one pipeline would.
+int32_t stepMicrobatch(pipe_rank *r, int32_t microbatch);
+
 /// Threads a kernel of this rank may use (OpenMP / BLAS), so that several ranks
 /// in one process do not oversubscribe the cores.
 int kernelThreads(pipe_rank *r);

@@ -541,7 +541,7 @@ bool dropout(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_tensor *ma
   cpu::dropoutChecks(r, x, y, mask, ratio);
   if (x->numel == 0)
     return true;
-  const uint64_t stream = streamKey(runSeed(r), currentStep(r), microbatch, key);
+  const uint64_t stream = streamKey(runSeed(r), currentStep(r), stepMicrobatch(r, microbatch), key);
   KernelLauncher &launch = launcherOf(r);
   launch.dropout(in(x), out(y), mask ? static_cast<uint8_t *>(mask->data) : nullptr, x->numel,
                  stream, ratio, dropoutScale(ratio));

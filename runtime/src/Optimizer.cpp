@@ -82,6 +82,7 @@ void pipe_update(pipe_rank *r, int32_t id) {
     fail(r, "pipe_update: parameter %s is owned by rank %d", p.name.c_str(), p.owner);
   if (!r->optimizer.set)
     fail(r, "pipe_update: no optimizer (pipe_set_optimizer was not called)");
+  averageOverReplicas(r, id);
   const int64_t n = p.value->numel;
   ++p.updates;
   if (Device *device = deviceOf(r))

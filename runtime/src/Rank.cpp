@@ -11,6 +11,7 @@
 #include "Internal.h"
 #include "Tensor.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <thread>
@@ -20,6 +21,31 @@ namespace piperun {
 double nowMs(const pipe_rank *r) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - r->epoch)
       .count();
+}
+
+int32_t transportRank(const pipe_rank *r, int32_t rank) {
+  return r->replica * r->pipelineRanks + rank;
+}
+
+int32_t stepMicrobatch(pipe_rank *r, int32_t microbatch) {
+  return r->replica * r->settings.microbatches + microbatch;
+}
+
+std::string rankName(const pipe_rank *r) {
+  std::string name = "rank " + std::to_string(transportRank(r, r->id));
+  if (r->settings.replicas > 1)
+    name += " (replica " + std::to_string(r->replica) + "'s rank " + std::to_string(r->id) + ")";
+  return name;
+}
+
+void placeInReplica(pipe_rank *r, int rank, int ranks) {
+  const int replicas = r->settings.replicas;
+  if (replicas < 1 || ranks % replicas != 0)
+    throw Failure("runtime: " + std::to_string(ranks) + " ranks cannot hold " +
+                  std::to_string(replicas) + " replicas of one pipeline");
+  r->pipelineRanks = ranks / replicas;
+  r->replica = rank / r->pipelineRanks;
+  r->id = rank % r->pipelineRanks;
 }
 
 std::string nodeName(const pipe_rank *r, int32_t node) {
@@ -82,7 +108,7 @@ void fail(pipe_rank *r, const char *format, ...) {
   va_end(args);
   if (!r)
     throw Failure(std::string("runtime: ") + text);
-  std::string message = "rank " + std::to_string(r->id);
+  std::string message = rankName(r);
   if (r->currentNode >= 0)
     message += ", node " + nodeName(r, r->currentNode);
   if (r->inAction)
@@ -137,6 +163,7 @@ pipe_rank *createRank(const RunSettings &settings, int rank) {
   }
   auto *r = new pipe_rank;
   r->id = rank;
+  r->pipelineRanks = std::max(1, settings.ranks);
   r->settings = settings;
   r->device = std::move(device);
   r->memory.deviceCache.setDevice(r->device.get());
@@ -146,6 +173,7 @@ pipe_rank *createRank(const RunSettings &settings, int rank) {
 RankReport reportOf(pipe_rank *r) {
   RankReport report;
   report.rank = r->id;
+  report.replica = r->replica;
   for (int c = 0; c < PIPE_MEM_CATEGORIES; ++c)
     report.peak.push_back(r->memory.peak(c));
   report.peakTotal = r->memory.peakTotal();

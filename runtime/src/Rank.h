@@ -60,7 +60,12 @@ struct OutstandingSend {
 } // namespace piperun
 
 struct pipe_rank {
+  /// The program's rank: its place in the pipeline (pipe_program_rank).
   int32_t id = 0;
+  /// Data-parallel replicas (RunSettings::replicas): this rank runs pipeline
+  /// rank `id` of replica `replica`, transport rank replica * pipelineRanks + id.
+  int32_t replica = 0;
+  int32_t pipelineRanks = 1;
   piperun::RunSettings settings;
   piperun::Transport *transport = nullptr; ///< null for a standalone rank
   std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
@@ -116,6 +121,17 @@ double nowMs(const pipe_rank *r);
 void reapSends(pipe_rank *r);
 /// Waits (up to the run's timeout) until every send has left.
 void drainSends(pipe_rank *r);
+/// The transport rank of pipeline rank `rank` of this rank's replica.
+int32_t transportRank(const pipe_rank *r, int32_t rank);
+/// "rank 3", or with replicas "rank 3 (replica 1's rank 1)": the transport's
+/// rank, as messages about peers name them, and the pipeline's.
+std::string rankName(const pipe_rank *r);
+/// Places a rank in its replica: transport rank `rank` of `ranks`. Fails when
+/// `ranks` is not a multiple of the run's replicas.
+void placeInReplica(pipe_rank *r, int rank, int ranks);
+/// Data-parallel replicas: makes parameter p's gradient the mean of every
+/// replica's (pipe_update calls it first).
+void averageOverReplicas(pipe_rank *r, int32_t id);
 /// Name of a node for messages: its declared name or "#id".
 std::string nodeName(const pipe_rank *r, int32_t node);
 /// Closes the running node's timing interval.

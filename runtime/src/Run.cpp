@@ -112,7 +112,10 @@ std::string runRank(const RunSettings &settings, Transport &transport, const Ran
   pipe_rank *r = nullptr;
   try {
     r = createRank(settings, transport.rank());
+    placeInReplica(r, transport.rank(), transport.size());
   } catch (const Failure &failure) {
+    if (r)
+      pipe_rank_destroy(r);
     return failure.what();
   }
   r->transport = &transport;
@@ -120,11 +123,11 @@ std::string runRank(const RunSettings &settings, Transport &transport, const Ran
   try {
     runBody(r, program, steps, hooks);
   } catch (const Stopped &) {
-    return "rank " + std::to_string(r->id) + ": stopped";
+    return rankName(r) + ": stopped";
   } catch (...) {
     // The rank stays: its sends may still be in the transport's hands, and the
     // caller aborts the world next.
-    return messageOf(r->id, std::current_exception());
+    return messageOf(transport.rank(), std::current_exception());
   }
   pipe_rank_destroy(r);
   return "";
@@ -156,7 +159,10 @@ std::string runInThreads(const RunSettings &settings, const std::vector<RankProg
     pipe_rank *r = nullptr;
     try {
       r = createRank(settings, k);
+      placeInReplica(r, k, n);
     } catch (const Failure &failure) {
+      if (r)
+        pipe_rank_destroy(r);
       for (pipe_rank *made : shared->ranks)
         pipe_rank_destroy(made);
       delete shared;

@@ -26,8 +26,14 @@ class Transport;
 
 /// What every rank of a run shares.
 struct RunSettings {
-  int ranks = 1;
-  int microbatches = 1; ///< per step; --data rows are microbatches x micro-batch size
+  int ranks = 1;        ///< of one pipeline (the program's)
+  int microbatches = 1; ///< per step and replica; --data rows are replicas x microbatches x
+                        ///< micro-batch size
+  /// Data-parallel replicas of the pipeline: the run's transport ranks are
+  /// replicas x the pipeline's, replica j on ranks j*P .. j*P+P-1; each step's
+  /// micro-batches are split among them and every parameter's gradient is
+  /// averaged over them before its update (docs/runtime.md, "Replicas").
+  int replicas = 1;
   uint64_t seed = 0;
   double timeoutSeconds = 60; ///< bounds every wait on another rank
   std::string modelPath; ///< PIPE_SOURCE_FILE reads it; EXTERNAL paths are relative to its folder
@@ -83,7 +89,8 @@ struct NodeTime {
 
 /// What a rank measured: peaks per category (pipe_mem order), steps, actions.
 struct RankReport {
-  int rank = 0;
+  int rank = 0;    ///< in the pipeline
+  int replica = 0; ///< RunSettings::replicas
   std::vector<int64_t> peak;
   int64_t peakTotal = 0;
   std::vector<StepRecord> steps;
@@ -107,7 +114,8 @@ struct RankProgram {
 };
 
 struct RunHooks {
-  /// After each pipe_step_end, on the rank's thread (serialise output yourself).
+  /// After each pipe_step_end, on the rank's thread (serialise output yourself);
+  /// `rank` is the transport's (replica x pipeline ranks + the pipeline's).
   std::function<void(int rank, const StepRecord &step)> stepEnded;
   /// After the last step, on the rank's thread, while the rank still exists.
   std::function<void(pipe_rank *rank)> finished;

@@ -74,7 +74,7 @@ void pipe_step_end(pipe_rank *r) {
   r->inStep = false;
   ++r->step;
   if (r->stepEnded)
-    r->stepEnded(r->id, r->steps.back());
+    r->stepEnded(transportRank(r, r->id), r->steps.back());
 }
 
 void pipe_action_begin(pipe_rank *r, int32_t kind, int32_t stage, int32_t microbatch) {

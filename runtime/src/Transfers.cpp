@@ -61,14 +61,14 @@ Transport &transportOf(pipe_rank *r, const char *what) {
 MessageKey keyOf(pipe_rank *r, const char *what, int32_t from, int32_t to, int32_t tag,
                  int32_t kind, int32_t microbatch) {
   int32_t peer = from == r->id ? to : from;
-  if (peer < 0 || peer >= r->transport->size())
-    fail(r, "%s: peer rank %d is not a rank of this run (%d ranks)", what, peer,
-         r->transport->size());
+  if (peer < 0 || peer >= r->pipelineRanks)
+    fail(r, "%s: peer rank %d is not a rank of this run's pipeline (%d ranks)", what, peer,
+         r->pipelineRanks);
   if (kind < PIPE_TRANSFER_ACTIVATION || kind > PIPE_TRANSFER_PARAM)
     fail(r, "%s: unknown transfer kind %d", what, kind);
   if (tag < 0 || microbatch < -1)
     fail(r, "%s: tag %d, micro-batch %d", what, tag, microbatch);
-  MessageKey key{from, to, tag, kind, microbatch};
+  MessageKey key{transportRank(r, from), transportRank(r, to), tag, kind, microbatch};
   std::string problem = r->transport->checkKey(key);
   if (!problem.empty())
     fail(r, "%s: %s", what, problem.c_str());
@@ -208,6 +208,48 @@ pipe_tensor *receiveTensor(pipe_rank *r, const MessageKey &key, int32_t dtype,
 }
 
 } // namespace
+
+void averageOverReplicas(pipe_rank *r, int32_t id) {
+  const int32_t replicas = r->settings.replicas;
+  if (replicas <= 1)
+    return;
+  Parameter &p = parameterOf(r, id, "pipe_update");
+  const char *what = "the gradient average over replicas";
+  transportOf(r, what);
+  // Replica 0 adds the others' gradients to its own in replica order, scales
+  // the sum and sends it back, so every replica updates with the same bits.
+  auto key = [&](int32_t fromReplica, int32_t toReplica) {
+    MessageKey k{fromReplica * r->pipelineRanks + r->id, toReplica * r->pipelineRanks + r->id, id,
+                 PIPE_TRANSFER_PARAM_GRAD, -1};
+    std::string problem = r->transport->checkKey(k);
+    if (!problem.empty())
+      fail(r, "%s: %s", what, problem.c_str());
+    return k;
+  };
+  if (r->replica != 0) {
+    sendTensor(r, p.gradient, key(r->replica, 0), what);
+    pipe_tensor *mean = receiveTensor(r, key(0, r->replica), PIPE_F32, shapeOf(p.gradient), what);
+    copyTensor(r, p.gradient, mean);
+    destroyTensor(r, mean);
+    return;
+  }
+  for (int32_t q = 1; q < replicas; ++q) {
+    pipe_tensor *grad = receiveTensor(r, key(q, 0), PIPE_F32, shapeOf(p.gradient), what);
+    pipe_accumulate_grad(r, id, grad);
+    destroyTensor(r, grad);
+  }
+  {
+    HostAccess host(r);
+    auto *g = static_cast<float *>(host.write(p.gradient));
+    const float scale = 1.0f / static_cast<float>(replicas);
+    for (int64_t i = 0; i < p.gradient->numel; ++i)
+      g[i] *= scale;
+    host.commit();
+  }
+  for (int32_t q = 1; q < replicas; ++q)
+    sendTensor(r, p.gradient, key(0, q), what);
+}
+
 } // namespace piperun
 
 using namespace piperun;

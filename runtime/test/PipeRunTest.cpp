@@ -107,43 +107,57 @@ void expectOneError(const CommandResult &result, const std::string &prefix, bool
 // --- The relay's data and its hand computation. -----------------------------
 
 struct RelayData {
-  std::vector<float> x, t; // [8, 3] each: 4 micro-batches of [2, 3]
+  std::vector<float> x, t; // [2 m, 3] each: m micro-batches of [2, 3] (4 for one replica)
 };
 
-RelayData writeRelayData(const std::string &path) {
+RelayData writeRelayData(const std::string &path, int microbatches = 4) {
   RelayData data;
-  for (int i = 0; i < 24; ++i) {
+  for (int i = 0; i < 6 * microbatches; ++i) {
     data.x.push_back(0.1f * float(i % 7) - 0.3f);
     data.t.push_back(0.05f * float((i * 5) % 11) - 0.2f);
   }
-  auto array = [](const std::string &name, const std::vector<float> &v) {
+  auto array = [&](const std::string &name, const std::vector<float> &v) {
     NpyArray a;
     a.name = name;
-    a.shape = {8, 3};
+    a.shape = {2 * microbatches, 3};
     a.bytes.assign(reinterpret_cast<const char *>(v.data()),
-                   reinterpret_cast<const char *>(v.data()) + 96);
+                   reinterpret_cast<const char *>(v.data() + v.size()));
     return a;
   };
   writeNpz(path, {array("input_0", data.x), array("label_0", data.t)});
   return data;
 }
 
-/// The relay's loss per step and final w, computed as its rank programs do.
-std::pair<std::vector<double>, std::vector<float>> relayReference(const RelayData &d, int steps) {
+/// The relay's loss per step and final w, computed as its rank programs do;
+/// with replicas, each on 4 micro-batches of the step, as the runtime averages
+/// their gradients (replica 0 adds the others' in order, then scales).
+std::pair<std::vector<double>, std::vector<float>> relayReference(const RelayData &d, int steps,
+                                                                  int replicas = 1) {
   std::vector<float> w = {0.5f, -1.0f, 1.5f, 2.0f, -0.25f, 0.75f}; // model.bin
   std::vector<double> losses;
   for (int step = 0; step < steps; ++step) {
     double loss = 0;
     std::vector<float> grad(6, 0.0f);
-    for (int mb = 0; mb < 4; ++mb) {
-      float sum = 0;
+    for (int replica = 0; replica < replicas; ++replica) {
+      std::vector<float> mine(6, 0.0f);
+      for (int m = 0; m < 4; ++m) {
+        const int mb = replica * 4 + m;
+        float sum = 0;
+        for (int i = 0; i < 6; ++i)
+          sum += d.x[mb * 6 + i] * w[i] * d.t[mb * 6 + i];
+        loss += sum / 4 / replicas;
+      }
+      for (int m = 0; m < 4; ++m) { // rank 0's backwards, in micro-batch order
+        const int mb = replica * 4 + m;
+        for (int i = 0; i < 6; ++i)
+          mine[i] += d.x[mb * 6 + i] * (d.t[mb * 6 + i] / 4);
+      }
       for (int i = 0; i < 6; ++i)
-        sum += d.x[mb * 6 + i] * w[i] * d.t[mb * 6 + i];
-      loss += sum / 4;
+        grad[i] += mine[i];
     }
-    for (int mb = 0; mb < 4; ++mb) // rank 0's backwards, in micro-batch order
+    if (replicas > 1)
       for (int i = 0; i < 6; ++i)
-        grad[i] += d.x[mb * 6 + i] * (d.t[mb * 6 + i] / 4);
+        grad[i] *= 1.0f / static_cast<float>(replicas);
     for (int i = 0; i < 6; ++i)
       w[i] = w[i] + -0.1f * grad[i];
     losses.push_back(loss);
@@ -161,9 +175,9 @@ std::vector<float> savedWeights(const std::string &path) {
 }
 
 void expectRelayTrained(const CommandResult &result, const RelayData &data,
-                        const std::string &weights) {
+                        const std::string &weights, int replicas = 1) {
   ASSERT_EQ(result.exitCode, 0) << result.out << result.err;
-  auto [losses, w] = relayReference(data, 3);
+  auto [losses, w] = relayReference(data, 3, replicas);
   std::vector<double> printed = lossesOf(result.out);
   ASSERT_EQ(printed.size(), 3u) << result.out;
   for (int s = 0; s < 3; ++s)
@@ -240,6 +254,43 @@ TEST(PipeRun, RelayTrainsTheSameWithMpi) {
   expectRelayTrained(result, data, dir + "/w.npz");
   EXPECT_NE(result.out.find("2 rank(s) over MPI"), std::string::npos) << result.out;
   EXPECT_TRUE(fs::exists(dir + "/measured.trace.json"));
+}
+
+// Two replicas of the relay on 8 micro-batches a step, 4 each: every step's
+// loss is the mean of all 8 and the weights follow the averaged gradient,
+// with threads and with MPI; the report shows replica 0's two ranks.
+TEST(PipeRun, RelayReplicasTrainOnTheirShareAndAverageTheGradients) {
+  std::string dir = copyProgram("relay");
+  RelayData data = writeRelayData(dir + "/data.npz", 8);
+  CommandResult threads =
+      pipeRun({dir, "--steps", "3", "--data", dir + "/data.npz", "--save-weights",
+               dir + "/w.npz", "--replicas", "2", "--transport", "threads"});
+  expectRelayTrained(threads, data, dir + "/w.npz", 2);
+  EXPECT_NE(threads.out.find("4 rank(s) as threads: 2 replicas of the 2-rank pipeline"),
+            std::string::npos)
+      << threads.out;
+  std::regex memoryRank(R"(\n  rank \d+ )");
+  EXPECT_EQ(std::distance(std::sregex_iterator(threads.out.begin(), threads.out.end(), memoryRank),
+                          std::sregex_iterator()),
+            2)
+      << threads.out;
+  // Not one pipeline's training on the first 4 micro-batches.
+  auto [alone, unused] = relayReference(data, 3, 1);
+  ASSERT_EQ(lossesOf(threads.out).size(), 3u);
+  EXPECT_GT(std::fabs(lossesOf(threads.out)[0] - alone[0]), 1e-5);
+
+  CommandResult mpi = mpiRun(4, {dir, "--steps", "3", "--data", dir + "/data.npz",
+                                 "--save-weights", dir + "/wm.npz", "--replicas", "2"});
+  expectRelayTrained(mpi, data, dir + "/wm.npz", 2);
+  EXPECT_EQ(lossesOf(mpi.out), lossesOf(threads.out));
+  EXPECT_EQ(readNpz(dir + "/w.npz")[0].bytes, readNpz(dir + "/wm.npz")[0].bytes);
+
+  // One replica's data is too short for two.
+  RelayData four = writeRelayData(dir + "/four.npz", 4);
+  (void)four;
+  CommandResult shortData =
+      pipeRun({dir, "--steps", "1", "--data", dir + "/four.npz", "--replicas", "2"});
+  EXPECT_EQ(shortData.exitCode, 1) << shortData.out << shortData.err;
 }
 
 TEST(PipeRun, SyntheticDataIsTheSameOnThreadsAndMpi) {
@@ -493,6 +544,11 @@ TEST(PipeRunFault, MpiWorldOfTheWrongSize) {
   std::string dir = copyProgram("relay");
   CommandResult result = mpiRun(3, {dir, "--steps", "1"});
   expectOneError(result, "the MPI world has 3 process(es), the program 2 rank(s)", false);
+  CommandResult replicas = mpiRun(2, {dir, "--steps", "1", "--replicas", "2"});
+  expectOneError(replicas,
+                 "the MPI world has 2 process(es), the program 2 rank(s) times 2 replicas "
+                 "(mpirun -np 4)",
+                 false);
 }
 
 TEST(PipeRunFault, DataOfTheWrongShape) {
@@ -597,6 +653,8 @@ TEST(PipeRunFault, BadOptions) {
   expectUsageError(pipeRun({"out", "--transport", "carrier-pigeon"}),
                    "--transport must be threads or mpi");
   expectUsageError(pipeRun({"out", "--frobnicate", "1"}), "unknown option '--frobnicate'");
+  expectUsageError(pipeRun({"out", "--replicas", "0"}),
+                   "option --replicas: a run needs at least one replica");
   expectUsageError(pipeRun({}), "no output directory given");
 }
 

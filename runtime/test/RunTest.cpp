@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -193,6 +194,41 @@ TEST(Run, StepsReportTheLossOfTheSyntheticData) {
   pipe_rank_destroy(r);
 }
 
+TEST(Run, ReplicasDrawTheirShareOfTheStepsMicroBatches) {
+  RunSettings settings = settingsFor(2);
+  settings.seed = 9;
+  settings.replicas = 2;
+  std::mutex mutex;
+  std::map<int, std::vector<double>> losses; // transport rank -> per step
+  RunHooks hooks;
+  hooks.stepEnded = [&](int rank, const StepRecord &step) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (step.hasLoss)
+      losses[rank].push_back(step.loss);
+  };
+  const RankProgram first{pipeSetup, pipeFirst}, last{pipeSetup, pipeLast};
+  ASSERT_EQ(runInThreads(settings, {first, last, first, last}, 1, hooks), "");
+  ASSERT_EQ(losses.size(), 2u);
+  // Replica j's last rank (transport rank 2 j + 1) saw micro-batches 4 j .. 4 j + 3.
+  pipe_rank *r = createRank(settings, 0);
+  for (int replica = 0; replica < 2; ++replica) {
+    double expected = 0;
+    for (int mb = 4 * replica; mb < 4 * replica + 4; ++mb) {
+      pipe_tensor *x = pipe_input(r, mb, 0, PIPE_F32, PIPE_INTS(3), 0);
+      for (float v : valuesOf(x))
+        expected += v;
+      pipe_free(r, x);
+    }
+    ASSERT_EQ(losses[2 * replica + 1].size(), 1u);
+    EXPECT_NEAR(losses[2 * replica + 1][0], expected, 1e-5) << "replica " << replica;
+  }
+  EXPECT_NE(losses[1][0], losses[3][0]);
+  pipe_rank_destroy(r);
+
+  EXPECT_EQ(runInThreads(settings, {first, last, first}, 1, {}),
+            "runtime: 3 ranks cannot hold 2 replicas of one pipeline");
+}
+
 // --- Failures. --------------------------------------------------------------
 
 const char *failMode = "";
@@ -335,6 +371,26 @@ TEST(RunFailure, AMessageNobodyReceives) {
       runFailing("unreceived", 30, &seconds),
       "rank 1: the activation from rank 0 (tag 2, micro-batch 0) was sent but never received");
   EXPECT_LT(seconds, 3.0);
+}
+
+void failInReplicaOne(pipe_rank *r) {
+  pipe_step_begin(r);
+  pipe_action_begin(r, PIPE_ACTION_FORWARD, 0, 0);
+  if (reportOf(r).replica == 1 && reportOf(r).rank == 0) {
+    pipe_node(r, 2);
+    pipe_view(r, pipe_alloc(r, PIPE_F32, PIPE_INTS(2, 3), PIPE_MEM_WORKSPACE), PIPE_INTS(7));
+  }
+  pipe_action_end(r);
+  pipe_step_end(r);
+}
+
+TEST(RunFailure, AFailureNamesTheReplicaAndItsPipelineRank) {
+  RunSettings settings = settingsFor(2);
+  settings.replicas = 2;
+  const RankProgram program{failingSetup, failInReplicaOne};
+  EXPECT_EQ(runInThreads(settings, {program, program, program, program}, 1, {}),
+            "rank 2 (replica 1's rank 0), node bad_reshape (F0@s0): pipe_view: f32 [2, 3] has 6 "
+            "elements, the view [7] wants 7");
 }
 
 TEST(RunFailure, AReceiveOfTheWrongShape) {

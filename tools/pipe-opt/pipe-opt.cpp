@@ -58,6 +58,12 @@ static llvm::cl::opt<int> pipelineStages(
     llvm::cl::desc("Plan pipelined training on N GPUs and write the outputs (a plan may run "
                    "several stages on one GPU; the report says how many)"),
     llvm::cl::value_desc("N"), llvm::cl::init(0), llvm::cl::cat(jobCategory));
+static llvm::cl::opt<int> replicaCount(
+    "replicas",
+    llvm::cl::desc("Train R data-parallel copies of the planned pipeline on R x N GPUs: "
+                   "--microbatches is the step's, each replica trains 1/R of them, and "
+                   "pipe-run runs all R (default 1)"),
+    llvm::cl::value_desc("R"), llvm::cl::init(1), llvm::cl::cat(jobCategory));
 static llvm::cl::opt<std::string>
     writeOnnxPlan("write-onnx-plan",
                   llvm::cl::desc("Also write the model with each node's stage as node metadata"),
@@ -194,6 +200,7 @@ static LogicalResult parseJobOptions(pipe::driver::MainJobOptions &job,
   job.progress = !noProgress;
   job.dropout = !disableDropout;
   job.allowInferenceExport = allowInferenceExport;
+  job.replicas = replicaCount;
 
   // 0 is the option's "not given"; given explicitly it would plan empty tensors.
   const bool batchGiven = llvm::any_of(given, [](const auto &option) {
@@ -202,6 +209,8 @@ static LogicalResult parseJobOptions(pipe::driver::MainJobOptions &job,
   if (batchGiven && job.plan.microBatchSize < 1)
     return usageError("--micro-batch-size must be at least 1, got " +
                       llvm::Twine(job.plan.microBatchSize));
+  if (pipelineStages.getNumOccurrences() == 0 && replicaCount.getNumOccurrences() > 0)
+    return usageError("--replicas is an option of the main job: give --pipeline-stages=N too");
   if (pipelineStages.getNumOccurrences() == 0)
     for (const auto &[name, value] : given)
       if (name != "micro-batch-size")
@@ -210,6 +219,8 @@ static LogicalResult parseJobOptions(pipe::driver::MainJobOptions &job,
   if (pipelineStages.getNumOccurrences() > 0 &&
       failed(pipe::driver::checkMainJobOptions(job, error)))
     return usageError(error);
+  // Each replica's pipeline plans its share of the step's micro-batches.
+  job.plan.microbatches /= job.replicas;
 
   for (const std::string &binding : dimBindings) {
     auto [name, value] = llvm::StringRef(binding).split('=');

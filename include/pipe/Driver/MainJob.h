@@ -37,6 +37,10 @@ struct MainJobOptions {
   /// Plan a model exported for inference (eval mode, constant folding) with a
   /// warning, instead of refusing it.
   bool allowInferenceExport = false;
+  /// Data-parallel copies of the planned pipeline (pipe-opt --replicas): `plan`
+  /// holds one replica's micro-batches (the step's divided by this), and
+  /// program.json tells pipe-run to train them all.
+  int replicas = 1;
 
   /// Whether the user gave the micro-batch size (the report says so).
   bool microBatchSizeGiven() const { return plan.microBatchSize > 0; }

@@ -46,7 +46,7 @@ void pipe_k_dropout(pipe_rank *r, const pipe_tensor *x, pipe_tensor *y, pipe_ten
       std::fill(keep, keep + n, uint8_t(1));
     return;
   }
-  const uint64_t stream = streamKey(runSeed(r), currentStep(r), microbatch, key);
+  const uint64_t stream = streamKey(runSeed(r), currentStep(r), stepMicrobatch(r, microbatch), key);
   const float scale = dropoutScale(ratio);
   const int threads = threadsFor(r, n * 4);
 #pragma omp parallel for num_threads(threads) if (threads > 1)

@@ -160,7 +160,8 @@ ProgramInfo parseProgramInfo(const std::string &text, const std::string &file,
   try {
     const Fields root = Fields::document(
         document, file,
-        {"schema_version", "model", "ranks", "stages", "microbatches", "micro_batch_size",
+        {"schema_version", "model", "ranks", "stages", "microbatches", "replicas",
+         "micro_batch_size",
          "rank_of_stage", "loss", "optimizer", "inputs", "labels", "output_grads", "parameters",
          "predicted"});
     int64_t schema = root.integer("schema_version", 1, 0, kMaxInt32);
@@ -171,6 +172,7 @@ ProgramInfo parseProgramInfo(const std::string &text, const std::string &file,
       throw std::runtime_error(root.field("ranks") + " is missing");
     info.ranks = static_cast<int>(root.integer("ranks", 0, 1, kMaxRanks));
     info.microbatches = static_cast<int>(root.integer("microbatches", 1, 1, kMaxMicrobatches));
+    info.replicas = static_cast<int>(root.integer("replicas", 1, 1, kMaxRanks / info.ranks));
     info.microBatchSize = root.integer("micro_batch_size", 1, 0, kMaxDim);
     // A plan may leave GPUs idle (fewer stages than ranks): their programs
     // only take part in the optimizer step.

@@ -32,7 +32,8 @@ struct ParameterInfo {
 struct ProgramInfo {
   std::string directory;
   int ranks = 0;
-  int microbatches = 1;
+  int microbatches = 1; ///< per replica
+  int replicas = 1;     ///< data-parallel copies of the pipeline pipe-opt planned
   int64_t microBatchSize = 1;
   std::string model; ///< absolute, or empty when the program names none
   std::string loss;  ///< "" when the program has none

@@ -157,9 +157,11 @@ std::optional<double> measureIteration(const std::vector<RankReport> &reports, i
   return std::nullopt;
 }
 
-/// Per step, the sum of the losses the ranks computed (one rank in practice).
+/// Per step, the sum of the losses the ranks computed (one rank per replica in
+/// practice) over the replicas: each replica's loss is the mean over its
+/// micro-batches, so this is the step's mean.
 std::vector<std::optional<double>> lossesOf(const std::vector<RankReport> &reports,
-                                            int64_t steps) {
+                                            int64_t steps, int replicas) {
   std::vector<std::optional<double>> losses(static_cast<size_t>(std::max<int64_t>(steps, 0)));
   for (const RankReport &report : reports)
     for (const StepRecord &step : report.steps)
@@ -167,6 +169,9 @@ std::vector<std::optional<double>> lossesOf(const std::vector<RankReport> &repor
         std::optional<double> &loss = losses[static_cast<size_t>(step.step)];
         loss = loss.value_or(0) + step.loss;
       }
+  for (std::optional<double> &loss : losses)
+    if (loss)
+      *loss /= replicas;
   return losses;
 }
 
@@ -187,14 +192,19 @@ RunSummary summarize(const ProgramInfo &program, const std::vector<RankReport> &
                      const RunFacts &facts) {
   RunSummary summary;
   summary.facts = facts;
+  summary.losses = lossesOf(reports, facts.steps, std::max(1, facts.replicas));
+  // Memory, period and iteration: replica 0 stands for all (they run one program).
+  std::vector<RankReport> first;
   for (const RankReport &report : reports)
+    if (report.replica == 0)
+      first.push_back(report);
+  for (const RankReport &report : first)
     summary.ranks.push_back(summarizeRank(program, report, facts.steps));
-  summary.period = measurePeriod(reports);
+  summary.period = measurePeriod(first);
   summary.predictedPeriodMs = program.predictedPeriodMs;
   summary.predictedTarget = program.predictedTarget;
   summary.iterationMs = measureIteration(reports, facts.steps);
   summary.predictedIterationMs = program.predictedIterationMs;
-  summary.losses = lossesOf(reports, facts.steps);
   return summary;
 }
 
@@ -268,6 +278,7 @@ json summaryJson(const RunSummary &summary) {
           {"threads_per_rank", summary.facts.threadsPerRank},
           {"blas_kernels", summary.facts.blasKernels},
           {"backend", summary.facts.backend},
+          {"replicas", summary.facts.replicas},
           {"steps", summary.facts.steps},
           {"ranks", ranks},
           {"period_ms",
@@ -394,6 +405,7 @@ std::vector<char> encodeReport(const RankReport &report) {
   for (const NodeTime &n : report.nodes)
     nodes.push_back({n.node, n.name, n.ms, n.calls, n.declared, n.forwardMs, n.backwardMs});
   json document = {{"rank", report.rank},
+                   {"replica", report.replica},
                    {"peak", report.peak},
                    {"peak_total", report.peakTotal},
                    {"wait_ms", report.waitMs},
@@ -411,6 +423,7 @@ RankReport decodeReport(const std::vector<char> &bytes) {
   json document = json::parse(bytes.begin(), bytes.end());
   RankReport report;
   report.rank = document.at("rank");
+  report.replica = document.at("replica");
   report.peak = document.at("peak").get<std::vector<int64_t>>();
   report.peakTotal = document.at("peak_total");
   report.waitMs = document.at("wait_ms");

@@ -35,6 +35,9 @@ struct RunFacts {
   int64_t steps = 0;
   std::string blasKernels; ///< OpenBLAS's kernel set ("SkylakeX", ...)
   std::string backend = "cpu"; ///< "cpu", "cuda" or "emulated"
+  /// Data-parallel replicas of the pipeline (pipe-run --replicas); the report's
+  /// memory and period are replica 0's, the iteration the slowest rank's.
+  int replicas = 1;
 };
 
 /// One memory row of a rank: a category (or "total"), its measured peak and

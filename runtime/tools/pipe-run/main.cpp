@@ -4,12 +4,14 @@
 //                [--timeout SECONDS] [--save-weights FILE.npz] [--save-grads FILE.npz]
 //                [--trace FILE] [--model FILE] [--summary FILE] [--write-profile FILE]
 //                [--no-pin] [--backend cpu|cuda|emulated] [--emulated-memory MIB]
-//                [--random-params]
+//                [--random-params] [--replicas R]
 //
 // Compiles and loads OUT/rankK.cpp, runs the steps (threads in this process, or
 // one rank per MPI process), prints the loss per step, then memory and period
 // beside the plan's predictions, and writes the measured trace, measured.json
-// and, when asked, the per-node profile (docs/runtime.md). Any error: one line
+// and, when asked, the per-node profile (docs/runtime.md). --replicas R runs R
+// data-parallel copies of the pipeline on R times its ranks (docs/runtime.md,
+// "Replicas"). Any error: one line
 // "pipe-run: error: ..." and exit 1.
 //
 //===----------------------------------------------------------------------===//
@@ -30,6 +32,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -53,6 +56,7 @@ struct Options {
   bool randomParams = false; ///< --random-params: parameters from the seed, not the model
   Backend backend = Backend::Cpu;
   int64_t emulatedMiB = 4096; ///< --emulated-memory: each emulated device's memory
+  int replicas = 0; ///< --replicas: data-parallel copies of the pipeline (0: program.json's)
 };
 
 const char *const kUsage =
@@ -60,7 +64,12 @@ const char *const kUsage =
     "                [--timeout SECONDS] [--save-weights FILE.npz] [--save-grads FILE.npz]\n"
     "                [--trace FILE] [--model FILE] [--summary FILE] [--write-profile FILE]\n"
     "                [--no-pin] [--backend cpu|cuda|emulated] [--emulated-memory MIB]\n"
-    "                [--random-params]\n";
+    "                [--random-params] [--replicas R]\n";
+
+/// The most ranks a run may have, replicas included.
+constexpr int64_t kMaxWorldRanks = 4096;
+/// How long MPI replicas wait for replica 0's processes to compile the programs.
+constexpr int kBuildSeconds = 3600;
 
 /// Under mpirun every process would print the same start-up error: only the
 /// first does.
@@ -205,6 +214,11 @@ Options parseOptions(int argc, char **argv) {
       options.summary = value;
     else if (arg == "--write-profile")
       options.profile = value;
+    else if (arg == "--replicas") {
+      options.replicas = static_cast<int>(std::min<uint64_t>(count(), 1u << 16));
+      if (options.replicas == 0)
+        usageError("option --replicas: a run needs at least one replica of the pipeline");
+    }
     else
       usageError("unknown option '" + arg + "' (see pipe-run --help)");
   }
@@ -243,7 +257,7 @@ void checkOutputPaths(const Options &options) {
 std::shared_ptr<const DataSource> loadData(const Options &options, const ProgramInfo &program) {
   if (options.data.empty())
     return nullptr;
-  auto data = std::make_shared<NpzData>(options.data, program.microbatches);
+  auto data = std::make_shared<NpzData>(options.data, program.microbatches * options.replicas);
   auto check = [&](DataRole role, const std::vector<DataArrayInfo> &arrays) {
     for (const DataArrayInfo &array : arrays) {
       std::string problem = data->check(role, array.index, array.dtype, array.shape, options.steps);
@@ -319,27 +333,46 @@ void printDeviceKernels(const std::vector<RankReport> &reports) {
               list.empty() ? "" : " (", list.c_str(), list.empty() ? "" : ")");
 }
 
+/// "step 3/10: loss 1.969702 (0.1 ms)".
+void printStep(int64_t step, int64_t steps, const StepRecord &record, double loss) {
+  std::printf("step %lld/%lld: loss %.6f (%.1f ms)\n", static_cast<long long>(step + 1),
+              static_cast<long long>(steps), loss, record.endMs - record.startMs);
+}
+
 /// Rank 0's (or the only process's) end of the run: report, trace, files.
+/// `stepLines`: print each step's loss first (MPI replicas, whose losses meet
+/// only here).
 void finish(const Options &options, const ProgramInfo &program, const RunFacts &facts,
-            const std::vector<Collected> &collected) {
-  std::vector<RankReport> reports;
+            const std::vector<Collected> &collected, bool stepLines = false) {
+  // Replicas update with the same gradients: replica 0's weights, gradients,
+  // trace and profile stand for all.
+  std::vector<RankReport> reports, firstReplica;
   std::vector<NpyArray> weights, grads;
   for (const Collected &c : collected) {
     reports.push_back(c.report);
+    if (c.report.replica != 0)
+      continue;
+    firstReplica.push_back(c.report);
     weights.insert(weights.end(), c.weights.begin(), c.weights.end());
     grads.insert(grads.end(), c.grads.begin(), c.grads.end());
   }
   const RunSummary summary = summarize(program, reports, facts);
+  if (stepLines)
+    for (const RankReport &report : firstReplica)
+      for (const StepRecord &step : report.steps)
+        if (step.hasLoss && step.step >= 0 && step.step < facts.steps &&
+            summary.losses[static_cast<size_t>(step.step)])
+          printStep(step.step, facts.steps, step, *summary.losses[static_cast<size_t>(step.step)]);
   printReport(summary);
   if (facts.backend != "cpu")
     printDeviceKernels(reports);
-  writeTrace(options.trace, reports);
+  writeTrace(options.trace, firstReplica);
   std::printf("trace: %s\n", options.trace.c_str());
   writeJson(options.summary, summaryJson(summary), "summary");
   std::printf("summary: %s\n", options.summary.c_str());
   if (!options.profile.empty()) {
     std::map<std::string, NodeProfile> profile =
-        measureProfile(reports, program.microbatches, facts.steps);
+        measureProfile(firstReplica, program.microbatches, facts.steps);
     writeJson(options.profile, profileJson(profile, program, facts), "profile");
     std::printf("profile: %s (%zu nodes)\n", options.profile.c_str(), profile.size());
   }
@@ -370,8 +403,15 @@ int main(int argc, char **argv) {
   settings.emulatedDeviceBytes = options.emulatedMiB << 20;
   try {
     program = readProgramInfo(options.out);
+    if (options.replicas == 0)
+      options.replicas = program.replicas;
+    if (static_cast<int64_t>(program.ranks) * options.replicas > kMaxWorldRanks)
+      throw std::runtime_error("--replicas " + std::to_string(options.replicas) + " of " +
+                               std::to_string(program.ranks) + " ranks would make more than " +
+                               std::to_string(kMaxWorldRanks) + " ranks");
     settings.ranks = program.ranks;
     settings.microbatches = program.microbatches;
+    settings.replicas = options.replicas;
     settings.seed = options.seed;
     settings.timeoutSeconds = options.timeout;
     settings.modelPath = options.model.empty() ? program.model : options.model;
@@ -388,9 +428,17 @@ int main(int argc, char **argv) {
   facts.blasKernels = blasKernels();
   facts.backend = backendName(options.backend);
   facts.steps = options.steps;
+  facts.replicas = options.replicas;
+  const int worldRanks = program.ranks * options.replicas;
+  const std::string replicaLine =
+      options.replicas > 1 ? ": " + std::to_string(options.replicas) + " replicas of the " +
+                                 std::to_string(program.ranks) + "-rank pipeline"
+                           : "";
 
   std::mutex printing;
-  std::vector<Collected> collected(static_cast<size_t>(program.ranks));
+  std::vector<Collected> collected(static_cast<size_t>(worldRanks));
+  /// Per step, each replica's loss as it comes in (added in replica order once all are).
+  std::map<int64_t, std::vector<std::optional<double>>> stepLosses;
   RunHooks hooks;
   hooks.notPinned = [&](int rank, const std::string &reason) {
     std::lock_guard<std::mutex> lock(printing);
@@ -400,13 +448,28 @@ int main(int argc, char **argv) {
                  rank, reason.c_str());
   };
   hooks.stepEnded = [&](int rank, const StepRecord &step) {
-    // The rank that computed the loss reports the step; without a loss, rank 0.
+    // The rank that computed the loss reports the step, once every replica's
+    // has (their mean); without a loss, rank 0.
     if (!step.hasLoss && !(program.loss.empty() && rank == 0))
       return;
+    if (step.hasLoss && useMpi && options.replicas > 1)
+      return; // rank 0 prints them at the end, where they meet
     std::lock_guard<std::mutex> lock(printing);
+    double loss = step.loss;
+    if (step.hasLoss && options.replicas > 1) {
+      std::vector<std::optional<double>> &in = stepLosses[step.step];
+      in.resize(static_cast<size_t>(options.replicas));
+      in[static_cast<size_t>(rank / program.ranks)] = step.loss;
+      if (std::any_of(in.begin(), in.end(), [](const auto &l) { return !l; }))
+        return;
+      double sum = 0;
+      for (const std::optional<double> &l : in)
+        sum += *l;
+      loss = sum / options.replicas;
+      stepLosses.erase(step.step);
+    }
     if (step.hasLoss)
-      std::printf("step %lld/%lld: loss %.6f (%.1f ms)\n", static_cast<long long>(step.step + 1),
-                  static_cast<long long>(options.steps), step.loss, step.endMs - step.startMs);
+      printStep(step.step, options.steps, step, loss);
     else
       std::printf("step %lld/%lld: (%.1f ms)\n", static_cast<long long>(step.step + 1),
                   static_cast<long long>(options.steps), step.endMs - step.startMs);
@@ -414,8 +477,11 @@ int main(int argc, char **argv) {
   };
   hooks.finished = [&](pipe_rank *r) {
     RankReport report = reportOf(r);
-    Collected &mine = collected[static_cast<size_t>(report.rank)];
+    Collected &mine =
+        collected[static_cast<size_t>(report.replica * program.ranks + report.rank)];
     mine.report = report;
+    if (report.replica != 0)
+      return; // replica 0's weights and gradients stand for all
     if (!options.saveWeights.empty())
       mine.weights = ownedParameters(r);
     if (!options.saveGrads.empty())
@@ -429,20 +495,19 @@ int main(int argc, char **argv) {
       for (int k = 0; k < program.ranks; ++k)
         ranks.push_back(k);
       buildRanks(options.out, ranks, 2);
-      for (int k = 0; k < program.ranks; ++k)
-        programs.push_back(loadRank(options.out, k));
+      for (int k = 0; k < worldRanks; ++k)
+        programs.push_back(loadRank(options.out, k % program.ranks));
     } catch (const std::exception &e) {
       die(e.what());
     }
-    settings.kernelThreads = std::max(1, static_cast<int>(cores) / program.ranks);
+    settings.kernelThreads = std::max(1, static_cast<int>(cores) / worldRanks);
     settings.pinThreads = options.pin;
     facts.threadsPerRank = settings.kernelThreads;
-    const bool pinned =
-        options.pin && !rankCpus(program.ranks, settings.kernelThreads).empty();
+    const bool pinned = options.pin && !rankCpus(worldRanks, settings.kernelThreads).empty();
     std::printf(
-        "pipe-run: %d rank(s) as threads, %lld step(s), %d kernel thread(s) per rank%s%s%s%s\n",
-        program.ranks, static_cast<long long>(options.steps), settings.kernelThreads,
-        pinned ? ", each rank on its own CPUs" : "", blasLine().c_str(),
+        "pipe-run: %d rank(s) as threads%s, %lld step(s), %d kernel thread(s) per rank%s%s%s%s\n",
+        worldRanks, replicaLine.c_str(), static_cast<long long>(options.steps),
+        settings.kernelThreads, pinned ? ", each rank on its own CPUs" : "", blasLine().c_str(),
         backendLine(options.backend).c_str(), parametersLine(settings).c_str());
     std::fflush(stdout);
     std::string failure = runInThreads(settings, programs, options.steps, hooks);
@@ -466,12 +531,16 @@ int main(int argc, char **argv) {
   } catch (const std::exception &e) {
     die(e.what());
   }
-  if (world->size() != program.ranks) {
+  if (world->size() != worldRanks) {
     if (world->rank() == 0)
       std::fprintf(stderr,
                    "pipe-run: error: the MPI world has %d process(es), the program %d "
-                   "rank(s) (mpirun -np %d)\n",
-                   world->size(), program.ranks, program.ranks);
+                   "rank(s)%s (mpirun -np %d)\n",
+                   world->size(), program.ranks,
+                   options.replicas > 1
+                       ? (" times " + std::to_string(options.replicas) + " replicas").c_str()
+                       : "",
+                   worldRanks);
     return 1;
   }
   const int rank = world->rank();
@@ -483,16 +552,24 @@ int main(int argc, char **argv) {
   };
   RankProgram mine;
   try {
-    buildRanks(options.out, {rank}, 1);
-    mine = loadRank(options.out, rank);
+    // Replica 0's process of each pipeline rank compiles its program; the other
+    // replicas load it once every one is built.
+    if (rank < program.ranks)
+      buildRanks(options.out, {rank}, 1);
+    if (options.replicas > 1 && !world->barrier(kBuildSeconds))
+      throw std::runtime_error("rank " + std::to_string(rank) + ": the rank programs were not " +
+                               "built within " + std::to_string(kBuildSeconds) + " s");
+    mine = loadRank(options.out, rank % program.ranks);
   } catch (const std::exception &e) {
     abortWith(e.what());
   }
   settings.kernelThreads = std::max(1, static_cast<int>(cores) / world->localSize());
   facts.threadsPerRank = settings.kernelThreads;
   if (rank == 0) {
-    std::printf("pipe-run: %d rank(s) over MPI, %lld step(s), %d kernel thread(s) per rank%s%s%s\n",
-                program.ranks, static_cast<long long>(options.steps), settings.kernelThreads,
+    std::printf("pipe-run: %d rank(s) over MPI%s, %lld step(s), %d kernel thread(s) per "
+                "rank%s%s%s\n",
+                worldRanks, replicaLine.c_str(), static_cast<long long>(options.steps),
+                settings.kernelThreads,
                 blasLine().c_str(), backendLine(options.backend).c_str(),
                 parametersLine(settings).c_str());
     std::fflush(stdout);
@@ -509,7 +586,7 @@ int main(int argc, char **argv) {
       std::vector<Collected> results;
       for (const std::vector<char> &bytes : all)
         results.push_back(unpack(bytes));
-      finish(options, program, facts, results);
+      finish(options, program, facts, results, options.replicas > 1);
     }
   } catch (const std::exception &e) {
     abortWith("rank " + std::to_string(rank) + ": " + e.what());
