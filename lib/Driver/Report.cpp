@@ -9,6 +9,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -154,6 +155,7 @@ nlohmann::ordered_json pipe::driver::settingsJson(const pipeline::PartitionOutco
       options.plan.schedule.empty() ? "any (1f1b or interleaved)" : options.plan.schedule;
   settings["time_limit_s"] = outcome.timeLimitSeconds;
   settings["recompute"] = partitioner::toString(outcome.problem.training.recompute);
+  settings["replicas"] = options.replicas;
   return settings;
 }
 
@@ -177,13 +179,23 @@ void pipe::driver::writeHeader(const pipeline::PartitionOutcome &outcome,
   os << "links:        " << outcome.linkModel << "\n";
   os << "GPUs:         " << problem.platform.gpus << " (--pipeline-stages); the plan runs "
      << partitioner::describeStages(problem, best) << "\n";
-  if (options.replicas > 1)
+  if (options.replicas > 1) {
     os << "replicas:     " << options.replicas << " data-parallel copies of this pipeline on "
        << options.replicas * problem.platform.gpus << " GPUs (--replicas), each on "
        << problem.training.microbatches << " of the step's "
-       << options.replicas * problem.training.microbatches
-       << " micro-batches; the figures below are one replica's (the gradient average over "
-          "the replicas is not in them)\n";
+       << options.replicas * problem.training.microbatches << " micro-batches\n";
+    auto allReduces = partitioner::pipelineMajorAllReduces(problem, best, options.replicas);
+    if (allReduces.ok())
+      os << llvm::formatv(
+          "              gradient all-reduce up to {0:f3} ms a GPU (a ring over its {1} "
+          "replicas after its last backward): iteration {2:f3} ms, one replica's {3:f3} ms; "
+          "the figures below are one replica's\n",
+          *std::max_element(allReduces->allReduceMs.begin(), allReduces->allReduceMs.end()),
+          options.replicas, allReduces->iterationMs, best.iterationMs);
+    else
+      os << "              gradient all-reduce not modelled (" << allReduces.error()
+         << "); the figures below are one replica's\n";
+  }
   os << "objective:    "
      << (outcome.objective == "period"
              ? std::string("the steady-state period (--objective=period)")

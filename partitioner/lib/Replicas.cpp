@@ -159,6 +159,32 @@ AllReduceFigures allReduceFigures(const Problem &pipelineProblem, const PlanResu
   return figures;
 }
 
+Expected<AllReduceFigures> pipelineMajorAllReduces(const Problem &pipelineProblem,
+                                                   const PlanResult &plan, int replicas) {
+  return catchErrors([&] {
+    ReplicaPlan split;
+    split.stages = pipelineProblem.platform.gpus;
+    split.replicas = replicas;
+    split.layout = ReplicaLayout::PipelineMajor;
+    split.gpusPerNode = pipelineProblem.platform.gpusPerNode;
+    // allReduceMs prices a group with as many of its GPUs on every node.
+    for (int gpu = 0; gpu < split.stages; ++gpu) {
+      std::map<int, int> perNode;
+      for (int j = 0; j < replicas; ++j)
+        ++perNode[globalGpu(split.layout, gpu, j, split.stages, replicas) / split.gpusPerNode];
+      for (const auto &[node, count] : perNode)
+        if (count != perNode.begin()->second)
+          throw Error("pipeline-major: the " + std::to_string(replicas) + " replicas of GPU " +
+                      std::to_string(gpu) + " sit unevenly on nodes of " +
+                      std::to_string(split.gpusPerNode) + " GPUs (" +
+                      std::to_string(perNode.begin()->second) + " on node " +
+                      std::to_string(perNode.begin()->first) + ", " + std::to_string(count) +
+                      " on node " + std::to_string(node) + ")");
+    }
+    return allReduceFigures(pipelineProblem, plan, split);
+  });
+}
+
 /// Copies `figures` into `replica`'s fields of the same names.
 static void setAllReduces(ReplicaPlan &replica, AllReduceFigures figures) {
   replica.group = figures.group;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <random>
@@ -61,6 +62,11 @@ double allReduceBySteps(const Platform &platform, std::vector<int> members, doub
     byNode[gpu / platform.gpusPerNode].push_back(gpu);
   const int nodes = static_cast<int>(byNode.size());
   const int q = static_cast<int>(byNode.begin()->second.size());
+  for (const auto &entry : byNode)
+    if (static_cast<int>(entry.second.size()) != q) {
+      ADD_FAILURE() << "the reference takes the same number of members on every node";
+      return std::nan("");
+    }
   if (nodes == 1 || q == 1)
     return flat;
   std::vector<std::vector<int>> inNode, across(static_cast<size_t>(q));
@@ -148,6 +154,71 @@ Problem replicaProblem(const Problem &problem, int stages, int replicas, Replica
                 &problem.platform.linkBetween(ga, gb) == &problem.platform.intraNode);
     }
   return pipeline;
+}
+
+// pipe-opt --replicas: one replica's plan, made on its own S GPUs, with r
+// replicas of it pipeline-major (the node size kept), against the step-by-step
+// rings on the whole platform's links.
+TEST(Replicas, PipelineMajorAllReducesOfAPlanEqualTheStepByStepRings) {
+  std::mt19937 rng(23);
+  int withAllReduce = 0, acrossNodes = 0, untiled = 0;
+  for (int trial = 0; trial < scaledTrials(200); ++trial) {
+    const int stages = 1 + static_cast<int>(rng() % 4), replicas = 1 + static_cast<int>(rng() % 4);
+    Problem pipeline = randomChain(rng, stages + static_cast<int>(rng() % 5), stages);
+    pipeline.platform.speed.clear();
+    pipeline.platform.memoryBytesPerGpu = kInfinity;
+    const int perNode[] = {1, 2, 4, 8};
+    pipeline.platform.gpusPerNode = perNode[rng() % 4];
+    pipeline.platform.intraNode = LinkSpec{uniform(rng, 1e9, 1e11), uniform(rng, 0, 0.05)};
+    pipeline.platform.interNode = LinkSpec{uniform(rng, 1e8, 2e10), uniform(rng, 0, 0.1)};
+    for (Layer &layer : pipeline.layers)
+      layer.parameterBytes *= 100;
+    orThrow(pipeline.finalize());
+    PlanOptions options;
+    options.algorithms = {"balanced"};
+    options.improveByBlockMoves = false;
+    PlanningReport report = orThrow(plan(pipeline, options));
+    ASSERT_NE(report.best(), nullptr);
+    Platform whole = pipeline.platform;
+    whole.gpus = stages * replicas;
+    Expected<AllReduceFigures> modelled =
+        pipelineMajorAllReduces(pipeline, *report.best(), replicas);
+    // A GPU's replicas on some nodes more than on others: no ring of the model.
+    bool uneven = false;
+    for (int gpu = 0; gpu < stages; ++gpu) {
+      std::map<int, int> perNode;
+      for (int member : replicaGpus(ReplicaLayout::PipelineMajor, gpu, stages, replicas))
+        ++perNode[member / pipeline.platform.gpusPerNode];
+      for (const auto &entry : perNode)
+        uneven |= entry.second != perNode.begin()->second;
+    }
+    if (uneven) {
+      ASSERT_FALSE(modelled.ok());
+      EXPECT_EQ(modelled.error().rfind("pipeline-major: the " + std::to_string(replicas) +
+                                           " replicas of GPU ",
+                                       0),
+                0u)
+          << modelled.error();
+      ++untiled;
+      continue;
+    }
+    ASSERT_TRUE(modelled.ok()) << modelled.error();
+    const AllReduceFigures &figures = *modelled;
+    const double expected = replicaIteration(pipeline, *report.best(), stages, replicas,
+                                             ReplicaLayout::PipelineMajor, whole);
+    EXPECT_NEAR(figures.iterationMs, expected, 1e-9 * expected)
+        << replicas << " replicas of " << stages << " GPUs, " << whole.gpusPerNode << " per node";
+    EXPECT_EQ(figures.pipelineIterationMs, report.best()->iterationMs);
+    ASSERT_EQ(figures.allReduceMs.size(), static_cast<size_t>(stages));
+    for (int gpu = 0; gpu < stages; ++gpu)
+      EXPECT_EQ(figures.allReduceMs[static_cast<size_t>(gpu)] > 0,
+                replicas > 1 && figures.gradientBytes[static_cast<size_t>(gpu)] > 0);
+    withAllReduce += expected > report.best()->iterationMs;
+    acrossNodes += replicas > 1 && figures.group.nodes > 1;
+  }
+  EXPECT_GT(withAllReduce, scaledTrials(200) / 10);
+  EXPECT_GT(acrossNodes, scaledTrials(200) / 20);
+  EXPECT_GT(untiled, 0);
 }
 
 TEST(Replicas, ChoiceMatchesBruteForceOverEverySplitAndLayout) {

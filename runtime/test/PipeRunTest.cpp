@@ -257,14 +257,19 @@ TEST(PipeRun, RelayTrainsTheSameWithMpi) {
 }
 
 // Two replicas of the relay on 8 micro-batches a step, 4 each: every step's
-// loss is the mean of all 8 and the weights follow the averaged gradient,
-// with threads and with MPI; the report shows replica 0's two ranks.
+// loss is the mean of all 8 and the weights follow the averaged gradient; the
+// report shows replica 0's two ranks.
+/// The relay's 8 micro-batches in DIR/data.npz, trained for 3 steps by 2
+/// replicas with threads; weights in DIR/w.npz.
+CommandResult relayReplicasWithThreads(const std::string &dir) {
+  return pipeRun({dir, "--steps", "3", "--data", dir + "/data.npz", "--save-weights",
+                  dir + "/w.npz", "--replicas", "2", "--transport", "threads"});
+}
+
 TEST(PipeRun, RelayReplicasTrainOnTheirShareAndAverageTheGradients) {
   std::string dir = copyProgram("relay");
   RelayData data = writeRelayData(dir + "/data.npz", 8);
-  CommandResult threads =
-      pipeRun({dir, "--steps", "3", "--data", dir + "/data.npz", "--save-weights",
-               dir + "/w.npz", "--replicas", "2", "--transport", "threads"});
+  CommandResult threads = relayReplicasWithThreads(dir);
   expectRelayTrained(threads, data, dir + "/w.npz", 2);
   EXPECT_NE(threads.out.find("4 rank(s) as threads: 2 replicas of the 2-rank pipeline"),
             std::string::npos)
@@ -279,18 +284,28 @@ TEST(PipeRun, RelayReplicasTrainOnTheirShareAndAverageTheGradients) {
   ASSERT_EQ(lossesOf(threads.out).size(), 3u);
   EXPECT_GT(std::fabs(lossesOf(threads.out)[0] - alone[0]), 1e-5);
 
-  CommandResult mpi = mpiRun(4, {dir, "--steps", "3", "--data", dir + "/data.npz",
-                                 "--save-weights", dir + "/wm.npz", "--replicas", "2"});
-  expectRelayTrained(mpi, data, dir + "/wm.npz", 2);
-  EXPECT_EQ(lossesOf(mpi.out), lossesOf(threads.out));
-  EXPECT_EQ(readNpz(dir + "/w.npz")[0].bytes, readNpz(dir + "/wm.npz")[0].bytes);
-
   // One replica's data is too short for two.
   RelayData four = writeRelayData(dir + "/four.npz", 4);
   (void)four;
   CommandResult shortData =
       pipeRun({dir, "--steps", "1", "--data", dir + "/four.npz", "--replicas", "2"});
   EXPECT_EQ(shortData.exitCode, 1) << shortData.out << shortData.err;
+}
+
+// The same over MPI (4 processes): the same losses and the same bits.
+TEST(PipeRun, RelayReplicasTrainTheSameWithMpi) {
+  std::string dir = copyProgram("relay");
+  RelayData data = writeRelayData(dir + "/data.npz", 8);
+  CommandResult threads = relayReplicasWithThreads(dir);
+  ASSERT_EQ(threads.exitCode, 0) << threads.err;
+  CommandResult mpi = mpiRun(4, {dir, "--steps", "3", "--data", dir + "/data.npz",
+                                 "--save-weights", dir + "/wm.npz", "--replicas", "2"});
+  expectRelayTrained(mpi, data, dir + "/wm.npz", 2);
+  EXPECT_NE(mpi.out.find("4 rank(s) over MPI: 2 replicas of the 2-rank pipeline"),
+            std::string::npos)
+      << mpi.out;
+  EXPECT_EQ(lossesOf(mpi.out), lossesOf(threads.out));
+  EXPECT_EQ(readNpz(dir + "/w.npz")[0].bytes, readNpz(dir + "/wm.npz")[0].bytes);
 }
 
 TEST(PipeRun, SyntheticDataIsTheSameOnThreadsAndMpi) {

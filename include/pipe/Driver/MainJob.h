@@ -37,9 +37,10 @@ struct MainJobOptions {
   /// Plan a model exported for inference (eval mode, constant folding) with a
   /// warning, instead of refusing it.
   bool allowInferenceExport = false;
-  /// Data-parallel copies of the planned pipeline (pipe-opt --replicas): `plan`
-  /// holds one replica's micro-batches (the step's divided by this), and
-  /// program.json tells pipe-run to train them all.
+  /// Data-parallel copies of the planned pipeline (pipe-opt --replicas). The
+  /// job plans one replica: `plan.microbatches` is its share (checkMainJobOptions
+  /// reads them as the step's, before pipe-opt divides them); program.json tells
+  /// pipe-run to train all of them.
   int replicas = 1;
 
   /// Whether the user gave the micro-batch size (the report says so).

@@ -449,6 +449,24 @@ Expected<Problem> replicaPipelineProblem(const Problem &problem, int stages, Rep
 /// "pipeline-major" or "stage-major".
 Expected<ReplicaLayout> parseReplicaLayout(const std::string &text);
 
+/// The all-reduces of one plan of a replica's pipeline, and the iteration with them.
+struct AllReduceFigures {
+  AllReduceGroup group;              ///< the replicas of the pipeline's first GPU
+  std::vector<double> gradientBytes; ///< per GPU of the pipeline
+  std::vector<double> allReduceMs;   ///< per GPU of the pipeline
+  double pipelineIterationMs = 0;    ///< the plan's own iteration
+  /// With the all-reduces, each GPU's from the end of its last backward.
+  double iterationMs = 0;
+};
+/// The all-reduces of `plan` (a plan of `pipelineProblem`: one replica's pipeline
+/// on its S GPUs) when `replicas` replicas of it sit pipeline-major, replica j on
+/// GPUs j*S .. j*S+S-1 of nodes of pipelineProblem.platform.gpusPerNode GPUs, on
+/// the problem's links (pipe-opt --replicas). An error when a GPU's replicas sit
+/// unevenly on the nodes (e.g. 4 GPUs x 3 replicas on nodes of 8: 2 on the first
+/// node, 1 on the second), which allReduceMs does not model.
+Expected<AllReduceFigures> pipelineMajorAllReduces(const Problem &pipelineProblem,
+                                                   const PlanResult &plan, int replicas);
+
 /// A registered algorithm: `best` tries those with partOfBest.
 struct AlgorithmInfo {
   std::string name, summary;
