@@ -23,8 +23,8 @@ double nowMs(const pipe_rank *r) {
       .count();
 }
 
-int32_t transportRank(const pipe_rank *r, int32_t rank) {
-  return r->replica * r->pipelineRanks + rank;
+int32_t transportRank(const pipe_rank *r, int32_t rank, int32_t replica) {
+  return (replica < 0 ? r->replica : replica) * r->pipelineRanks + rank;
 }
 
 int32_t stepMicrobatch(pipe_rank *r, int32_t microbatch) {

@@ -121,8 +121,9 @@ double nowMs(const pipe_rank *r);
 void reapSends(pipe_rank *r);
 /// Waits (up to the run's timeout) until every send has left.
 void drainSends(pipe_rank *r);
-/// The transport rank of pipeline rank `rank` of this rank's replica.
-int32_t transportRank(const pipe_rank *r, int32_t rank);
+/// The transport rank of pipeline rank `rank` of replica `replica` (by default,
+/// this rank's replica).
+int32_t transportRank(const pipe_rank *r, int32_t rank, int32_t replica = -1);
 /// "rank 3", or with replicas "rank 3 (replica 1's rank 1)": the transport's
 /// rank, as messages about peers name them, and the pipeline's.
 std::string rankName(const pipe_rank *r);

@@ -219,7 +219,7 @@ void averageOverReplicas(pipe_rank *r, int32_t id) {
   // Replica 0 adds the others' gradients to its own in replica order, scales
   // the sum and sends it back, so every replica updates with the same bits.
   auto key = [&](int32_t fromReplica, int32_t toReplica) {
-    MessageKey k{fromReplica * r->pipelineRanks + r->id, toReplica * r->pipelineRanks + r->id, id,
+    MessageKey k{transportRank(r, r->id, fromReplica), transportRank(r, r->id, toReplica), id,
                  PIPE_TRANSFER_PARAM_GRAD, -1};
     std::string problem = r->transport->checkKey(k);
     if (!problem.empty())

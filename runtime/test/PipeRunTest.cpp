@@ -566,6 +566,12 @@ TEST(PipeRunFault, MpiWorldOfTheWrongSize) {
                  false);
 }
 
+TEST(PipeRunFault, MoreReplicasThanRanksAllowed) {
+  std::string dir = copyProgram("relay");
+  expectOneError(pipeRun({dir, "--steps", "1", "--replicas", "3000"}),
+                 "--replicas 3000 of 2 ranks would make more than 4096 ranks");
+}
+
 TEST(PipeRunFault, DataOfTheWrongShape) {
   std::string dir = copyProgram("relay");
   NpyArray x;

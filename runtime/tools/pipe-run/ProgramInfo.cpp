@@ -31,7 +31,7 @@ using Fields = pipe_support::JsonFields<std::runtime_error>;
 
 // The partitioner's limits (partitioner/include/partitioner/Problem.h): a
 // program.json beyond them was not written by pipe-opt.
-constexpr int64_t kMaxRanks = 4096, kMaxMicrobatches = 16384;
+constexpr int64_t kMaxMicrobatches = 16384;
 constexpr int64_t kMaxStages = 4096;
 // Dims of one tensor and its element count: far beyond any model, small enough
 // that byte counts cannot overflow.

@@ -29,6 +29,9 @@ struct ParameterInfo {
   int32_t ownerRank = 0;
 };
 
+/// The most ranks a run may have, replicas included.
+constexpr int64_t kMaxRanks = 4096;
+
 struct ProgramInfo {
   std::string directory;
   int ranks = 0;

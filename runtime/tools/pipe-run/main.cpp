@@ -66,8 +66,6 @@ const char *const kUsage =
     "                [--no-pin] [--backend cpu|cuda|emulated] [--emulated-memory MIB]\n"
     "                [--random-params] [--replicas R]\n";
 
-/// The most ranks a run may have, replicas included.
-constexpr int64_t kMaxWorldRanks = 4096;
 /// How long MPI replicas wait for replica 0's processes to compile the programs.
 constexpr int kBuildSeconds = 3600;
 
@@ -405,10 +403,10 @@ int main(int argc, char **argv) {
     program = readProgramInfo(options.out);
     if (options.replicas == 0)
       options.replicas = program.replicas;
-    if (static_cast<int64_t>(program.ranks) * options.replicas > kMaxWorldRanks)
+    if (static_cast<int64_t>(program.ranks) * options.replicas > kMaxRanks)
       throw std::runtime_error("--replicas " + std::to_string(options.replicas) + " of " +
                                std::to_string(program.ranks) + " ranks would make more than " +
-                               std::to_string(kMaxWorldRanks) + " ranks");
+                               std::to_string(kMaxRanks) + " ranks");
     settings.ranks = program.ranks;
     settings.microbatches = program.microbatches;
     settings.replicas = options.replicas;
