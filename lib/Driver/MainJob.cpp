@@ -229,14 +229,19 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
     if (failed(outputs.write(module, "problem.json", problemText.str())))
       return failure();
     problemWritten = true;
-    progress.step(llvm::formatv("chain of {0} layers; planning on {1} GPUs with {2} (each MIP "
+    progress.step(llvm::formatv("chain of {0} layers; planning on {1} GPUs{5} with {2} (each MIP "
                                 "stops after {3} s{4})",
                                 problem.layers.size(), problem.platform.gpus, plan.algo,
                                 formatSeconds(plan.timeLimit),
                                 plan.generalBound > 0
                                     ? "; then up to " + formatSeconds(plan.generalBound) +
                                           " s proving a bound over every general allocation"
-                                    : std::string()));
+                                    : std::string(),
+                                plan.gpus == 0 ? std::string()
+                                : plan.stages > 0
+                                    ? " as " + std::to_string(plan.gpus / plan.stages) +
+                                          " replicas of " + std::to_string(plan.stages) + " stages"
+                                    : " as replicas x stages (each split that divides them)"));
     return success();
   };
   hooks.onResult = [&](const partitioner::PlanResult &result) {
@@ -253,6 +258,10 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   };
   hooks.onPlanned = [&](ModuleOp, pipeline::PartitionOutcome &result) -> LogicalResult {
     const partitioner::PlanResult &best = *result.report.best();
+    if (const partitioner::ReplicaPlan *split = result.replicaSplit())
+      progress.step(llvm::formatv("chose {0} replicas x {1} stages: iteration {2:f3} ms with the "
+                                  "gradient all-reduces",
+                                  split->replicas, split->stages, split->iterationMs));
     progress.step(llvm::formatv("chose {0} by {1}: iteration {2:f3} ms, period {3:f3} ms; {4}",
                                 best.algorithm, result.objective, best.iterationMs,
                                 best.periodMs, partitioner::describeStages(result.problem, best)));
@@ -287,9 +296,7 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
                  [module]() { return printIrFiles(module); });
   std::map<std::string, std::string> programFiles;
   if (plan.train) {
-    auto built =
-        buildTrainingProgram(module, *outcome, options.modelPath, plan.optimizer,
-                             options.replicas);
+    auto built = buildTrainingProgram(module, *outcome, options.modelPath, plan.optimizer);
     if (failed(built))
       return failure();
     programFiles = std::move(*built);

@@ -39,7 +39,11 @@ LogicalResult pipe::driver::checkMainJobOptions(const MainJobOptions &options,
     llvm::raw_string_ostream(printed) << value;
     return printed;
   };
-  if (partition.stages < 1)
+  if (partition.gpus < 0 || partition.gpus > partitioner::kMaxGpus)
+    return refuse("--gpus must be in 0.." + text(partitioner::kMaxGpus) +
+                  " (0: one pipeline on --pipeline-stages), got " + text(partition.gpus));
+  // With --gpus, no --pipeline-stages (0) lets the planner choose.
+  if (partition.stages < (partition.gpus > 0 ? 0 : 1))
     return refuse("--pipeline-stages is the number of GPUs, at least 1; got " +
                   text(partition.stages));
   if (partition.stages > partitioner::kMaxGpus)
@@ -49,15 +53,20 @@ LogicalResult pipe::driver::checkMainJobOptions(const MainJobOptions &options,
     return refuse("--microbatches must be in 1.." +
                   std::to_string(partitioner::kMaxMicrobatches) + ", got " +
                   std::to_string(partition.microbatches));
-  if (options.replicas < 1 || options.replicas > partitioner::kMaxGpus / partition.stages)
-    return refuse("--replicas must be in 1.." +
-                  std::to_string(partitioner::kMaxGpus / partition.stages) + " (at most " +
-                  std::to_string(partitioner::kMaxGpus) + " GPUs in all), got " +
-                  std::to_string(options.replicas));
-  if (partition.microbatches % options.replicas != 0)
-    return refuse("--microbatches (" + std::to_string(partition.microbatches) +
-                  ", the step's) must split evenly over --replicas=" +
-                  std::to_string(options.replicas));
+  if (partition.gpus > 0 && partition.stages > 0) {
+    if (partition.gpus % partition.stages != 0)
+      return refuse("--gpus=" + text(partition.gpus) + " is not a whole number of replicas of " +
+                    "--pipeline-stages=" + text(partition.stages) + " GPUs");
+    const int replicas = partition.gpus / partition.stages;
+    if (partition.microbatches % replicas != 0)
+      return refuse("--microbatches (" + text(partition.microbatches) +
+                    ", the step's) must split evenly over the " + text(replicas) +
+                    " replicas (--gpus=" + text(partition.gpus) + " / --pipeline-stages=" +
+                    text(partition.stages) + ")");
+  }
+  if (partition.gpus > 0 && partition.objective == "period")
+    return refuse("--objective=period does not apply with --gpus: replicas are planned for "
+                  "the iteration time, the step's");
   if (partition.microBatchSize < 0)
     return refuse("--micro-batch-size must be at least 1, got " +
                   std::to_string(partition.microBatchSize));

@@ -155,7 +155,19 @@ nlohmann::ordered_json pipe::driver::settingsJson(const pipeline::PartitionOutco
       options.plan.schedule.empty() ? "any (1f1b or interleaved)" : options.plan.schedule;
   settings["time_limit_s"] = outcome.timeLimitSeconds;
   settings["recompute"] = partitioner::toString(outcome.problem.training.recompute);
-  settings["replicas"] = options.replicas;
+  // --gpus: problem.json holds all of them and the step's micro-batches; once a
+  // split is chosen, `gpus` and `microbatches` above are one replica's.
+  if (options.plan.gpus > 0)
+    settings["gpus_option"] = options.plan.gpus;
+  const partitioner::ReplicaPlan *split = outcome.replicaSplit();
+  if (split || options.plan.gpus == 0)
+    settings["replicas"] = outcome.replicas();
+  if (split) {
+    settings["gpus_in_all"] = split->replicas * split->stages;
+    settings["microbatches_per_step"] = split->replicas * outcome.problem.training.microbatches;
+    settings["replica_layout"] = partitioner::toString(split->layout);
+    settings["stages_chosen"] = options.plan.stages == 0;
+  }
   return settings;
 }
 
@@ -177,27 +189,47 @@ void pipe::driver::writeHeader(const pipeline::PartitionOutcome &outcome,
   os << "memory limit: " << outcome.memoryLimit << " per GPU"
      << (outcome.memoryFromTarget ? " (the target's; --memory to change)" : " (--memory)") << "\n";
   os << "links:        " << outcome.linkModel << "\n";
-  os << "GPUs:         " << problem.platform.gpus << " (--pipeline-stages); the plan runs "
-     << partitioner::describeStages(problem, best) << "\n";
-  if (options.replicas > 1) {
-    os << "replicas:     " << options.replicas << " data-parallel copies of this pipeline on "
-       << options.replicas * problem.platform.gpus << " GPUs (--replicas), each on "
+  const partitioner::ReplicaPlan *split = outcome.replicaSplit();
+  if (!split) {
+    os << "GPUs:         " << problem.platform.gpus << " (--pipeline-stages); the plan runs "
+       << partitioner::describeStages(problem, best) << "\n";
+  } else {
+    const int gpus = split->replicas * split->stages;
+    os << "GPUs:         " << gpus << " (--gpus) as " << split->replicas << " x " << split->stages
+       << ": " << split->replicas << " data-parallel replicas of a " << split->stages
+       << "-GPU pipeline ("
+       << (options.plan.stages == 0 ? "the split with the shortest iteration"
+                                    : "--pipeline-stages")
+       << "), placed " << partitioner::toString(split->layout) << "; each replica trains "
        << problem.training.microbatches << " of the step's "
-       << options.replicas * problem.training.microbatches << " micro-batches\n";
-    auto allReduces = partitioner::pipelineMajorAllReduces(problem, best, options.replicas);
-    if (allReduces.ok())
-      os << llvm::formatv(
-          "              gradient all-reduce up to {0:f3} ms a GPU (a ring over its {1} "
-          "replicas after its last backward): iteration {2:f3} ms, one replica's {3:f3} ms; "
-          "the figures below are one replica's\n",
-          *std::max_element(allReduces->allReduceMs.begin(), allReduces->allReduceMs.end()),
-          options.replicas, allReduces->iterationMs, best.iterationMs);
-    else
-      os << "              gradient all-reduce not modelled (" << allReduces.error()
-         << "); the figures below are one replica's\n";
+       << split->replicas * problem.training.microbatches
+       << " micro-batches; the figures below are one replica's, whose plan runs "
+       << partitioner::describeStages(problem, best) << "\n";
+    if (split->replicas > 1)
+      os << llvm::formatv("replicas:     gradient all-reduce up to {0:f3} ms a GPU (its {1} "
+                          "replicas, {2} node(s) x {3} GPU(s), after its last backward): iteration "
+                          "{4:f3} ms, one replica's {5:f3} ms\n",
+                          *std::max_element(split->allReduceMs.begin(), split->allReduceMs.end()),
+                          split->replicas, split->group.nodes, split->group.perNode,
+                          split->iterationMs, split->pipelineIterationMs);
+    for (const partitioner::ReplicaPlan &tried : outcome.replicaSplits->candidates) {
+      os << "              " << tried.replicas << " x " << tried.stages << ": ";
+      if (tried.valid)
+        os << llvm::formatv("iteration {0:f3} ms (pipeline {1:f3} ms, all-reduce up to {2:f3} ms)",
+                            tried.iterationMs, tried.pipelineIterationMs,
+                            tried.allReduceMs.empty()
+                                ? 0.0
+                                : *std::max_element(tried.allReduceMs.begin(),
+                                                    tried.allReduceMs.end()));
+      else
+        os << tried.reason;
+      os << (&tried == split ? "  <- chosen" : "") << "\n";
+    }
   }
   os << "objective:    "
-     << (outcome.objective == "period"
+     << (split ? std::string("the iteration time of a step, each replica's micro-batches and "
+                             "its gradient all-reduces (the one objective with --gpus)")
+         : outcome.objective == "period"
              ? std::string("the steady-state period (--objective=period)")
              : "the iteration time of " + std::to_string(problem.training.microbatches) +
                    " micro-batches, what a training step costs (--objective=period for "
@@ -227,5 +259,11 @@ std::string pipe::driver::replayCommand(const std::string &problemPath,
           .str();
   if (options.plan.generalBound > 0)
     command += " --general-bound " + formatSeconds(options.plan.generalBound);
+  if (!options.plan.schedule.empty())
+    command += " --require-schedule";
+  if (options.plan.gpus > 0)
+    command += " --gpus " + std::to_string(options.plan.gpus) + " --stages " +
+               (options.plan.stages > 0 ? std::to_string(options.plan.stages) : "auto") +
+               " --layout pipeline-major";
   return command;
 }

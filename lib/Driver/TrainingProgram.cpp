@@ -37,8 +37,7 @@ double bytesPerElement(const std::string &dtype) {
 
 FailureOr<std::map<std::string, std::string>>
 pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOutcome &outcome,
-                                   StringRef modelPath, StringRef optimizer,
-                                   int replicas) {
+                                   StringRef modelPath, StringRef optimizer) {
   SmallVector<pipeline::PipelineOp> pipelines(module.getOps<pipeline::PipelineOp>());
   if (pipelines.size() != 1)
     return module.emitError("expected one pipeline to lower, found ") << pipelines.size();
@@ -174,6 +173,10 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
                      // The peak of the program's saved bytes along the plan's timeline.
                      {"program_saved", programSaved},
                      {"program_received_peak", receivedBytes}});
+    // With replicas: the rank's gradient all-reduce (a ring over its replicas).
+    if (const partitioner::ReplicaPlan *split = outcome.replicaSplit();
+        split && static_cast<size_t>(rank) < split->allReduceMs.size())
+      ranks.back()["all_reduce_ms"] = split->allReduceMs[static_cast<size_t>(rank)];
   }
 
   llvm::SmallString<256> absoluteModel(modelPath);
@@ -185,7 +188,7 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
   program["ranks"] = description->ranks;
   program["stages"] = description->stages;
   program["microbatches"] = description->microbatches;
-  program["replicas"] = replicas;
+  program["replicas"] = outcome.replicas();
   program["micro_batch_size"] =
       !description->inputs.empty() && !description->inputs.front().shape.empty()
           ? description->inputs.front().shape.front()
@@ -218,13 +221,9 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
                           {"owner_rank", p.ownerRank},
                           {"ranks", p.ranks}});
   program["parameters"] = parameters;
-  // With replicas, the iteration ends with each GPU's gradient all-reduce (where
-  // the model applies: the report says when it does not).
-  double iterationMs = best.iterationMs;
-  if (replicas > 1)
-    if (auto allReduces = partitioner::pipelineMajorAllReduces(outcome.problem, best, replicas);
-        allReduces.ok())
-      iterationMs = allReduces->iterationMs;
+  // With replicas, the iteration ends with each GPU's gradient all-reduce.
+  const partitioner::ReplicaPlan *split = outcome.replicaSplit();
+  const double iterationMs = split ? split->iterationMs : best.iterationMs;
   program["predicted"] = {{"period_ms", best.periodMs},
                           {"iteration_ms", iterationMs},
                           {"target", outcome.targetName},

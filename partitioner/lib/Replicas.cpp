@@ -59,6 +59,25 @@ int globalGpu(ReplicaLayout layout, int gpu, int replica, int stages, int replic
   return layout == ReplicaLayout::PipelineMajor ? replica * stages + gpu : gpu * replicas + replica;
 }
 
+/// allReduceMs prices a group with as many of its GPUs on every node: throws,
+/// naming the GPU and the nodes, when a position's replicas sit unevenly (e.g.
+/// 4 stages x 3 replicas pipeline-major on nodes of 8: 2 on node 0, 1 on node 1).
+void requireEvenGroups(ReplicaLayout layout, int stages, int replicas, int gpusPerNode) {
+  for (int gpu = 0; gpu < stages; ++gpu) {
+    std::map<int, int> perNode;
+    for (int j = 0; j < replicas; ++j)
+      ++perNode[globalGpu(layout, gpu, j, stages, replicas) / gpusPerNode];
+    for (const auto &[node, count] : perNode)
+      if (count != perNode.begin()->second)
+        throw Error(toString(layout) + ": the " + std::to_string(replicas) +
+                    " replicas of GPU " + std::to_string(gpu) + " sit unevenly on nodes of " +
+                    std::to_string(gpusPerNode) + " GPUs (" +
+                    std::to_string(perNode.begin()->second) + " on node " +
+                    std::to_string(perNode.begin()->first) + ", " + std::to_string(count) +
+                    " on node " + std::to_string(node) + ")");
+  }
+}
+
 /// The problem one replica plans, or why the split does not apply.
 Problem pipelineProblemOf(const Problem &problem, int stages, ReplicaLayout layout) {
   const Platform &platform = problem.platform;
@@ -89,6 +108,7 @@ Problem pipelineProblemOf(const Problem &problem, int stages, ReplicaLayout layo
                   std::to_string(perNode) + " GPUs");
     pipeline.platform.gpusPerNode = replicas >= perNode ? 1 : perNode / replicas;
   }
+  requireEvenGroups(layout, stages, replicas, perNode);
   orThrow(pipeline.finalize());
   return pipeline;
 }
@@ -159,32 +179,6 @@ AllReduceFigures allReduceFigures(const Problem &pipelineProblem, const PlanResu
   return figures;
 }
 
-Expected<AllReduceFigures> pipelineMajorAllReduces(const Problem &pipelineProblem,
-                                                   const PlanResult &plan, int replicas) {
-  return catchErrors([&] {
-    ReplicaPlan split;
-    split.stages = pipelineProblem.platform.gpus;
-    split.replicas = replicas;
-    split.layout = ReplicaLayout::PipelineMajor;
-    split.gpusPerNode = pipelineProblem.platform.gpusPerNode;
-    // allReduceMs prices a group with as many of its GPUs on every node.
-    for (int gpu = 0; gpu < split.stages; ++gpu) {
-      std::map<int, int> perNode;
-      for (int j = 0; j < replicas; ++j)
-        ++perNode[globalGpu(split.layout, gpu, j, split.stages, replicas) / split.gpusPerNode];
-      for (const auto &[node, count] : perNode)
-        if (count != perNode.begin()->second)
-          throw Error("pipeline-major: the " + std::to_string(replicas) + " replicas of GPU " +
-                      std::to_string(gpu) + " sit unevenly on nodes of " +
-                      std::to_string(split.gpusPerNode) + " GPUs (" +
-                      std::to_string(perNode.begin()->second) + " on node " +
-                      std::to_string(perNode.begin()->first) + ", " + std::to_string(count) +
-                      " on node " + std::to_string(node) + ")");
-    }
-    return allReduceFigures(pipelineProblem, plan, split);
-  });
-}
-
 /// Copies `figures` into `replica`'s fields of the same names.
 static void setAllReduces(ReplicaPlan &replica, AllReduceFigures figures) {
   replica.group = figures.group;
@@ -195,13 +189,19 @@ static void setAllReduces(ReplicaPlan &replica, AllReduceFigures figures) {
 }
 
 Expected<ReplicaReport> planReplicas(const Problem &problem, const std::vector<int> &stageCounts,
-                                     const PlanOptions &options) {
+                                     const PlanOptions &options,
+                                     const std::vector<ReplicaLayout> &layouts) {
   return catchErrors([&] {
     const Platform &platform = problem.platform;
     const int gpus = platform.gpus;
     if (!std::all_of(platform.speed.begin(), platform.speed.end(),
                      [&](double speed) { return speed == platform.speed.front(); }))
       throw Error("replicas need GPUs of one speed (--speed gives them different ones)");
+    if (layouts.empty())
+      throw Error("replicas: no layout to try (pipeline-major, stage-major)");
+    auto asked = [&](ReplicaLayout layout) {
+      return std::find(layouts.begin(), layouts.end(), layout) != layouts.end();
+    };
     std::vector<int> counts = stageCounts;
     if (counts.empty())
       for (int s = 1; s <= gpus; ++s)
@@ -219,8 +219,9 @@ Expected<ReplicaReport> planReplicas(const Problem &problem, const std::vector<i
     for (int stages : counts) {
       const int replicas = gpus / stages;
       for (ReplicaLayout layout : {ReplicaLayout::PipelineMajor, ReplicaLayout::StageMajor}) {
-        // One replica, or one stage: both layouts are the same GPUs.
-        if (layout == ReplicaLayout::StageMajor && (replicas == 1 || stages == 1))
+        // One replica, or one stage: both layouts are the same GPUs, tried once,
+        // as pipeline-major (whichever layout is asked for).
+        if (replicas == 1 || stages == 1 ? layout != ReplicaLayout::PipelineMajor : !asked(layout))
           continue;
         ReplicaPlan candidate;
         candidate.stages = stages;
@@ -273,22 +274,37 @@ Expected<ReplicaReport> planReplicas(const Problem &problem, const std::vector<i
       PlanOptions pipelineOptions = options;
       pipelineOptions.objective = Objective::IterationTime;
       PlanningReport pipeline = orThrow(plan(candidate.pipelineProblem, pipelineOptions));
-      // Of the pipeline's valid plans, the one whose iteration with the
-      // all-reduces is shortest (the all-reduces reward stages that finish early);
-      // the planner's own choice on a tie.
+      // Of the pipeline's valid plans (of the problem's schedule when that is
+      // required), the one whose iteration with the all-reduces is shortest (the
+      // all-reduces reward stages that finish early); the planner's own choice on
+      // a tie. As plan() does with its own choice, the pick is checked again, and
+      // one that fails the checker is dropped with its reason.
       int bestIndex = -1;
       AllReduceFigures best;
-      for (size_t i = 0; i < pipeline.results.size(); ++i) {
-        const PlanResult &result = pipeline.results[i];
-        if (!result.valid)
-          continue;
-        AllReduceFigures trial = allReduceFigures(candidate.pipelineProblem, result, candidate);
-        if (bestIndex < 0 || trial.iterationMs < best.iterationMs - 1e-9 ||
-            (static_cast<int>(i) == pipeline.chosen &&
-             trial.iterationMs <= best.iterationMs + 1e-9)) {
-          best = std::move(trial);
-          bestIndex = static_cast<int>(i);
+      for (;;) {
+        bestIndex = -1;
+        for (size_t i = 0; i < pipeline.results.size(); ++i) {
+          const PlanResult &result = pipeline.results[i];
+          if (!result.valid || (options.requireSchedule &&
+                                result.scheduleKind != candidate.pipelineProblem.training.schedule))
+            continue;
+          AllReduceFigures trial = allReduceFigures(candidate.pipelineProblem, result, candidate);
+          if (bestIndex < 0 || trial.iterationMs < best.iterationMs - 1e-9 ||
+              (static_cast<int>(i) == pipeline.chosen &&
+               trial.iterationMs <= best.iterationMs + 1e-9)) {
+            best = std::move(trial);
+            bestIndex = static_cast<int>(i);
+          }
         }
+        if (bestIndex < 0)
+          break;
+        PlanResult &picked = pipeline.results[static_cast<size_t>(bestIndex)];
+        CheckReport check =
+            checkSchedule(candidate.pipelineProblem, picked.allocation, picked.schedule);
+        if (check.ok())
+          break;
+        picked.valid = false;
+        picked.reason = "dropped: its schedule fails the checker: " + check.violations.front();
       }
       if (bestIndex < 0) {
         candidate.reason = noPlanReason(pipeline);

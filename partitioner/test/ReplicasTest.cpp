@@ -156,71 +156,6 @@ Problem replicaProblem(const Problem &problem, int stages, int replicas, Replica
   return pipeline;
 }
 
-// pipe-opt --replicas: one replica's plan, made on its own S GPUs, with r
-// replicas of it pipeline-major (the node size kept), against the step-by-step
-// rings on the whole platform's links.
-TEST(Replicas, PipelineMajorAllReducesOfAPlanEqualTheStepByStepRings) {
-  std::mt19937 rng(23);
-  int withAllReduce = 0, acrossNodes = 0, untiled = 0;
-  for (int trial = 0; trial < scaledTrials(200); ++trial) {
-    const int stages = 1 + static_cast<int>(rng() % 4), replicas = 1 + static_cast<int>(rng() % 4);
-    Problem pipeline = randomChain(rng, stages + static_cast<int>(rng() % 5), stages);
-    pipeline.platform.speed.clear();
-    pipeline.platform.memoryBytesPerGpu = kInfinity;
-    const int perNode[] = {1, 2, 4, 8};
-    pipeline.platform.gpusPerNode = perNode[rng() % 4];
-    pipeline.platform.intraNode = LinkSpec{uniform(rng, 1e9, 1e11), uniform(rng, 0, 0.05)};
-    pipeline.platform.interNode = LinkSpec{uniform(rng, 1e8, 2e10), uniform(rng, 0, 0.1)};
-    for (Layer &layer : pipeline.layers)
-      layer.parameterBytes *= 100;
-    orThrow(pipeline.finalize());
-    PlanOptions options;
-    options.algorithms = {"balanced"};
-    options.improveByBlockMoves = false;
-    PlanningReport report = orThrow(plan(pipeline, options));
-    ASSERT_NE(report.best(), nullptr);
-    Platform whole = pipeline.platform;
-    whole.gpus = stages * replicas;
-    Expected<AllReduceFigures> modelled =
-        pipelineMajorAllReduces(pipeline, *report.best(), replicas);
-    // A GPU's replicas on some nodes more than on others: no ring of the model.
-    bool uneven = false;
-    for (int gpu = 0; gpu < stages; ++gpu) {
-      std::map<int, int> perNode;
-      for (int member : replicaGpus(ReplicaLayout::PipelineMajor, gpu, stages, replicas))
-        ++perNode[member / pipeline.platform.gpusPerNode];
-      for (const auto &entry : perNode)
-        uneven |= entry.second != perNode.begin()->second;
-    }
-    if (uneven) {
-      ASSERT_FALSE(modelled.ok());
-      EXPECT_EQ(modelled.error().rfind("pipeline-major: the " + std::to_string(replicas) +
-                                           " replicas of GPU ",
-                                       0),
-                0u)
-          << modelled.error();
-      ++untiled;
-      continue;
-    }
-    ASSERT_TRUE(modelled.ok()) << modelled.error();
-    const AllReduceFigures &figures = *modelled;
-    const double expected = replicaIteration(pipeline, *report.best(), stages, replicas,
-                                             ReplicaLayout::PipelineMajor, whole);
-    EXPECT_NEAR(figures.iterationMs, expected, 1e-9 * expected)
-        << replicas << " replicas of " << stages << " GPUs, " << whole.gpusPerNode << " per node";
-    EXPECT_EQ(figures.pipelineIterationMs, report.best()->iterationMs);
-    ASSERT_EQ(figures.allReduceMs.size(), static_cast<size_t>(stages));
-    for (int gpu = 0; gpu < stages; ++gpu)
-      EXPECT_EQ(figures.allReduceMs[static_cast<size_t>(gpu)] > 0,
-                replicas > 1 && figures.gradientBytes[static_cast<size_t>(gpu)] > 0);
-    withAllReduce += expected > report.best()->iterationMs;
-    acrossNodes += replicas > 1 && figures.group.nodes > 1;
-  }
-  EXPECT_GT(withAllReduce, scaledTrials(200) / 10);
-  EXPECT_GT(acrossNodes, scaledTrials(200) / 20);
-  EXPECT_GT(untiled, 0);
-}
-
 TEST(Replicas, ChoiceMatchesBruteForceOverEverySplitAndLayout) {
   std::mt19937 rng(7);
   const int trials = scaledTrials(60);
@@ -317,6 +252,132 @@ TEST(Replicas, ChoiceMatchesBruteForceOverEverySplitAndLayout) {
   EXPECT_LE(worst, 1.10);
   EXPECT_GT(moreThanOneReplica, planned / 10);
   EXPECT_GT(pipelineOnly, planned / 10);
+}
+
+/// Whether some position's replicas sit more on one node than on another.
+bool unevenOnNodes(ReplicaLayout layout, int stages, int replicas, int gpusPerNode) {
+  for (int gpu = 0; gpu < stages; ++gpu) {
+    std::map<int, int> perNode;
+    for (int member : replicaGpus(layout, gpu, stages, replicas))
+      ++perNode[member / gpusPerNode];
+    for (const auto &entry : perNode)
+      if (entry.second != perNode.begin()->second)
+        return true;
+  }
+  return false;
+}
+
+// GPU counts that are not a multiple of the node size (12 GPUs on nodes of 8):
+// a split whose groups the all-reduce model cannot price is refused and says
+// why; every split planned is priced as the step-by-step rings on the whole
+// platform. Only the asked layouts are tried.
+TEST(Replicas, SplitsWithUnevenAllReduceGroupsAreRefusedAndTheOthersPricedAsRings) {
+  std::mt19937 rng(31);
+  int refusedUneven = 0, planned = 0, onPartNodes = 0, acrossNodes = 0;
+  for (int trial = 0; trial < scaledTrials(40); ++trial) {
+    const int gpuCounts[] = {6, 10, 12, 16, 24};
+    const int gpus = gpuCounts[rng() % 5];
+    Problem problem = randomChain(rng, 4 + static_cast<int>(rng() % 6), gpus);
+    problem.platform.speed.clear();
+    problem.platform.memoryBytesPerGpu = kInfinity;
+    const int perNode[] = {4, 8};
+    problem.platform.gpusPerNode = perNode[rng() % 2];
+    problem.platform.intraNode = LinkSpec{uniform(rng, 1e9, 1e11), uniform(rng, 0, 0.05)};
+    problem.platform.interNode = LinkSpec{uniform(rng, 1e8, 2e10), uniform(rng, 0, 0.1)};
+    problem.training.microbatches = gpus;
+    for (Layer &layer : problem.layers)
+      layer.parameterBytes *= 100;
+    orThrow(problem.finalize());
+    PlanOptions options;
+    options.algorithms = {"balanced"};
+    options.improveByBlockMoves = false;
+    const bool pipelineMajorOnly = trial % 3 == 0;
+    std::vector<ReplicaLayout> layouts = {ReplicaLayout::PipelineMajor};
+    if (!pipelineMajorOnly)
+      layouts.push_back(ReplicaLayout::StageMajor);
+    ReplicaReport report = orThrow(planReplicas(problem, {}, options, layouts));
+    const int g = problem.platform.gpusPerNode;
+    for (const ReplicaPlan &c : report.candidates) {
+      if (pipelineMajorOnly)
+        EXPECT_EQ(c.layout, ReplicaLayout::PipelineMajor);
+      const bool uneven = unevenOnNodes(c.layout, c.stages, c.replicas, g);
+      if (c.reason.find("sit unevenly") != std::string::npos) {
+        EXPECT_TRUE(uneven) << c.reason;
+        ++refusedUneven;
+        continue;
+      }
+      if (!c.valid)
+        continue;
+      EXPECT_FALSE(uneven) << c.replicas << " x " << c.stages << " " << toString(c.layout)
+                           << " on " << gpus << " GPUs, " << g << " per node";
+      ++planned;
+      // (Where G is no multiple of g, an even group keeps to one node.)
+      onPartNodes += gpus % g != 0 && c.replicas > 1;
+      acrossNodes += c.group.nodes > 1;
+      Problem pipeline = replicaProblem(problem, c.stages, c.replicas, c.layout);
+      PlanResult replayed = orThrow(evaluateAllocation(
+          pipeline, c.pipeline.best()->allocation, ScheduleKind::OneFOneB, c.pipeline.bounds));
+      EXPECT_NEAR(c.iterationMs,
+                  replicaIteration(pipeline, replayed, c.stages, c.replicas, c.layout,
+                                   problem.platform),
+                  1e-9 * c.iterationMs)
+          << c.replicas << " x " << c.stages << " " << toString(c.layout) << " on " << gpus
+          << " GPUs, " << g << " per node";
+    }
+  }
+  EXPECT_GT(refusedUneven, 0);
+  EXPECT_GT(planned, 0);
+  EXPECT_GT(onPartNodes, 0);
+  EXPECT_GT(acrossNodes, 0);
+  // The case the all-reduce model priced as 4 GPUs before: 12 GPUs on nodes of 8,
+  // 4 stages x 3 replicas pipeline-major (GPU 0's replicas on GPUs 0, 4 and 8).
+  Problem problem = randomChain(rng, 8, 12);
+  problem.platform.speed.clear();
+  problem.platform.gpusPerNode = 8;
+  problem.training.microbatches = 12;
+  orThrow(problem.finalize());
+  ReplicaReport report = orThrow(planReplicas(problem, {4}, {}, {ReplicaLayout::PipelineMajor}));
+  ASSERT_EQ(report.candidates.size(), 1u);
+  EXPECT_FALSE(report.candidates[0].valid);
+  EXPECT_EQ(report.candidates[0].reason,
+            "pipeline-major: the 3 replicas of GPU 0 sit unevenly on nodes of 8 GPUs (2 on node "
+            "0, 1 on node 1)");
+  EXPECT_FALSE(planReplicas(problem, {4}, {}, {}).ok());
+}
+
+// A schedule the user asked for (requireSchedule) holds inside every split, as
+// it does in plan(): without it, interleaved plans win some splits.
+TEST(Replicas, RequiredScheduleHoldsInEverySplit) {
+  std::mt19937 rng(17);
+  int interleavedWithout = 0, checked = 0;
+  for (int trial = 0; trial < scaledTrials(12); ++trial) {
+    Problem problem = randomChain(rng, 12, 8);
+    problem.platform.speed.clear();
+    problem.platform.memoryBytesPerGpu = kInfinity;
+    problem.training.microbatches = 8;
+    problem.training.schedule = ScheduleKind::OneFOneB;
+    orThrow(problem.finalize());
+    PlanOptions options;
+    options.algorithms = {"balanced", "interleaved"};
+    options.improveByBlockMoves = false;
+    for (bool required : {false, true}) {
+      options.requireSchedule = required;
+      ReplicaReport report = orThrow(planReplicas(problem, {}, options));
+      for (const ReplicaPlan &c : report.candidates) {
+        if (!c.valid)
+          continue;
+        const ScheduleKind kind = c.pipeline.best()->scheduleKind;
+        if (required) {
+          EXPECT_EQ(kind, ScheduleKind::OneFOneB) << c.replicas << " x " << c.stages;
+          ++checked;
+        } else {
+          interleavedWithout += kind == ScheduleKind::Interleaved;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+  EXPECT_GT(interleavedWithout, 0);
 }
 
 TEST(Replicas, SplitsNotPlannedByTheirBoundCannotWin) {

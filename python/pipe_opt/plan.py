@@ -332,7 +332,7 @@ def _run_main_job(model_path: str, output_dir: str, stages: int, micro_batch_siz
     return report, _read_outputs(output_dir)
 
 
-def plan_model(model: Any, example_inputs: Any = None, stages: int = 8,
+def plan_model(model: Any, example_inputs: Any = None, stages: Optional[int] = 8,
                memory: Optional[str] = "80GB", target: Optional[str] = "h100",
                micro_batch_size: Optional[int] = None, *,
                output_dir: Optional[PathLike] = None, export_path: Optional[PathLike] = None,
@@ -342,8 +342,11 @@ def plan_model(model: Any, example_inputs: Any = None, stages: int = 8,
     model: a torch.nn.Module (exported with export_for_pipeline, in training mode,
       at the batch size of `example_inputs`, which it needs) or the path of an
       ONNX model (.onnx, .onnxtext) or of a module pipe-opt wrote from one.
-    stages: GPUs (--pipeline-stages). memory: per GPU, with its unit (--memory;
-      None: the target's capacity). target: the GPU (--target).
+    stages: GPUs (--pipeline-stages); with gpus=G, the GPUs of each of the
+      G / stages data-parallel replicas, or None to let the planner choose the
+      split of the G GPUs (--gpus without --pipeline-stages). memory: per GPU,
+      with its unit (--memory; None: the target's capacity). target: the GPU
+      (--target).
     micro_batch_size: binds the model's symbolic batch dim (--micro-batch-size);
       for a module it defaults to dim 0 of the first example input, for an ONNX
       file to the model's own batch (required when that is symbolic).
@@ -355,13 +358,17 @@ def plan_model(model: Any, example_inputs: Any = None, stages: int = 8,
     progress: print the main job's progress lines on stderr.
     options: the main job's other options as keyword arguments, underscores for
       dashes: microbatches=32, schedule="1f1b", dtype="bf16", optimizer="sgd",
-      algo="best", objective="period", time_limit=10, lr=0.01, train=False, ...
+      algo="best", objective="period", time_limit=10, lr=0.01, train=False,
+      gpus=16 (replicas x stages; microbatches is then the step's) ...
       (`pipe-opt --help`). A list becomes a comma list.
 
     Raises ValueError for a bad or unknown option (pipe-opt's exit status 2) and
     PlanError when the model cannot be imported or no plan fits (status 1).
     """
-    stages = _integer("stages", stages)
+    if stages is None and "gpus" not in options:
+        raise ValueError("stages=None lets the planner choose how to split gpus=G into "
+                         "replicas x stages: pass gpus too")
+    stages = 0 if stages is None else _integer("stages", stages)
     if micro_batch_size is not None:
         micro_batch_size = _integer("micro_batch_size", micro_batch_size)
         if micro_batch_size < 1:

@@ -18,6 +18,7 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -149,6 +150,50 @@ class PlanModelOnnxTest(unittest.TestCase):
         self.assertEqual(settings["micro_batch_size"], 2)
         self.assertEqual(plan.schedule, "1f1b")
         self.assertEqual(plan.microbatches, 8)
+
+    def test_gpus_split_into_replicas_as_the_cli_does(self):
+        # --gpus without --pipeline-stages: the planner chooses replicas x stages.
+        model = fixture("gpt2.onnx")
+        command = [PIPE_OPT, model, "--gpus=4", "--microbatches=4", "--memory=80GB",
+                   "--target=h100", "--micro-batch-size=2", "--no-progress", "-o",
+                   self.path("cli")]
+        cli = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        self.assertEqual(cli.returncode, 0, cli.stderr)
+        plan = plan_model(model, stages=None, micro_batch_size=2, gpus=4, microbatches=4,
+                          output_dir=self.path("py"))
+        self.assert_same_plan(plan, self.path("cli"))
+        settings = plan.settings
+        self.assertEqual(settings["gpus_in_all"], 4)
+        self.assertEqual(settings["microbatches_per_step"], 4)
+        self.assertTrue(settings["stages_chosen"])
+        self.assertEqual(settings["replicas"] * settings["gpus"], 4)
+        self.assertEqual(settings["replicas"] * settings["microbatches"], 4)
+        self.assertEqual(plan.microbatches, settings["microbatches"])
+        program = json.loads(read(os.path.join(self.path("py"), "program.json")))
+        self.assertEqual(program["replicas"], settings["replicas"])
+        self.assertEqual(program["ranks"], settings["gpus"])
+        self.assertIn("<- chosen", plan.report)
+        # program.json predicts the report's iteration with the all-reduces, and
+        # each rank's all-reduce (0 for one replica: nothing to reduce with).
+        chosen = re.search(r"^ +(\d+) x (\d+): iteration ([0-9.]+) ms .*<- chosen$",
+                           plan.report, re.M)
+        self.assertIsNotNone(chosen, plan.report)
+        self.assertEqual((int(chosen[1]), int(chosen[2])),
+                         (settings["replicas"], settings["gpus"]))
+        self.assertAlmostEqual(program["predicted"]["iteration_ms"], float(chosen[3]), places=3)
+        for rank in program["predicted"]["ranks"]:
+            if settings["replicas"] > 1:
+                self.assertGreater(rank["all_reduce_ms"], 0)
+            else:
+                self.assertEqual(rank.get("all_reduce_ms", 0), 0)
+        # A fixed split, and the refusals: no GPUs at all, a split that is not whole.
+        fixed = plan_model(model, stages=2, micro_batch_size=2, gpus=4, microbatches=4)
+        self.assertEqual((fixed.settings["replicas"], fixed.settings["gpus"]), (2, 2))
+        with self.assertRaises(ValueError):
+            plan_model(model, stages=None, micro_batch_size=2)
+        with self.assertRaises(ValueError) as caught:
+            plan_model(model, stages=3, micro_batch_size=2, gpus=4)
+        self.assertIn("whole number of replicas", str(caught.exception))
 
     def test_unknown_option_is_a_value_error_naming_it(self):
         cli = run_pipe_opt(fixture("mlp.onnx"), self.path("cli"), stages=2, micro_batch_size=4,

@@ -62,6 +62,8 @@ struct StepRecord {
   double startMs = 0, endMs = 0;
   bool hasLoss = false;
   double loss = 0;
+  /// Time in the gradient all-reduce over replicas (pipe_update's ring).
+  double allReduceMs = 0;
 };
 
 /// One pipe_action_begin .. pipe_action_end.

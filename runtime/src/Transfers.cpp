@@ -213,11 +213,20 @@ void averageOverReplicas(pipe_rank *r, int32_t id) {
   const int32_t replicas = r->settings.replicas;
   if (replicas <= 1)
     return;
+  const double start = nowMs(r);
   Parameter &p = parameterOf(r, id, "pipe_update");
-  const char *what = "the gradient average over replicas";
+  const char *what = "the gradient all-reduce over replicas";
   transportOf(r, what);
-  // Replica 0 adds the others' gradients to its own in replica order, scales
-  // the sum and sends it back, so every replica updates with the same bits.
+  // A ring over the replicas (the all-reduce the planner prices): the gradient
+  // in `replicas` chunks; R - 1 steps of reduce-scatter, each replica passing a
+  // chunk to the next one, which adds its own; the owner of each summed chunk
+  // scales it by 1/R; R - 1 steps of all-gather pass the means around. Each
+  // chunk is summed in one fixed order, so every replica, and every transport,
+  // ends with the same bits. Messages are host bytes (the gradient is read and
+  // written through HostAccess), one chunk at a time: COMM holds a chunk sent
+  // and a chunk received, 1/R of the gradient each.
+  const int32_t me = r->replica, next = (me + 1) % replicas,
+                previous = (me + replicas - 1) % replicas;
   auto key = [&](int32_t fromReplica, int32_t toReplica) {
     MessageKey k{transportRank(r, r->id, fromReplica), transportRank(r, r->id, toReplica), id,
                  PIPE_TRANSFER_PARAM_GRAD, -1};
@@ -226,28 +235,55 @@ void averageOverReplicas(pipe_rank *r, int32_t id) {
       fail(r, "%s: %s", what, problem.c_str());
     return k;
   };
-  if (r->replica != 0) {
-    sendTensor(r, p.gradient, key(r->replica, 0), what);
-    pipe_tensor *mean = receiveTensor(r, key(0, r->replica), PIPE_F32, shapeOf(p.gradient), what);
-    copyTensor(r, p.gradient, mean);
-    destroyTensor(r, mean);
-    return;
-  }
-  for (int32_t q = 1; q < replicas; ++q) {
-    pipe_tensor *grad = receiveTensor(r, key(q, 0), PIPE_F32, shapeOf(p.gradient), what);
-    pipe_accumulate_grad(r, id, grad);
-    destroyTensor(r, grad);
-  }
+  if (p.gradient->dtype != PIPE_F32)
+    fail(r, "%s: parameter %s has a %s gradient; the all-reduce sums fp32", what, p.name.c_str(),
+         dtypeName(p.gradient->dtype));
+  const int64_t numel = p.gradient->numel;
+  auto chunk = [&](int32_t c) {
+    c = ((c % replicas) + replicas) % replicas;
+    const int64_t begin = numel / replicas * c + std::min<int64_t>(c, numel % replicas);
+    const int64_t size = numel / replicas + (c < numel % replicas ? 1 : 0);
+    return std::make_pair(begin, size);
+  };
+  HostAccess host(r);
+  auto *gradient = static_cast<float *>(host.write(p.gradient));
   {
-    HostAccess host(r);
-    auto *g = static_cast<float *>(host.write(p.gradient));
+    HostKernelScope hostMessages(r);
+    // Sends chunk c to the next replica, then takes the previous replica's chunk
+    // c - 1 into `land` (an empty chunk is neither sent nor received).
+    auto pass = [&](int32_t c, const std::function<void(float *, const float *, int64_t)> &land) {
+      auto [sendBegin, sendSize] = chunk(c);
+      if (sendSize > 0) {
+        pipe_tensor *out = newTensor(r, PIPE_F32, pipe_ints{1, {sendSize}}, PIPE_MEM_COMM, what);
+        std::memcpy(out->data, gradient + sendBegin, static_cast<size_t>(sendSize) * sizeof(float));
+        sendTensor(r, out, key(me, next), what);
+        destroyTensor(r, out);
+      }
+      auto [receiveBegin, receiveSize] = chunk(c - 1);
+      if (receiveSize > 0) {
+        pipe_tensor *in =
+            receiveTensor(r, key(previous, me), PIPE_F32, pipe_ints{1, {receiveSize}}, what);
+        land(gradient + receiveBegin, static_cast<const float *>(in->data), receiveSize);
+        destroyTensor(r, in);
+      }
+    };
+    for (int32_t step = 0; step + 1 < replicas; ++step)
+      pass(me - step, [](float *into, const float *from, int64_t n) {
+        for (int64_t i = 0; i < n; ++i)
+          into[i] += from[i];
+      });
+    // This replica now holds the whole sum of chunk me + 1.
     const float scale = 1.0f / static_cast<float>(replicas);
-    for (int64_t i = 0; i < p.gradient->numel; ++i)
-      g[i] *= scale;
-    host.commit();
+    auto [ownBegin, ownSize] = chunk(me + 1);
+    for (int64_t i = 0; i < ownSize; ++i)
+      gradient[ownBegin + i] *= scale;
+    for (int32_t step = 0; step + 1 < replicas; ++step)
+      pass(me + 1 - step, [](float *into, const float *from, int64_t n) {
+        std::memcpy(into, from, static_cast<size_t>(n) * sizeof(float));
+      });
   }
-  for (int32_t q = 1; q < replicas; ++q)
-    sendTensor(r, p.gradient, key(0, q), what);
+  host.commit();
+  r->current.allReduceMs += nowMs(r) - start;
 }
 
 } // namespace piperun

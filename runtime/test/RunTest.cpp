@@ -229,6 +229,87 @@ TEST(Run, ReplicasDrawTheirShareOfTheStepsMicroBatches) {
             "runtime: 3 ranks cannot hold 2 replicas of one pipeline");
 }
 
+// --- The gradient all-reduce over replicas: a ring of chunks. ---------------
+// One rank per replica, one parameter of `ringElements` elements; replica j's
+// gradient is element i: (j + 1) * (i + 1) / 8 + i % 3. SGD with lr 1 from zero
+// leaves minus the mean over the replicas, the same bits on every replica.
+
+int64_t ringElements = 0;
+
+void ringSetup(pipe_rank *r) {
+  pipe_set_optimizer(r, PIPE_SGD, 1, 0, 0.9, 0.999, 1e-8, 0);
+  pipe_declare_param(r, 0, "w", PIPE_F32, PIPE_INTS(ringElements), PIPE_SOURCE_INLINE, nullptr, 0,
+                     -1, 1, 0);
+  setValues(pipe_param(r, 0), std::vector<float>(static_cast<size_t>(ringElements), 0.0f));
+}
+
+float ringGradient(int replica, int64_t i) {
+  return static_cast<float>(replica + 1) * static_cast<float>(i + 1) / 8 +
+         static_cast<float>(i % 3);
+}
+
+void ringStep(pipe_rank *r) {
+  pipe_step_begin(r);
+  const int replica = reportOf(r).replica;
+  pipe_tensor *g = pipe_alloc(r, PIPE_F32, PIPE_INTS(ringElements), PIPE_MEM_WORKSPACE);
+  std::vector<float> values;
+  for (int64_t i = 0; i < ringElements; ++i)
+    values.push_back(ringGradient(replica, i));
+  setValues(g, values);
+  pipe_accumulate_grad(r, 0, g);
+  pipe_free(r, g);
+  pipe_action_begin(r, PIPE_ACTION_OPTIMIZER, -1, -1);
+  pipe_update(r, 0);
+  pipe_action_end(r);
+  pipe_step_end(r);
+}
+
+TEST(Run, ReplicasAllReduceTheGradientInARingOfChunks) {
+  // Fewer elements than replicas (empty chunks), chunks of unequal size, many.
+  for (auto [replicas, elements] : {std::pair<int, int64_t>{5, 2}, {3, 7}, {4, 1000}, {2, 1}}) {
+    ringElements = elements;
+    RunSettings settings = settingsFor(1);
+    settings.replicas = replicas;
+    std::mutex mutex;
+    std::vector<std::vector<float>> weights(static_cast<size_t>(replicas));
+    std::vector<RankReport> reports(static_cast<size_t>(replicas));
+    RunHooks hooks;
+    hooks.finished = [&](pipe_rank *r) {
+      std::lock_guard<std::mutex> lock(mutex);
+      const RankReport report = reportOf(r);
+      weights[static_cast<size_t>(report.replica)] = valuesOf(pipe_param(r, 0));
+      reports[static_cast<size_t>(report.replica)] = report;
+    };
+    ASSERT_EQ(runInThreads(settings,
+                           std::vector<RankProgram>(static_cast<size_t>(replicas),
+                                                    RankProgram{ringSetup, ringStep}),
+                           1, hooks),
+              "")
+        << replicas << " replicas of " << elements << " elements";
+    for (int64_t i = 0; i < elements; ++i) {
+      double mean = 0;
+      for (int j = 0; j < replicas; ++j)
+        mean += ringGradient(j, i);
+      mean /= replicas;
+      EXPECT_NEAR(weights[0][static_cast<size_t>(i)], -mean, 1e-6 * (1 + mean))
+          << "element " << i << " of " << elements << ", " << replicas << " replicas";
+    }
+    for (int j = 1; j < replicas; ++j)
+      EXPECT_EQ(weights[static_cast<size_t>(j)], weights[0]) << "replica " << j;
+    // Each replica passes chunks of about 1/R of the gradient, never whole
+    // gradients: replica 0's messages stay below the (R - 1) gradients a gather
+    // to it would hold.
+    if (elements >= 1000)
+      for (const RankReport &report : reports)
+        EXPECT_LT(report.peak[PIPE_MEM_COMM], (replicas - 1) * elements * 4)
+            << "replica " << report.replica;
+    for (const RankReport &report : reports) {
+      ASSERT_EQ(report.steps.size(), 1u);
+      EXPECT_GT(report.steps[0].allReduceMs, 0) << "replica " << report.replica;
+    }
+  }
+}
+
 // --- Failures. --------------------------------------------------------------
 
 const char *failMode = "";

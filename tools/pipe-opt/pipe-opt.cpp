@@ -60,9 +60,9 @@ static llvm::cl::opt<int> pipelineStages(
     llvm::cl::value_desc("N"), llvm::cl::init(0), llvm::cl::cat(jobCategory));
 static llvm::cl::opt<int> replicaCount(
     "replicas",
-    llvm::cl::desc("Train R data-parallel copies of the planned pipeline on R x N GPUs: "
-                   "--microbatches is the step's, each replica trains 1/R of them, and "
-                   "pipe-run runs all R (default 1)"),
+    llvm::cl::desc("Train R data-parallel copies of the planned pipeline on R x N GPUs "
+                   "(--gpus=R*N): --microbatches is the step's, each replica trains 1/R of "
+                   "them, and pipe-run runs all R (default 1)"),
     llvm::cl::value_desc("R"), llvm::cl::init(1), llvm::cl::cat(jobCategory));
 static llvm::cl::opt<std::string>
     writeOnnxPlan("write-onnx-plan",
@@ -177,6 +177,9 @@ static void arrangeHelp() {
   }
 }
 
+/// Whether the command line asks for the main job (--pipeline-stages or --gpus).
+static bool mainJob = false;
+
 /// The main job's options: the driver's own, and pipe-plan-pipeline's as given.
 /// Gives failure after printing one line (a usage error: exit status 2).
 static LogicalResult parseJobOptions(pipe::driver::MainJobOptions &job,
@@ -200,7 +203,6 @@ static LogicalResult parseJobOptions(pipe::driver::MainJobOptions &job,
   job.progress = !noProgress;
   job.dropout = !disableDropout;
   job.allowInferenceExport = allowInferenceExport;
-  job.replicas = replicaCount;
 
   // 0 is the option's "not given"; given explicitly it would plan empty tensors.
   const bool batchGiven = llvm::any_of(given, [](const auto &option) {
@@ -209,18 +211,34 @@ static LogicalResult parseJobOptions(pipe::driver::MainJobOptions &job,
   if (batchGiven && job.plan.microBatchSize < 1)
     return usageError("--micro-batch-size must be at least 1, got " +
                       llvm::Twine(job.plan.microBatchSize));
+  const bool gpusGiven = llvm::any_of(given, [](const auto &option) {
+    return option.first == "gpus";
+  });
+  if (replicaCount.getNumOccurrences() > 0 && gpusGiven)
+    return usageError("--replicas=R is --gpus=R*N: give one of them");
   if (pipelineStages.getNumOccurrences() == 0 && replicaCount.getNumOccurrences() > 0)
     return usageError("--replicas is an option of the main job: give --pipeline-stages=N too");
-  if (pipelineStages.getNumOccurrences() == 0)
+  if (pipelineStages.getNumOccurrences() == 0 && !gpusGiven)
     for (const auto &[name, value] : given)
       if (name != "micro-batch-size")
-        return usageError("--" + name +
-                          " is an option of the main job: give --pipeline-stages=N too");
-  if (pipelineStages.getNumOccurrences() > 0 &&
-      failed(pipe::driver::checkMainJobOptions(job, error)))
+        return usageError("--" + name + " is an option of the main job: give " +
+                          "--pipeline-stages=N (or --gpus=G) too");
+  if (replicaCount.getNumOccurrences() > 0) {
+    if (replicaCount < 1 || replicaCount > partitioner::kMaxGpus)
+      return usageError("--replicas must be in 1.." + llvm::Twine(partitioner::kMaxGpus) +
+                        ", got " + llvm::Twine(replicaCount));
+    if (pipelineStages >= 1 &&
+        static_cast<int64_t>(replicaCount) * pipelineStages > partitioner::kMaxGpus)
+      return usageError("--replicas=" + llvm::Twine(replicaCount) + " of --pipeline-stages=" +
+                        llvm::Twine(pipelineStages) + " make more than " +
+                        llvm::Twine(partitioner::kMaxGpus) + " GPUs");
+    // One replica is one pipeline.
+    if (pipelineStages >= 1 && replicaCount > 1)
+      job.plan.gpus = replicaCount * pipelineStages;
+  }
+  mainJob = pipelineStages.getNumOccurrences() > 0 || gpusGiven;
+  if (mainJob && failed(pipe::driver::checkMainJobOptions(job, error)))
     return usageError(error);
-  // Each replica's pipeline plans its share of the step's micro-batches.
-  job.plan.microbatches /= job.replicas;
 
   for (const std::string &binding : dimBindings) {
     auto [name, value] = llvm::StringRef(binding).split('=');
@@ -252,7 +270,7 @@ static LogicalResult runOnModel(DialectRegistry &registry,
     pipe::driver::printDiagnostic(diag, llvm::errs());
     return success();
   });
-  if (pipelineStages > 0) {
+  if (mainJob) {
     OwningOpRef<ModuleOp> module =
         pipe::driver::loadMainJobInput(inputFilename, &context, options, job.modelPath);
     return module ? pipe::driver::runMainJob(*module, job, llvm::outs()) : failure();
@@ -314,7 +332,7 @@ int main(int argc, char **argv) {
   pipe::driver::MainJobOptions job;
   if (failed(parseJobOptions(job, importOptions)))
     return 2;
-  if (pipe::onnx_import::isOnnxFile(inputFilename) || pipelineStages > 0) {
+  if (pipe::onnx_import::isOnnxFile(inputFilename) || mainJob) {
     const bool ok = succeeded(runOnModel(registry, importOptions, std::move(job)));
     // The report (or the module) on standard output is part of the result: a
     // failed write is an error, reported here rather than by LLVM at exit.

@@ -37,12 +37,6 @@ struct MainJobOptions {
   /// Plan a model exported for inference (eval mode, constant folding) with a
   /// warning, instead of refusing it.
   bool allowInferenceExport = false;
-  /// Data-parallel copies of the planned pipeline (pipe-opt --replicas). The
-  /// job plans one replica: `plan.microbatches` is its share (checkMainJobOptions
-  /// reads them as the step's, before pipe-opt divides them); program.json tells
-  /// pipe-run to train all of them.
-  int replicas = 1;
-
   /// Whether the user gave the micro-batch size (the report says so).
   bool microBatchSizeGiven() const { return plan.microBatchSize > 0; }
 };

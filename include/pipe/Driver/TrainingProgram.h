@@ -21,11 +21,11 @@ namespace pipe::driver {
 
 /// The files of the training program, by name: rankK.cpp and program.json.
 /// `module` holds the differentiated, scheduled pipeline (it is not changed);
-/// `replicas` data-parallel copies of it train together (program.json's
-/// `replicas`, which pipe-run runs).
+/// the outcome's replicas of it train together (program.json's `replicas`,
+/// which pipe-run runs).
 mlir::FailureOr<std::map<std::string, std::string>>
 buildTrainingProgram(mlir::ModuleOp module, const pipeline::PartitionOutcome &outcome,
-                     llvm::StringRef modelPath, llvm::StringRef optimizer, int replicas = 1);
+                     llvm::StringRef modelPath, llvm::StringRef optimizer);
 
 } // namespace pipe::driver
 

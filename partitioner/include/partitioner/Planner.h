@@ -429,7 +429,7 @@ struct ReplicaReport {
 };
 
 /// The problem's GPUs as r replicas of an S-stage pipeline, for each S of
-/// `stageCounts` (empty: every divisor of the GPUs) and both layouts: each
+/// `stageCounts` (empty: every divisor of the GPUs) and each of `layouts`: each
 /// replica runs microbatches / r of the mini-batch's micro-batches, and the
 /// replicas of each stage all-reduce its gradients once per iteration. Keeps the
 /// split with the shortest iteration. Splits are planned from the lowest bound
@@ -438,34 +438,27 @@ struct ReplicaReport {
 /// so). An error when no S divides the GPUs or
 /// the GPUs differ in speed. Each pipeline is planned for the iteration time
 /// (options.objective is ignored): the mini-batch's time is what replicas change.
-Expected<ReplicaReport> planReplicas(const Problem &problem, const std::vector<int> &stageCounts,
-                                     const PlanOptions &options = {});
+/// `layouts`: the layouts tried (a runtime that places its ranks one way asks
+/// for that one; one replica or one stage is tried once, as pipeline-major, the
+/// same GPUs either way). A split applies only where each stage's replicas sit
+/// as many on every node they use (the all-reduce model's groups); its reason
+/// says which GPU does not. Of each pipeline's valid plans (of the problem's
+/// schedule under options.requireSchedule), the one with the shortest iteration
+/// with the all-reduces is kept, after checkSchedule, as plan() keeps its own.
+Expected<ReplicaReport>
+planReplicas(const Problem &problem, const std::vector<int> &stageCounts,
+             const PlanOptions &options = {},
+             const std::vector<ReplicaLayout> &layouts = {ReplicaLayout::PipelineMajor,
+                                                          ReplicaLayout::StageMajor});
 
 /// The problem one of the G / stages replicas plans (G = problem.platform.gpus):
 /// `stages` GPUs, microbatches / replicas micro-batches, the links between the
 /// global GPUs of its positions under `layout`. An error when the micro-batches
-/// do not split evenly or the layout does not tile the nodes.
+/// do not split evenly, the layout does not tile the nodes, or it puts some
+/// GPU's replicas more on one node than on another.
 Expected<Problem> replicaPipelineProblem(const Problem &problem, int stages, ReplicaLayout layout);
 /// "pipeline-major" or "stage-major".
 Expected<ReplicaLayout> parseReplicaLayout(const std::string &text);
-
-/// The all-reduces of one plan of a replica's pipeline, and the iteration with them.
-struct AllReduceFigures {
-  AllReduceGroup group;              ///< the replicas of the pipeline's first GPU
-  std::vector<double> gradientBytes; ///< per GPU of the pipeline
-  std::vector<double> allReduceMs;   ///< per GPU of the pipeline
-  double pipelineIterationMs = 0;    ///< the plan's own iteration
-  /// With the all-reduces, each GPU's from the end of its last backward.
-  double iterationMs = 0;
-};
-/// The all-reduces of `plan` (a plan of `pipelineProblem`: one replica's pipeline
-/// on its S GPUs) when `replicas` replicas of it sit pipeline-major, replica j on
-/// GPUs j*S .. j*S+S-1 of nodes of pipelineProblem.platform.gpusPerNode GPUs, on
-/// the problem's links (pipe-opt --replicas). An error when a GPU's replicas sit
-/// unevenly on the nodes (e.g. 4 GPUs x 3 replicas on nodes of 8: 2 on the first
-/// node, 1 on the second), which allReduceMs does not model.
-Expected<AllReduceFigures> pipelineMajorAllReduces(const Problem &pipelineProblem,
-                                                   const PlanResult &plan, int replicas);
 
 /// A registered algorithm: `best` tries those with partOfBest.
 struct AlgorithmInfo {

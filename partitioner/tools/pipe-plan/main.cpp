@@ -42,11 +42,15 @@ const char *kUsage =
     "                          the split of G with the shortest iteration); each replica\n"
     "                          runs M / replicas micro-batches, each stage's replicas\n"
     "                          all-reduce its gradients once per iteration\n"
+    "  --layout L              with replicas, the one layout tried: pipeline-major or\n"
+    "                          stage-major (default: both)\n"
     "  --microbatches M        micro-batches per iteration\n"
     "  --memory SIZE           memory per GPU, e.g. 16GB, 80GiB, inf\n"
     "  --algo NAMES            best (default), all (best + ilp), or a comma list; see\n"
     "                          --list-algorithms (ilp-general: general allocations)\n"
     "  --schedule KIND         gpipe | 1f1b (default) | interleaved | 1f1b-stash | zb-h1 | periodic\n"
+    "  --require-schedule      only plans of the problem's schedule (--schedule) compete\n"
+    "                          for the best (pipe-opt --schedule=KIND); others are reported\n"
     "  --weights POLICY        default | single | double | stash (weight versions)\n"
     "  --recompute POLICY      none (default) | auto | all: stages that recompute their\n"
     "                          forward in the backward (auto: only where a stage would\n"
@@ -237,6 +241,8 @@ int run(int argc, char **argv) {
   PlanOptions options;
   bool quiet = false, timings = false;
   int kPeriodic = 0;
+  std::vector<ReplicaLayout> layouts = {ReplicaLayout::PipelineMajor, ReplicaLayout::StageMajor};
+  bool layoutGiven = false;
   std::vector<std::pair<std::string, std::string>> overrides;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &arg = args[i];
@@ -277,10 +283,20 @@ int run(int argc, char **argv) {
       problemPath = value();
     } else if (arg == "--quiet") {
       quiet = true;
+    } else if (arg == "--layout") {
+      const std::string text = value();
+      try {
+        layouts = {orThrow(parseReplicaLayout(text))};
+      } catch (const Error &error) {
+        throw UsageError(std::string("--layout: ") + error.what());
+      }
+      layoutGiven = true;
     } else if (arg == "--k-periodic") {
       kPeriodic = parseInt(arg, value(), 1, 4);
     } else if (arg == "--timings") {
       timings = true;
+    } else if (arg == "--require-schedule") {
+      options.requireSchedule = true;
     } else if (arg == "--no-dag") {
       options.dagAware = false;
     } else if (arg == "--no-boundary-moves") {
@@ -349,6 +365,8 @@ int run(int argc, char **argv) {
                                    [](const auto &o) { return o.first == "--stages"; }),
                     overrides.end());
   }
+  if (layoutGiven && !replicas)
+    throw UsageError("--layout is for replicas: give --gpus G with --stages S or auto");
   // Every option value is checked before the profile is read: usage errors first.
   std::vector<std::function<void(Problem &)>> apply;
   for (const auto &[option, text] : overrides) {
@@ -445,7 +463,7 @@ int run(int argc, char **argv) {
     return check.ok() ? 0 : 1;
   }
   if (replicas) {
-    ReplicaReport report = orThrow(planReplicas(problem, stageCounts, options));
+    ReplicaReport report = orThrow(planReplicas(problem, stageCounts, options, layouts));
     if (!quiet) {
       writeReplicaTable(report, std::cout, timings);
       checkStandardOutput();

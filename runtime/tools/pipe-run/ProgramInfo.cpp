@@ -127,7 +127,7 @@ void readPredicted(const Fields &document, ProgramInfo &info) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     Fields rank(ranks[i], predicted.field("ranks") + "[" + std::to_string(i) + "]",
                 {"rank", "stages", "memory", "sources", "program_workspace", "program_saved",
-                 "program_received_peak"});
+                 "program_received_peak", "all_reduce_ms"});
     int64_t index = rank.integer("rank", -1, 0, info.ranks - 1);
     if (index < 0)
       throw std::runtime_error(rank.field("rank") + " is missing");
@@ -142,6 +142,12 @@ void readPredicted(const Fields &document, ProgramInfo &info) {
     (void)rank.number("program_saved", 0);
     (void)rank.number("program_received_peak", 0);
     info.predictedMemory[static_cast<int>(index)] = memoryOf(rank);
+    if (rank.has("all_reduce_ms")) {
+      const double ms = rank.number("all_reduce_ms", 0);
+      if (ms < 0)
+        throw std::runtime_error(rank.field("all_reduce_ms") + " is negative");
+      info.predictedAllReduceMs[static_cast<int>(index)] = ms;
+    }
   }
 }
 

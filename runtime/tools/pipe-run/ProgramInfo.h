@@ -46,6 +46,8 @@ struct ProgramInfo {
   std::string predictedTarget; ///< the target the plan was made for (empty: not given)
   /// Per rank: category name ("parameters", ..., "total") -> bytes.
   std::map<int, std::map<std::string, double>> predictedMemory;
+  /// Per rank: the plan's gradient all-reduce over the replicas (ms a step).
+  std::map<int, double> predictedAllReduceMs;
 };
 
 /// Reads DIR/program.json; throws std::runtime_error naming the file and field.

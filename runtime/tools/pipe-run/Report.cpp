@@ -130,6 +130,19 @@ RankSummary summarizeRank(const ProgramInfo &program, const RankReport &report, 
   if (steps <= 0)
     return rank;
   rank.waitMsPerStep = report.waitMs / static_cast<double>(steps);
+  // The all-reduce: its mean over the measured steps, as the iteration's.
+  double allReduce = 0;
+  int64_t counted = 0;
+  for (const StepRecord &step : report.steps)
+    if (step.step >= firstMeasuredStep(steps)) {
+      allReduce += step.allReduceMs;
+      ++counted;
+    }
+  if (counted > 0)
+    rank.allReduceMsPerStep = allReduce / static_cast<double>(counted);
+  if (auto predicted = program.predictedAllReduceMs.find(report.rank);
+      predicted != program.predictedAllReduceMs.end())
+    rank.predictedAllReduceMs = predicted->second;
   std::vector<NodeTime> nodes = report.nodes;
   std::sort(nodes.begin(), nodes.end(),
             [](const NodeTime &a, const NodeTime &b) { return a.ms > b.ms; });
@@ -247,6 +260,18 @@ void printReport(const RunSummary &summary) {
 
   if (summary.facts.steps <= 0)
     return;
+  if (summary.facts.replicas > 1) {
+    std::printf("gradient all-reduce over the %d replicas, per step (replica 0's ranks; a ring "
+                "over each rank's replicas)\n",
+                summary.facts.replicas);
+    for (const RankSummary &rank : summary.ranks) {
+      std::printf("  rank %d: measured %.3f ms", rank.rank, rank.allReduceMsPerStep);
+      if (rank.predictedAllReduceMs)
+        std::printf(", predicted %.3f ms, ratio %s", *rank.predictedAllReduceMs,
+                    ratio(rank.allReduceMsPerStep, rank.predictedAllReduceMs).c_str());
+      std::printf("\n");
+    }
+  }
   for (const RankSummary &rank : summary.ranks) {
     std::printf("rank %d, per step: waiting for peers %.3f ms", rank.rank, rank.waitMsPerStep);
     if (!rank.slowestNodes.empty())
@@ -265,8 +290,12 @@ json summaryJson(const RunSummary &summary) {
     for (const MemoryRow &row : rank.memory)
       memory[row.category] = {{"measured_bytes", bytesJson(row.measuredBytes)},
                               {"predicted_bytes", bytesJson(row.predictedBytes)}};
-    ranks.push_back(
-        {{"rank", rank.rank}, {"memory", memory}, {"wait_ms_per_step", rank.waitMsPerStep}});
+    ranks.push_back({{"rank", rank.rank},
+                     {"memory", memory},
+                     {"wait_ms_per_step", rank.waitMsPerStep},
+                     {"all_reduce_ms_per_step",
+                      {{"measured", rank.allReduceMsPerStep},
+                       {"predicted", orNull(rank.predictedAllReduceMs)}}}});
   }
   json losses = json::array();
   for (const std::optional<double> &loss : summary.losses)
@@ -399,7 +428,7 @@ void writeTrace(const std::string &path, const std::vector<RankReport> &reports)
 std::vector<char> encodeReport(const RankReport &report) {
   json steps = json::array(), actions = json::array(), nodes = json::array();
   for (const StepRecord &s : report.steps)
-    steps.push_back({s.step, s.startMs, s.endMs, s.hasLoss, s.loss});
+    steps.push_back({s.step, s.startMs, s.endMs, s.hasLoss, s.loss, s.allReduceMs});
   for (const ActionRecord &a : report.actions)
     actions.push_back({a.kind, a.stage, a.microbatch, a.step, a.startMs, a.endMs, a.waitMs});
   for (const NodeTime &n : report.nodes)
@@ -428,7 +457,7 @@ RankReport decodeReport(const std::vector<char> &bytes) {
   report.peakTotal = document.at("peak_total");
   report.waitMs = document.at("wait_ms");
   for (const json &s : document.at("steps"))
-    report.steps.push_back({s[0], s[1], s[2], s[3], s[4]});
+    report.steps.push_back({s[0], s[1], s[2], s[3], s[4], s[5]});
   for (const json &a : document.at("actions"))
     report.actions.push_back({a[0], a[1], a[2], a[3], a[4], a[5], a[6]});
   for (const json &n : document.at("nodes"))

@@ -53,6 +53,10 @@ struct RankSummary {
   std::vector<MemoryRow> memory; ///< the pipe_mem categories in order, then "total"
   double waitMsPerStep = 0;
   std::vector<std::pair<std::string, double>> slowestNodes; ///< name, ms per step; at most 3
+  /// The gradient all-reduce over replicas: measured mean per step (steps after
+  /// the first), and the plan's (program.json's predicted.ranks[].all_reduce_ms).
+  double allReduceMsPerStep = 0;
+  std::optional<double> predictedAllReduceMs;
 };
 
 /// Everything the end-of-run report shows, computed once; printReport and

@@ -210,6 +210,45 @@ void adviseOnInfeasibility(const PartitionOutcome &outcome, Diagnostic &diag) {
                       << " GPUs either (recomputation trades activations only)";
   }
 }
+
+/// The GPUs split into replicas x stages, pipeline-major (the layout pipe-run
+/// places its ranks in): the chosen split's replica becomes the outcome's
+/// problem and report; every split stays in `replicaSplits`.
+LogicalResult planReplicaSplits(func::FuncOp func, PartitionOutcome &outcome,
+                                const PipePartitionOptions &options,
+                                const partitioner::PlanOptions &planOptions,
+                                llvm::function_ref<void(InFlightDiagnostic &)> explain) {
+  std::vector<int> stageCounts;
+  if (options.stages > 0)
+    stageCounts.push_back(options.stages);
+  auto splits = partitioner::planReplicas(outcome.problem, stageCounts, planOptions,
+                                          {partitioner::ReplicaLayout::PipelineMajor});
+  if (!splits) {
+    auto diag = func.emitError(splits.error());
+    explain(diag);
+    return diag;
+  }
+  outcome.replicaSplits = std::move(*splits);
+  outcome.objective = partitioner::toString(partitioner::Objective::IterationTime);
+  partitioner::ReplicaReport &report = *outcome.replicaSplits;
+  if (report.chosen < 0) {
+    auto diag = func.emitError("no split of the ")
+                << report.gpus << " GPUs into replicas of a pipeline has a plan";
+    for (const partitioner::ReplicaPlan &split : report.candidates)
+      diag.attachNote() << split.replicas << " x " << split.stages << ": " << split.reason;
+    explain(diag);
+    return diag;
+  }
+  partitioner::ReplicaPlan &chosen = report.candidates[static_cast<size_t>(report.chosen)];
+  outcome.problem = std::move(chosen.pipelineProblem);
+  outcome.report = std::move(chosen.pipeline);
+  // The splits keep their figures; their problems and plans would only hold memory.
+  for (partitioner::ReplicaPlan &split : report.candidates) {
+    split.pipelineProblem = partitioner::Problem{};
+    split.pipeline = partitioner::PlanningReport{};
+  }
+  return success();
+}
 } // namespace
 
 std::map<std::string, int> pipe::pipeline::stageOfNodes(const PartitionOutcome &outcome) {
@@ -228,8 +267,14 @@ pipe::pipeline::buildPartitionProblem(ModuleOp module, const PipePartitionOption
   func::FuncOp func = mainFunction(module);
   if (!func)
     return module.emitError("pipe-partition needs a function with a body");
-  if (options.stages < 1)
+  if (options.gpus < 0 || options.gpus > partitioner::kMaxGpus)
+    return module.emitError("gpus must be in 0..")
+           << partitioner::kMaxGpus << " (0: one pipeline), got " << options.gpus;
+  if (options.gpus == 0 && options.stages < 1)
     return module.emitError("the number of GPUs must be at least 1, got ") << options.stages;
+  if (options.gpus > 0 && (options.stages < 0 || (options.stages > 0 && options.gpus % options.stages != 0)))
+    return module.emitError("stages must divide gpus into replicas (or be 0 to choose), got ")
+           << options.stages << " stages of " << options.gpus << " GPUs";
   PartitionOutcome outcome;
   if (func.getNumArguments() > 0)
     if (auto type = dyn_cast<RankedTensorType>(func.getArgument(0).getType()))
@@ -289,7 +334,7 @@ pipe::pipeline::buildPartitionProblem(ModuleOp module, const PipePartitionOption
   if (failed(problem))
     return failure();
   outcome.problem = std::move(*problem);
-  outcome.problem.platform.gpus = options.stages;
+  outcome.problem.platform.gpus = options.gpus > 0 ? options.gpus : options.stages;
   outcome.problem.platform.memoryBytesPerGpu = memory;
   outcome.problem.platform.byteUnits = units;
   outcome.problem.training.microbatches = options.microbatches;
@@ -331,6 +376,14 @@ LogicalResult pipe::pipeline::planPartition(ModuleOp module, PartitionOutcome &o
   planOptions.ilpTimeLimitSeconds = options.timeLimit;
   planOptions.generalBoundSeconds = options.generalBound;
   planOptions.onResult = hooks.onResult;
+  if (options.gpus > 0) {
+    if (failed(planReplicaSplits(func, outcome, options, planOptions, explain)))
+      return failure();
+    if (failed(annotateStages(func, outcome)))
+      return failure();
+    setModulePlan(module, planAttribute(module.getContext(), outcome));
+    return success();
+  }
   auto report = partitioner::plan(outcome.problem, planOptions);
   if (!report) {
     auto diag = module.emitError(report.error());
@@ -363,6 +416,7 @@ struct PipePartitionPass : pipe::pipeline::impl::PipePartitionBase<PipePartition
     ModuleOp module = getOperation();
     PipePartitionOptions options;
     options.stages = stages;
+    options.gpus = gpus;
     options.memory = memory;
     options.target = target;
     options.microBatchSize = microBatchSize;

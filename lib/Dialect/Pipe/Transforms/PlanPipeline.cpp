@@ -29,6 +29,7 @@ using namespace pipe::pipeline;
 PipePartitionOptions pipe::pipeline::partitionOptions(const PipePlanPipelineOptions &options) {
   PipePartitionOptions partition;
   partition.stages = options.stages;
+  partition.gpus = options.gpus;
   partition.memory = options.memory;
   partition.target = options.target;
   partition.microBatchSize = options.microBatchSize;
@@ -80,6 +81,7 @@ struct PipePlanPass : pipe::pipeline::impl::PipePlanPipelineBase<PipePlanPass> {
   PipePlanPipelineOptions options() const {
     PipePlanPipelineOptions values;
     values.stages = stages;
+    values.gpus = gpus;
     values.memory = memory;
     values.target = target;
     values.microBatchSize = microBatchSize;
@@ -106,7 +108,7 @@ struct PipePlanPass : pipe::pipeline::impl::PipePlanPipelineBase<PipePlanPass> {
 
   /// Every option of this pass, in declaration order.
   std::vector<const llvm::cl::Option *> optionList() const {
-    return {&stages,    &memory,    &target,       &microBatchSize, &microbatches,
+    return {&stages,    &gpus,      &memory,    &target,       &microBatchSize, &microbatches,
             &algo,      &schedule,  &dtype,        &optimizer,      &profile,
             &objective, &timeLimit, &generalBound, &recompute,      &loss,
             &train,     &lr,        &momentum,     &beta1,          &beta2,

@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,19 @@ struct PartitionOutcome {
   /// The link model: bandwidths and latencies inside and between nodes.
   std::string linkModel;
   double timeLimitSeconds = 10;
+  /// With `gpus` (data-parallel replicas): every split of the GPUs into
+  /// replicas x stages that was tried, with its figures only: the chosen one's
+  /// pipeline problem and planning report were moved into `problem` and
+  /// `report` (one replica: its stages' GPUs, its share of the micro-batches),
+  /// and the others' dropped (so the partitioner's replica writers, which read
+  /// them, do not apply to this report).
+  std::optional<partitioner::ReplicaReport> replicaSplits;
+  /// The chosen split, or null for one pipeline.
+  const partitioner::ReplicaPlan *replicaSplit() const {
+    return replicaSplits ? replicaSplits->best() : nullptr;
+  }
+  /// Copies of the planned pipeline that train together (1: one pipeline).
+  int replicas() const { return replicaSplit() ? replicaSplit()->replicas : 1; }
 };
 
 /// What the main job observes while pipe-partition runs (progress lines,

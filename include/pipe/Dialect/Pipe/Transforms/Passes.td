@@ -11,7 +11,12 @@ defvar PipeOptimizerOption = Option<"optimizer", "optimizer", "std::string",
     /*default=*/"\"adam\"", "Optimizer: sgd, momentum, adam or adamw">;
 defvar PipePartitionOptionList = [
   Option<"stages", "stages", "int", /*default=*/"2",
-         "GPUs in the pipeline (a plan may run several stages on one)">,
+         "GPUs in the pipeline (a plan may run several stages on one); with gpus, "
+         "0 chooses it">,
+  Option<"gpus", "gpus", "int", /*default=*/"0",
+         "GPUs in all, for data-parallel replicas of the pipeline: gpus / stages replicas "
+         "placed pipeline-major, each on microbatches / replicas (stages 0: the split with "
+         "the shortest iteration); 0: one pipeline">,
   Option<"memory", "memory", "std::string", /*default=*/"\"\"",
          "Memory per GPU with its unit, e.g. 80GB or 80GiB (default: the target's)">,
   Option<"target", "target", "std::string", /*default=*/"\"h100\"",
