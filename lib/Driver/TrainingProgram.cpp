@@ -188,7 +188,7 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
   program["ranks"] = description->ranks;
   program["stages"] = description->stages;
   program["microbatches"] = description->microbatches;
-  program["replicas"] = outcome.replicas();
+  program["replicas"] = description->replicas;
   program["micro_batch_size"] =
       !description->inputs.empty() && !description->inputs.front().shape.empty()
           ? description->inputs.front().shape.front()

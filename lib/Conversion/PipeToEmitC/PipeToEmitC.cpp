@@ -1537,6 +1537,8 @@ FailureOr<ProgramDescription> pipe::describeProgram(PipelineOp pipeline) {
   d.ranks = tables->ranks;
   d.stages = pipeline.getNumStages();
   d.microbatches = pipeline.getMicrobatches();
+  if (PlanAttr plan = pipeline.getPlanAttr())
+    d.replicas = plan.getReplicas();
   d.rankOfStage = tables->rankOfStage;
   d.parameters = tables->parameters;
   d.training = pipeline.getTrainingAttr();

@@ -44,6 +44,8 @@ struct ProgramTensor {
 
 struct ProgramDescription {
   int64_t ranks = 0, stages = 0, microbatches = 0;
+  /// Data-parallel copies of the pipeline that train together (the plan's).
+  int64_t replicas = 1;
   std::vector<int64_t> rankOfStage;
   std::vector<ProgramParameter> parameters;
   std::vector<ProgramTensor> inputs, labels, outputGradients;

@@ -109,9 +109,10 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                llvm::APFloat lowerBoundMs, llvm::APFloat bubble,
                                DenseI64ArrayAttr gpuOfStage,
                                ArrayAttr stageMetrics, ArrayAttr actions, int64_t parameters,
-                               int64_t forwardFlops, DenseI64ArrayAttr recomputeStages) {
-  if (stages < 1 || gpus < 1 || microbatches < 1 || microBatchSize < 0)
-    return emitError() << "plan: stages, gpus and microbatches must be at least 1, "
+                               int64_t forwardFlops, DenseI64ArrayAttr recomputeStages,
+                               int64_t replicas) {
+  if (stages < 1 || gpus < 1 || microbatches < 1 || microBatchSize < 0 || replicas < 1)
+    return emitError() << "plan: stages, gpus, microbatches and replicas must be at least 1, "
                           "micro_batch_size at least 0";
   if (gpuOfStage) {
     if (gpuOfStage.size() != stages)

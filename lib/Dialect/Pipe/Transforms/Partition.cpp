@@ -112,7 +112,8 @@ PlanAttr planAttribute(MLIRContext *context, const PartitionOutcome &outcome) {
       b.getArrayAttr(metrics), scheduleOrderAttr(b, plan.schedule),
       static_cast<int64_t>(std::llround(outcome.parameters)),
       static_cast<int64_t>(std::llround(outcome.forwardFlops)),
-      recompute.empty() ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(recompute));
+      recompute.empty() ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(recompute),
+      outcome.replicas());
 }
 
 std::string describeLinks(const partitioner::Platform &platform) {

@@ -152,8 +152,11 @@ def Pipe_PlanAttr : AttrDef<Pipe_Dialect, "Plan"> {
     each GPU's order of compute actions, which `pipe-schedule` checks and
     extends with the transfers. `recompute_stages` lists the stages whose
     backward runs their forward again (they keep only what they receive).
-    Every field has a default, so a hand-written plan can give only what a
-    test needs.
+    `replicas` data-parallel copies of the pipeline train together
+    (pipe-partition's `gpus`), each on `microbatches` micro-batches, and
+    all-reduce their gradients once per step; the other figures are one
+    replica's. Every field has a default, so a hand-written plan can give only
+    what a test needs.
   }];
   let parameters = (ins
     StringRefParameter<"the algorithm that chose the plan", "\"\"">:$algorithm,
@@ -177,7 +180,8 @@ def Pipe_PlanAttr : AttrDef<Pipe_Dialect, "Plan"> {
     OptionalParameter<"::mlir::ArrayAttr">:$actions,
     DefaultValuedParameter<"int64_t", "0">:$parameters,
     DefaultValuedParameter<"int64_t", "0">:$forward_flops,
-    OptionalParameter<"::mlir::DenseI64ArrayAttr">:$recompute_stages);
+    OptionalParameter<"::mlir::DenseI64ArrayAttr">:$recompute_stages,
+    DefaultValuedParameter<"int64_t", "1">:$replicas);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
