@@ -252,6 +252,14 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
     progress.step(
         llvm::formatv("  {0}: {1} ({2:f2} s)", result.algorithm, status, result.plannerSeconds));
   };
+  hooks.onSplit = [&](const partitioner::ReplicaPlan &split) {
+    progress.step(llvm::formatv(
+        "{0} replicas x {1} stages: {2} ({3:f2} s)", split.replicas, split.stages,
+        split.valid ? llvm::formatv("iteration {0:f3} ms with the all-reduces", split.iterationMs)
+                          .str()
+                    : split.reason,
+        split.plannerSeconds));
+  };
   hooks.explainFailure = [&](Diagnostic &diag) {
     diag.attachNote() << "the problem is in " << outputs.pathOf("problem.json")
                       << "; replay the planning with: " << replay;
@@ -361,7 +369,12 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
                                       {"schedule", partitioner::toString(best.scheduleKind)},
                                       {"stages", best.allocation.numStages()},
                                       {"period_ms", best.periodMs},
-                                      {"iteration_ms", best.iterationMs},
+                                      // With replicas: with the gradient all-reduces,
+                                      // as program.json predicts it.
+                                      {"iteration_ms", outcome->replicaSplit()
+                                                           ? outcome->replicaSplit()->iterationMs
+                                                           : best.iterationMs},
+                                      {"replicas", outcome->replicas()},
                                       {"tool_version", toolVersion()}};
     std::string error;
     if (failed(onnx_import::writeOnnxWithStages(options.modelPath, options.onnxWithPlan,

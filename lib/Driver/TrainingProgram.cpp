@@ -188,6 +188,9 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
   program["ranks"] = description->ranks;
   program["stages"] = description->stages;
   program["microbatches"] = description->microbatches;
+  if (description->replicas != outcome.replicas())
+    return module.emitError("internal error: the plan in the IR has ")
+           << description->replicas << " replicas, the planner chose " << outcome.replicas();
   program["replicas"] = description->replicas;
   program["micro_batch_size"] =
       !description->inputs.empty() && !description->inputs.front().shape.empty()

@@ -139,8 +139,9 @@ AllReduceFigures allReduceFigures(const Problem &pipelineProblem, const PlanResu
   const int gpus = pipelineProblem.platform.gpus;
   const Allocation &allocation = plan.allocation;
   AllReduceFigures figures;
-  // The gradients a GPU holds: its layers' parameters and each shared parameter
-  // one of its layers reads (a reader's gradient is reduced with the others').
+  // The gradients a GPU all-reduces: its layers' parameters and each shared
+  // parameter it owns (the earliest stage that reads it: the other readers send
+  // their gradient to it, which updates it, as the generated programs do).
   figures.gradientBytes.assign(static_cast<size_t>(gpus), 0);
   auto gpuOfLayer = [&](int layer) {
     return allocation.gpuOfStage[static_cast<size_t>(allocation.stageOfLayer[static_cast<size_t>(layer)])];
@@ -149,12 +150,14 @@ AllReduceFigures allReduceFigures(const Problem &pipelineProblem, const PlanResu
     figures.gradientBytes[static_cast<size_t>(gpuOfLayer(static_cast<int>(l)))] +=
         pipelineProblem.layers[l].parameterBytes;
   for (const SharedParameter &shared : pipelineProblem.sharedParameters) {
-    std::vector<bool> reads(static_cast<size_t>(gpus), false);
-    for (int layer : shared.layers)
-      reads[static_cast<size_t>(gpuOfLayer(layer))] = true;
-    for (int gpu = 0; gpu < gpus; ++gpu)
-      if (reads[static_cast<size_t>(gpu)])
-        figures.gradientBytes[static_cast<size_t>(gpu)] += shared.bytes;
+    int owner = -1;
+    for (int layer : shared.layers) {
+      const int stage = allocation.stageOfLayer[static_cast<size_t>(layer)];
+      owner = owner < 0 ? stage : std::min(owner, stage);
+    }
+    if (owner >= 0)
+      figures.gradientBytes[static_cast<size_t>(
+          allocation.gpuOfStage[static_cast<size_t>(owner)])] += shared.bytes;
   }
   std::vector<double> lastEnd(static_cast<size_t>(gpus), 0);
   for (const TimedAction &action : plan.simulation.timeline)
@@ -190,7 +193,8 @@ static void setAllReduces(ReplicaPlan &replica, AllReduceFigures figures) {
 
 Expected<ReplicaReport> planReplicas(const Problem &problem, const std::vector<int> &stageCounts,
                                      const PlanOptions &options,
-                                     const std::vector<ReplicaLayout> &layouts) {
+                                     const std::vector<ReplicaLayout> &layouts,
+                                     const std::function<void(const ReplicaPlan &)> &onSplit) {
   return catchErrors([&] {
     const Platform &platform = problem.platform;
     const int gpus = platform.gpus;
@@ -268,6 +272,8 @@ Expected<ReplicaReport> planReplicas(const Problem &problem, const std::vector<i
                << " ms (m/r x the larger of work/S and the largest layer), the best split's "
                << bestIteration << " ms";
         candidate.reason = reason.str();
+        if (onSplit)
+          onSplit(candidate);
         continue;
       }
       const auto start = std::chrono::steady_clock::now();
@@ -317,6 +323,8 @@ Expected<ReplicaReport> planReplicas(const Problem &problem, const std::vector<i
       candidate.pipeline = std::move(pipeline);
       candidate.plannerSeconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (onSplit)
+        onSplit(candidate);
     }
     for (size_t i = 0; i < report.candidates.size(); ++i) {
       const ReplicaPlan &c = report.candidates[i];

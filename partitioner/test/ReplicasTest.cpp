@@ -380,6 +380,40 @@ TEST(Replicas, RequiredScheduleHoldsInEverySplit) {
   EXPECT_GT(interleavedWithout, 0);
 }
 
+// A tied parameter is all-reduced by its owner only, the earliest stage that
+// reads it: the other readers send it their gradient (as the generated
+// programs do), so their all-reduce does not carry it.
+TEST(Replicas, ASharedParameterIsAllReducedByItsOwnerOnly) {
+  std::mt19937 rng(29);
+  Problem problem = randomChain(rng, 6, 4);
+  problem.platform.speed.clear();
+  problem.platform.memoryBytesPerGpu = kInfinity;
+  problem.training.microbatches = 4;
+  for (Layer &layer : problem.layers)
+    layer.parameterBytes = 1e6;
+  problem.sharedParameters.push_back(SharedParameter{{0, 5}, 5e7});
+  orThrow(problem.finalize());
+  PlanOptions options;
+  options.algorithms = {"balanced"};
+  options.improveByBlockMoves = false;
+  ReplicaReport report = orThrow(planReplicas(problem, {2}, options));
+  ASSERT_NE(report.best(), nullptr);
+  const ReplicaPlan &split = *report.best();
+  ASSERT_EQ(split.replicas, 2);
+  const Allocation &allocation = split.pipeline.best()->allocation;
+  const int first = allocation.gpuOfStage[static_cast<size_t>(allocation.stageOfLayer[0])];
+  const int last = allocation.gpuOfStage[static_cast<size_t>(allocation.stageOfLayer[5])];
+  ASSERT_NE(first, last);
+  std::vector<double> expected(2, 0);
+  for (size_t l = 0; l < problem.layers.size(); ++l)
+    expected[static_cast<size_t>(allocation.gpuOfStage[static_cast<size_t>(
+        allocation.stageOfLayer[l])])] += 1e6;
+  expected[static_cast<size_t>(first)] += 5e7;
+  EXPECT_EQ(split.gradientBytes, expected);
+  EXPECT_GT(split.allReduceMs[static_cast<size_t>(first)],
+            split.allReduceMs[static_cast<size_t>(last)]);
+}
+
 TEST(Replicas, SplitsNotPlannedByTheirBoundCannotWin) {
   std::mt19937 rng(13);
   int skipped = 0;
@@ -394,7 +428,16 @@ TEST(Replicas, SplitsNotPlannedByTheirBoundCannotWin) {
     if (rng() % 2)
       problem.platform.memoryBytesPerGpu = kInfinity;
     orThrow(problem.finalize());
-    ReplicaReport all = orThrow(planReplicas(problem, {}));
+    std::map<std::pair<int, ReplicaLayout>, int> progress; // onSplit calls per split
+    ReplicaReport all = orThrow(planReplicas(
+        problem, {}, {}, {ReplicaLayout::PipelineMajor, ReplicaLayout::StageMajor},
+        [&](const ReplicaPlan &split) { ++progress[std::make_pair(split.stages, split.layout)]; }));
+    for (const ReplicaPlan &c : all.candidates) {
+      const int calls = progress[std::make_pair(c.stages, c.layout)];
+      // Every split that applies, planned or skipped by its bound.
+      EXPECT_EQ(calls, replicaPipelineProblem(problem, c.stages, c.layout).ok() ? 1 : 0)
+          << c.replicas << " x " << c.stages << ": " << c.reason;
+    }
     double each = kInfinity;
     for (int stages : {1, 2, 4, 8}) {
       ReplicaReport one = orThrow(planReplicas(problem, {stages}));

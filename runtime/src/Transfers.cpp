@@ -79,11 +79,12 @@ void sendTensor(pipe_rank *r, const pipe_tensor *t, const MessageKey &key, const
   Transport &transport = transportOf(r, what);
   const int64_t bytes = tensorBytes(r, t);
   const Route route = routeOf(r, transport);
-  // Bytes in the message itself: charged on the CPU, staging on a device.
+  // Bytes in the message itself: charged on the CPU, staging on a device (also
+  // host messages a device rank sends from a HostKernelScope).
   const int64_t inlineBytes = route == Route::Device ? 0 : bytes;
-  Storage *buffer =
-      allocateStorage(r->memory, route == Route::Host ? bytes : 0, PIPE_MEM_COMM,
-                      static_cast<int64_t>(kHeaderBytes) + (route == Route::Staged ? bytes : 0));
+  const int64_t charged = route == Route::Host && !r->device ? bytes : 0;
+  Storage *buffer = allocateStorage(r->memory, charged, PIPE_MEM_COMM,
+                                    static_cast<int64_t>(kHeaderBytes) + inlineBytes - charged);
   if (!buffer)
     fail(r, "%s: out of memory for a %lld-byte send buffer", what, static_cast<long long>(bytes));
   OutstandingSend send;
@@ -187,8 +188,9 @@ pipe_tensor *receiveTensor(pipe_rank *r, const MessageKey &key, int32_t dtype,
       key, r->settings.timeoutSeconds,
       [&](size_t size) {
         received = size;
-        // A device backend's message is host staging: uncharged.
-        const int64_t header = route != Route::Host
+        // A device backend's message is host staging: uncharged (also a host
+        // message a device rank takes in a HostKernelScope).
+        const int64_t header = route != Route::Host || r->device
                                    ? static_cast<int64_t>(size)
                                    : std::min<int64_t>(static_cast<int64_t>(size), kHeaderBytes);
         storage =
@@ -223,8 +225,9 @@ void averageOverReplicas(pipe_rank *r, int32_t id) {
   // scales it by 1/R; R - 1 steps of all-gather pass the means around. Each
   // chunk is summed in one fixed order, so every replica, and every transport,
   // ends with the same bits. Messages are host bytes (the gradient is read and
-  // written through HostAccess), one chunk at a time: COMM holds a chunk sent
-  // and a chunk received, 1/R of the gradient each.
+  // written through HostAccess; a device backend does not charge them), one
+  // chunk at a time: COMM holds the chunks sent and not yet taken and the one
+  // received, 1/R of the gradient each.
   const int32_t me = r->replica, next = (me + 1) % replicas,
                 previous = (me + replicas - 1) % replicas;
   auto key = [&](int32_t fromReplica, int32_t toReplica) {
@@ -254,10 +257,14 @@ void averageOverReplicas(pipe_rank *r, int32_t id) {
     auto pass = [&](int32_t c, const std::function<void(float *, const float *, int64_t)> &land) {
       auto [sendBegin, sendSize] = chunk(c);
       if (sendSize > 0) {
-        pipe_tensor *out = newTensor(r, PIPE_F32, pipe_ints{1, {sendSize}}, PIPE_MEM_COMM, what);
-        std::memcpy(out->data, gradient + sendBegin, static_cast<size_t>(sendSize) * sizeof(float));
-        sendTensor(r, out, key(me, next), what);
-        destroyTensor(r, out);
+        // A view of the chunk: the send copies it into its message.
+        pipe_tensor view{};
+        view.data = gradient + sendBegin;
+        view.dtype = PIPE_F32;
+        view.rank = 1;
+        view.shape[0] = sendSize;
+        view.numel = sendSize;
+        sendTensor(r, &view, key(me, next), what);
       }
       auto [receiveBegin, receiveSize] = chunk(c - 1);
       if (receiveSize > 0) {

@@ -445,11 +445,14 @@ struct ReplicaReport {
 /// says which GPU does not. Of each pipeline's valid plans (of the problem's
 /// schedule under options.requireSchedule), the one with the shortest iteration
 /// with the all-reduces is kept, after checkSchedule, as plan() keeps its own.
+/// `onSplit` (progress) is called with each split that applies as it is planned
+/// or skipped by its bound, in planning order.
 Expected<ReplicaReport>
 planReplicas(const Problem &problem, const std::vector<int> &stageCounts,
              const PlanOptions &options = {},
              const std::vector<ReplicaLayout> &layouts = {ReplicaLayout::PipelineMajor,
-                                                          ReplicaLayout::StageMajor});
+                                                          ReplicaLayout::StageMajor},
+             const std::function<void(const ReplicaPlan &)> &onSplit = {});
 
 /// The problem one of the G / stages replicas plans (G = problem.platform.gpus):
 /// `stages` GPUs, microbatches / replicas micro-batches, the links between the

@@ -218,12 +218,14 @@ void adviseOnInfeasibility(const PartitionOutcome &outcome, Diagnostic &diag) {
 LogicalResult planReplicaSplits(func::FuncOp func, PartitionOutcome &outcome,
                                 const PipePartitionOptions &options,
                                 const partitioner::PlanOptions &planOptions,
+                                const PartitionHooks &hooks,
                                 llvm::function_ref<void(InFlightDiagnostic &)> explain) {
   std::vector<int> stageCounts;
   if (options.stages > 0)
     stageCounts.push_back(options.stages);
   auto splits = partitioner::planReplicas(outcome.problem, stageCounts, planOptions,
-                                          {partitioner::ReplicaLayout::PipelineMajor});
+                                          {partitioner::ReplicaLayout::PipelineMajor},
+                                          hooks.onSplit);
   if (!splits) {
     auto diag = func.emitError(splits.error());
     explain(diag);
@@ -378,7 +380,7 @@ LogicalResult pipe::pipeline::planPartition(ModuleOp module, PartitionOutcome &o
   planOptions.generalBoundSeconds = options.generalBound;
   planOptions.onResult = hooks.onResult;
   if (options.gpus > 0) {
-    if (failed(planReplicaSplits(func, outcome, options, planOptions, explain)))
+    if (failed(planReplicaSplits(func, outcome, options, planOptions, hooks, explain)))
       return failure();
     if (failed(annotateStages(func, outcome)))
       return failure();

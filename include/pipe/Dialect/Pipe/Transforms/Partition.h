@@ -68,6 +68,9 @@ struct PartitionHooks {
   std::function<mlir::LogicalResult(const PartitionOutcome &)> onProblem;
   /// Called as each algorithm finishes.
   std::function<void(const partitioner::PlanResult &)> onResult;
+  /// With gpus: called as each split of the GPUs into replicas x stages is
+  /// planned (or skipped by its bound).
+  std::function<void(const partitioner::ReplicaPlan &)> onSplit;
   /// Called with the error when planning fails, to attach notes (the main job
   /// says where the problem was written and how to replay it).
   std::function<void(mlir::Diagnostic &)> explainFailure;
