@@ -171,6 +171,13 @@ nlohmann::ordered_json pipe::driver::settingsJson(const pipeline::PartitionOutco
   return settings;
 }
 
+/// A split's longest gradient all-reduce over its GPUs (0 when it has none).
+static double longestAllReduceMs(const partitioner::ReplicaPlan &split) {
+  return split.allReduceMs.empty()
+             ? 0.0
+             : *std::max_element(split.allReduceMs.begin(), split.allReduceMs.end());
+}
+
 /// The report's header: what was planned, under which assumptions.
 void pipe::driver::writeHeader(const pipeline::PartitionOutcome &outcome,
                                const MainJobOptions &options, llvm::raw_ostream &os) {
@@ -209,18 +216,14 @@ void pipe::driver::writeHeader(const pipeline::PartitionOutcome &outcome,
       os << llvm::formatv("replicas:     gradient all-reduce up to {0:f3} ms a GPU (its {1} "
                           "replicas, {2} node(s) x {3} GPU(s), after its last backward): iteration "
                           "{4:f3} ms, one replica's {5:f3} ms\n",
-                          *std::max_element(split->allReduceMs.begin(), split->allReduceMs.end()),
-                          split->replicas, split->group.nodes, split->group.perNode,
+                          longestAllReduceMs(*split), split->replicas, split->group.nodes, split->group.perNode,
                           split->iterationMs, split->pipelineIterationMs);
     for (const partitioner::ReplicaPlan &tried : outcome.replicaSplits->candidates) {
       os << "              " << tried.replicas << " x " << tried.stages << ": ";
       if (tried.valid)
         os << llvm::formatv("iteration {0:f3} ms (pipeline {1:f3} ms, all-reduce up to {2:f3} ms)",
                             tried.iterationMs, tried.pipelineIterationMs,
-                            tried.allReduceMs.empty()
-                                ? 0.0
-                                : *std::max_element(tried.allReduceMs.begin(),
-                                                    tried.allReduceMs.end()));
+                            longestAllReduceMs(tried));
       else
         os << tried.reason;
       os << (&tried == split ? "  <- chosen" : "") << "\n";

@@ -494,6 +494,15 @@ TEST(Replicas, SplitsThatDoNotApplySayWhy) {
           << c.reason;
     }
   EXPECT_FALSE(planReplicas(problem, {3}).ok());
+  // Asked for stage-major only: each split once, one replica or one stage as
+  // pipeline-major (the same GPUs either way).
+  ReplicaReport stageMajor =
+      orThrow(planReplicas(problem, {}, {}, {ReplicaLayout::StageMajor}));
+  ASSERT_EQ(stageMajor.candidates.size(), 4u); // S = 1, 2, 4, 8
+  for (const ReplicaPlan &c : stageMajor.candidates)
+    EXPECT_EQ(c.layout, c.replicas == 1 || c.stages == 1 ? ReplicaLayout::PipelineMajor
+                                                         : ReplicaLayout::StageMajor)
+        << c.replicas << " x " << c.stages;
   problem.platform.speed = {1, 1, 1, 1, 2, 2, 2, 2};
   auto mixed = planReplicas(problem, {});
   ASSERT_FALSE(mixed.ok());

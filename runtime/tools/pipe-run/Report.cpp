@@ -106,6 +106,21 @@ std::optional<MeasuredPeriod> measurePeriod(const std::vector<RankReport> &repor
 
 int64_t firstMeasuredStep(int64_t steps) { return steps > 1 ? 1 : 0; }
 
+/// The mean of `value` over the rank's measured steps (none: nullopt).
+std::optional<double> meanOverMeasuredSteps(const RankReport &report, int64_t steps,
+                                            double (*value)(const StepRecord &)) {
+  double total = 0;
+  int64_t counted = 0;
+  for (const StepRecord &step : report.steps)
+    if (step.step >= firstMeasuredStep(steps)) {
+      total += value(step);
+      ++counted;
+    }
+  if (counted == 0)
+    return std::nullopt;
+  return total / static_cast<double>(counted);
+}
+
 namespace {
 
 std::optional<double> predictedMemoryOf(const ProgramInfo &program, int rank,
@@ -130,16 +145,9 @@ RankSummary summarizeRank(const ProgramInfo &program, const RankReport &report, 
   if (steps <= 0)
     return rank;
   rank.waitMsPerStep = report.waitMs / static_cast<double>(steps);
-  // The all-reduce: its mean over the measured steps, as the iteration's.
-  double allReduce = 0;
-  int64_t counted = 0;
-  for (const StepRecord &step : report.steps)
-    if (step.step >= firstMeasuredStep(steps)) {
-      allReduce += step.allReduceMs;
-      ++counted;
-    }
-  if (counted > 0)
-    rank.allReduceMsPerStep = allReduce / static_cast<double>(counted);
+  rank.allReduceMsPerStep = meanOverMeasuredSteps(report, steps, [](const StepRecord &step) {
+                              return step.allReduceMs;
+                            }).value_or(0);
   if (auto predicted = program.predictedAllReduceMs.find(report.rank);
       predicted != program.predictedAllReduceMs.end())
     rank.predictedAllReduceMs = predicted->second;
@@ -154,17 +162,10 @@ RankSummary summarizeRank(const ProgramInfo &program, const RankReport &report, 
 /// The mean step time (after the first step) of the slowest rank.
 std::optional<double> measureIteration(const std::vector<RankReport> &reports, int64_t steps) {
   double iteration = 0;
-  for (const RankReport &report : reports) {
-    double total = 0;
-    int64_t counted = 0;
-    for (const StepRecord &step : report.steps)
-      if (step.step >= firstMeasuredStep(steps)) {
-        total += step.endMs - step.startMs;
-        ++counted;
-      }
-    if (counted > 0)
-      iteration = std::max(iteration, total / static_cast<double>(counted));
-  }
+  for (const RankReport &report : reports)
+    if (auto mean = meanOverMeasuredSteps(
+            report, steps, [](const StepRecord &step) { return step.endMs - step.startMs; }))
+      iteration = std::max(iteration, *mean);
   if (iteration > 0)
     return iteration;
   return std::nullopt;

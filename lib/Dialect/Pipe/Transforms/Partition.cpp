@@ -212,6 +212,30 @@ void adviseOnInfeasibility(const PartitionOutcome &outcome, Diagnostic &diag) {
   }
 }
 
+/// One pipeline on the problem's GPUs: the report goes into the outcome; when
+/// nothing fits, the error lists each algorithm's reason and advises.
+LogicalResult planOnePipeline(ModuleOp module, func::FuncOp func, PartitionOutcome &outcome,
+                              const PipePartitionOptions &options,
+                              const partitioner::PlanOptions &planOptions,
+                              llvm::function_ref<void(InFlightDiagnostic &)> explain) {
+  auto report = partitioner::plan(outcome.problem, planOptions);
+  if (!report) {
+    auto diag = module.emitError(report.error());
+    explain(diag);
+    return diag;
+  }
+  outcome.report = std::move(*report);
+  if (!outcome.report.best()) {
+    auto diag = func.emitError("no plan fits ") << options.stages << " GPUs";
+    for (const partitioner::PlanResult &result : outcome.report.results)
+      diag.attachNote() << result.algorithm << ": " << result.reason;
+    adviseOnInfeasibility(outcome, *diag.getUnderlyingDiagnostic());
+    explain(diag);
+    return diag;
+  }
+  return success();
+}
+
 /// The GPUs split into replicas x stages, pipeline-major (the layout pipe-run
 /// places its ranks in): the chosen split's replica becomes the outcome's
 /// problem and report; every split stays in `replicaSplits`.
@@ -275,7 +299,8 @@ pipe::pipeline::buildPartitionProblem(ModuleOp module, const PipePartitionOption
            << partitioner::kMaxGpus << " (0: one pipeline), got " << options.gpus;
   if (options.gpus == 0 && options.stages < 1)
     return module.emitError("the number of GPUs must be at least 1, got ") << options.stages;
-  if (options.gpus > 0 && (options.stages < 0 || (options.stages > 0 && options.gpus % options.stages != 0)))
+  if (options.gpus > 0 &&
+      (options.stages < 0 || (options.stages > 0 && options.gpus % options.stages != 0)))
     return module.emitError("stages must divide gpus into replicas (or be 0 to choose), got ")
            << options.stages << " stages of " << options.gpus << " GPUs";
   PartitionOutcome outcome;
@@ -379,31 +404,10 @@ LogicalResult pipe::pipeline::planPartition(ModuleOp module, PartitionOutcome &o
   planOptions.ilpTimeLimitSeconds = options.timeLimit;
   planOptions.generalBoundSeconds = options.generalBound;
   planOptions.onResult = hooks.onResult;
-  if (options.gpus > 0) {
-    if (failed(planReplicaSplits(func, outcome, options, planOptions, hooks, explain)))
-      return failure();
-    if (failed(annotateStages(func, outcome)))
-      return failure();
-    setModulePlan(module, planAttribute(module.getContext(), outcome));
-    return success();
-  }
-  auto report = partitioner::plan(outcome.problem, planOptions);
-  if (!report) {
-    auto diag = module.emitError(report.error());
-    explain(diag);
-    return diag;
-  }
-  outcome.report = std::move(*report);
-  const partitioner::PlanResult *best = outcome.report.best();
-  if (!best) {
-    auto diag = func.emitError("no plan fits ") << options.stages << " GPUs";
-    for (const partitioner::PlanResult &result : outcome.report.results)
-      diag.attachNote() << result.algorithm << ": " << result.reason;
-    adviseOnInfeasibility(outcome, *diag.getUnderlyingDiagnostic());
-    explain(diag);
-    return diag;
-  }
-  if (failed(annotateStages(func, outcome)))
+  const LogicalResult planned =
+      options.gpus > 0 ? planReplicaSplits(func, outcome, options, planOptions, hooks, explain)
+                       : planOnePipeline(module, func, outcome, options, planOptions, explain);
+  if (failed(planned) || failed(annotateStages(func, outcome)))
     return failure();
   setModulePlan(module, planAttribute(module.getContext(), outcome));
   return success();
