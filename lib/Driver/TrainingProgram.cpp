@@ -77,7 +77,7 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (int64_t rank = 0; rank < description->ranks; ++rank) {
     double parameters = 0, gradients = 0, optimizerState = 0;
-    double programWorkspace = 0, receivedBytes = 0;
+    double programWorkspace = 0, receivedBytes = 0, ownedGradientElements = 0;
     for (const ProgramParameter &p : description->parameters) {
       if (!llvm::is_contained(p.ranks, rank))
         continue;
@@ -88,8 +88,20 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
       if (!p.trainable)
         continue;
       gradients += elements * 4;
-      if (p.ownerRank == rank)
+      if (p.ownerRank == rank) {
         optimizerState += elements * policy->optimizerBytesPerParameter();
+        ownedGradientElements += elements;
+      }
+    }
+    // With replicas, the gradient all-reduce's messages (pipe_all_reduce_grads):
+    // a chunk of a bucket staged, its message until the next replica takes it,
+    // and the chunk received; after the last backward, when the pipeline's
+    // messages are gone.
+    double allReduceComm = 0;
+    if (description->replicas > 1) {
+      const double bucket =
+          std::min(ownedGradientElements, partitioner::kAllReduceBucketBytes / 4);
+      allReduceComm = 3 * std::ceil(bucket / description->replicas) * 4;
     }
     std::vector<int64_t> stages;
     const double programSaved = static_cast<size_t>(rank) < programSavedPeaks.size()
@@ -109,7 +121,7 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
       saved = planned.keptPeakBytes;
       // What the runtime holds along the plan's timeline; the plan reserved its
       // buffers per cut tensor, and the rank must fit the larger of the two.
-      comm = planned.messageBytes;
+      comm = std::max(planned.messageBytes, allReduceComm);
       plannedBuffers = planned.bufferBytes;
       commReserved = std::max(plannedBuffers, comm);
       // The runtime counts what a recomputing stage computes again as workspace.
@@ -163,7 +175,8 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
                        {"comm", "the plan's simulated timeline: each message from its "
                                 "producer's end until its consumer takes it (and the "
                                 "sender's action then running ends), each received one "
-                                "as its consumer starts"},
+                                "as its consumer starts; with replicas, at least three "
+                                "chunks of the gradient all-reduce"},
                        {"workspace", "the plan: the largest workspace of the rank's layers "
                                      "(a layer run alone: values not saved, kernel scratch), "
                                      "plus what its recomputing stages compute again"}}},
@@ -192,6 +205,8 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
     return module.emitError("internal error: the plan in the IR has ")
            << description->replicas << " replicas, the planner chose " << outcome.replicas();
   program["replicas"] = description->replicas;
+  if (description->replicas > 1)
+    program["all_reduce_bucket_bytes"] = static_cast<int64_t>(partitioner::kAllReduceBucketBytes);
   program["micro_batch_size"] =
       !description->inputs.empty() && !description->inputs.front().shape.empty()
           ? description->inputs.front().shape.front()

@@ -7,6 +7,7 @@
 #include "partitioner/Replicas.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <map>
 #include <sstream>
@@ -115,8 +116,11 @@ Problem pipelineProblemOf(const Problem &problem, int stages, ReplicaLayout layo
 
 } // namespace
 
-double allReduceMs(const Platform &platform, const AllReduceGroup &group, double bytes) {
-  if (group.size() <= 1 || bytes <= 0)
+namespace {
+
+/// One bucket's all-reduce (allReduceMs).
+double bucketMs(const Platform &platform, const AllReduceGroup &group, double bytes) {
+  if (bytes <= 0)
     return 0;
   const LinkSpec *intra = &platform.intraNode, *inter = &platform.interNode;
   if (group.nodes == 1)
@@ -128,6 +132,16 @@ double allReduceMs(const Platform &platform, const AllReduceGroup &group, double
   const double hierarchical = 2 * ringMs({intra}, group.perNode, bytes, true) +
                               ringMs({inter}, group.nodes, bytes / group.perNode);
   return std::min(flat, hierarchical);
+}
+
+} // namespace
+
+double allReduceMs(const Platform &platform, const AllReduceGroup &group, double bytes) {
+  if (group.size() <= 1 || bytes <= 0)
+    return 0;
+  const double buckets = std::floor(bytes / kAllReduceBucketBytes);
+  return buckets * bucketMs(platform, group, kAllReduceBucketBytes) +
+         bucketMs(platform, group, bytes - buckets * kAllReduceBucketBytes);
 }
 
 Expected<Problem> replicaPipelineProblem(const Problem &problem, int stages, ReplicaLayout layout) {

@@ -32,7 +32,7 @@ extern "C" {
 
 /* Bumped whenever a declaration below changes meaning; a program built for
  * another version is refused at load time. */
-#define PIPE_ABI_VERSION 1
+#define PIPE_ABI_VERSION 2
 #define PIPE_MAX_RANK 8
 #define PIPE_MAX_INTS 16 /* pads of a rank-8 tensor: 8 begins, 8 ends */
 
@@ -213,11 +213,19 @@ PIPE_EXPORT void pipe_recv_add_param_grad(pipe_rank *r, int32_t id, int32_t user
 PIPE_EXPORT void pipe_send_param(pipe_rank *r, int32_t id, int32_t user_rank);
 PIPE_EXPORT void pipe_recv_param(pipe_rank *r, int32_t id, int32_t owner_rank);
 
-/* One optimizer step on parameter `id` (owner rank, trainable). In a run of
- * several data-parallel replicas its gradient is first averaged over them:
- * every replica makes the same update. Ranks and peers everywhere in this ABI
- * are the pipeline's (pipe_program_rank); the runtime maps them to each
+/* Data-parallel replicas: makes the gradient of every trainable parameter
+ * this rank owns the mean over the run's replicas, so that every replica makes
+ * the same update. Once per step, after the last gradient is accumulated (the
+ * tied ones included) and before the first pipe_update; with one replica it
+ * does nothing. The gradients, end to end in parameter id order, go through
+ * one ring all-reduce per bucket of at most the run's bucket size
+ * (program.json "all_reduce_bucket_bytes"). Ranks and peers everywhere in this
+ * ABI are the pipeline's (pipe_program_rank); the runtime maps them to each
  * replica's own ranks. */
+PIPE_EXPORT void pipe_all_reduce_grads(pipe_rank *r);
+
+/* One optimizer step on parameter `id` (owner rank, trainable). With several
+ * replicas, this step's pipe_all_reduce_grads must have come first. */
 PIPE_EXPORT void pipe_update(pipe_rank *r, int32_t id);
 
 /*===--- Kernels ---------------------------------------------------------===*

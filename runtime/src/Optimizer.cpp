@@ -82,7 +82,11 @@ void pipe_update(pipe_rank *r, int32_t id) {
     fail(r, "pipe_update: parameter %s is owned by rank %d", p.name.c_str(), p.owner);
   if (!r->optimizer.set)
     fail(r, "pipe_update: no optimizer (pipe_set_optimizer was not called)");
-  averageOverReplicas(r, id);
+  if (r->settings.replicas > 1 && r->averagedStep != r->step)
+    fail(r,
+         "pipe_update: the gradient of parameter %s is not averaged over the %d replicas "
+         "(pipe_all_reduce_grads must come before the updates of each step)",
+         p.name.c_str(), r->settings.replicas);
   const int64_t n = p.value->numel;
   ++p.updates;
   if (Device *device = deviceOf(r))

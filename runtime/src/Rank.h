@@ -100,6 +100,8 @@ struct pipe_rank {
 
   int64_t step = 0; ///< index of the step in progress (or the next one)
   bool inStep = false;
+  /// The step whose gradients pipe_all_reduce_grads averaged (-1: none yet).
+  int64_t averagedStep = -1;
   piperun::StepRecord current;
   std::vector<piperun::StepRecord> steps;
   bool inAction = false;
@@ -130,9 +132,9 @@ std::string rankName(const pipe_rank *r);
 /// Places a rank in its replica: transport rank `rank` of `ranks`. Fails when
 /// `ranks` is not a multiple of the run's replicas.
 void placeInReplica(pipe_rank *r, int rank, int ranks);
-/// Data-parallel replicas: makes parameter p's gradient the mean of every
-/// replica's (pipe_update calls it first).
-void averageOverReplicas(pipe_rank *r, int32_t id);
+/// Data-parallel replicas: makes the gradient of every trainable parameter the
+/// rank owns the mean of every replica's (pipe_all_reduce_grads).
+void allReduceGradients(pipe_rank *r);
 /// Name of a node for messages: its declared name or "#id".
 std::string nodeName(const pipe_rank *r, int32_t node);
 /// Closes the running node's timing interval.

@@ -34,6 +34,9 @@ struct RunSettings {
   /// micro-batches are split among them and every parameter's gradient is
   /// averaged over them before its update (docs/runtime.md, "Replicas").
   int replicas = 1;
+  /// The largest bucket of one ring all-reduce of the gradients (replicas > 1;
+  /// pipe_all_reduce_grads): the plan's, program.json "all_reduce_bucket_bytes".
+  int64_t allReduceBucketBytes = int64_t(25) << 20;
   uint64_t seed = 0;
   double timeoutSeconds = 60; ///< bounds every wait on another rank
   std::string modelPath; ///< PIPE_SOURCE_FILE reads it; EXTERNAL paths are relative to its folder
@@ -62,7 +65,7 @@ struct StepRecord {
   double startMs = 0, endMs = 0;
   bool hasLoss = false;
   double loss = 0;
-  /// Time in the gradient all-reduce over replicas (pipe_update's ring).
+  /// Time in the gradient all-reduce over replicas (pipe_all_reduce_grads).
   double allReduceMs = 0;
 };
 

@@ -211,83 +211,162 @@ pipe_tensor *receiveTensor(pipe_rank *r, const MessageKey &key, int32_t dtype,
 
 } // namespace
 
-void averageOverReplicas(pipe_rank *r, int32_t id) {
+namespace {
+
+/// The gradients a rank all-reduces, laid end to end in parameter id order:
+/// every trainable parameter it owns. Chunks of this flat array may span
+/// several parameters; `visit` walks the pieces of one.
+class FlatGradients {
+public:
+  FlatGradients(pipe_rank *r, HostAccess &host) {
+    for (Parameter &p : r->params) {
+      if (!p.declared || !p.trainable || p.owner != r->id)
+        continue;
+      if (p.gradient->dtype != PIPE_F32)
+        fail(r, "the gradient all-reduce over replicas: parameter %s has a %s gradient; it sums "
+                "fp32",
+             p.name.c_str(), dtypeName(p.gradient->dtype));
+      pieces_.push_back({static_cast<float *>(host.write(p.gradient)), size_});
+      size_ += p.gradient->numel;
+    }
+  }
+  int64_t size() const { return size_; }
+  /// Calls visit(data, count, offset from `begin`) for each piece of
+  /// [begin, begin + count), in order.
+  template <typename F> void visit(int64_t begin, int64_t count, F &&visit) const {
+    auto piece = std::upper_bound(pieces_.begin(), pieces_.end(), begin,
+                                  [](int64_t at, const Piece &p) { return at < p.start; }) -
+                 1;
+    for (int64_t done = 0; done < count; ++piece) {
+      const int64_t end = piece + 1 == pieces_.end() ? size_ : (piece + 1)->start;
+      const int64_t from = begin + done - piece->start;
+      const int64_t n = std::min(count - done, end - piece->start - from);
+      visit(piece->data + from, n, done);
+      done += n;
+    }
+  }
+
+private:
+  struct Piece {
+    float *data;
+    int64_t start; ///< in the flat array
+  };
+  std::vector<Piece> pieces_;
+  int64_t size_ = 0;
+};
+
+} // namespace
+
+void allReduceGradients(pipe_rank *r) {
+  const char *what = "pipe_all_reduce_grads";
+  if (!r->inStep)
+    fail(r, "%s: outside a step (pipe_step_begin .. pipe_step_end)", what);
+  if (r->averagedStep == r->step)
+    fail(r, "%s: called twice in step %lld", what, static_cast<long long>(r->step));
+  r->averagedStep = r->step;
   const int32_t replicas = r->settings.replicas;
   if (replicas <= 1)
     return;
   const double start = nowMs(r);
-  Parameter &p = parameterOf(r, id, "pipe_update");
-  const char *what = "the gradient all-reduce over replicas";
   transportOf(r, what);
-  // A ring over the replicas (the all-reduce the planner prices): the gradient
-  // in `replicas` chunks; R - 1 steps of reduce-scatter, each replica passing a
-  // chunk to the next one, which adds its own; the owner of each summed chunk
-  // scales it by 1/R; R - 1 steps of all-gather pass the means around. Each
-  // chunk is summed in one fixed order, so every replica, and every transport,
-  // ends with the same bits. Messages are host bytes (the gradient is read and
-  // written through HostAccess; a device backend does not charge them), one
-  // chunk at a time: COMM holds the chunks sent and not yet taken and the one
-  // received, 1/R of the gradient each.
+  // A ring over the replicas, the all-reduce the planner prices: the rank's
+  // gradients laid end to end, cut into buckets of at most
+  // RunSettings::allReduceBucketBytes, each bucket a ring: in `replicas`
+  // chunks, R - 1 steps of reduce-scatter (each replica passes a chunk to the
+  // next, which adds its own), the owner of each summed chunk scales it by
+  // 1/R, R - 1 steps of all-gather pass the means around. Each chunk is summed
+  // in one fixed order, so every replica, and every transport, ends with the
+  // same bits. Messages are host bytes (the gradients are read and written
+  // through HostAccess; a device backend does not charge them), one chunk at a
+  // time: COMM holds the chunk being sent (gathered from its parameters), its
+  // message until the next replica takes it (the next send waits for that),
+  // and the chunk received.
   const int32_t me = r->replica, next = (me + 1) % replicas,
                 previous = (me + replicas - 1) % replicas;
   auto key = [&](int32_t fromReplica, int32_t toReplica) {
-    MessageKey k{transportRank(r, r->id, fromReplica), transportRank(r, r->id, toReplica), id,
+    MessageKey k{transportRank(r, r->id, fromReplica), transportRank(r, r->id, toReplica), 0,
                  PIPE_TRANSFER_PARAM_GRAD, -1};
     std::string problem = r->transport->checkKey(k);
     if (!problem.empty())
       fail(r, "%s: %s", what, problem.c_str());
     return k;
   };
-  if (p.gradient->dtype != PIPE_F32)
-    fail(r, "%s: parameter %s has a %s gradient; the all-reduce sums fp32", what, p.name.c_str(),
-         dtypeName(p.gradient->dtype));
-  const int64_t numel = p.gradient->numel;
-  auto chunk = [&](int32_t c) {
-    c = ((c % replicas) + replicas) % replicas;
-    const int64_t begin = numel / replicas * c + std::min<int64_t>(c, numel % replicas);
-    const int64_t size = numel / replicas + (c < numel % replicas ? 1 : 0);
-    return std::make_pair(begin, size);
-  };
   HostAccess host(r);
-  auto *gradient = static_cast<float *>(host.write(p.gradient));
+  const FlatGradients flat(r, host);
+  const int64_t total = flat.size();
+  const int64_t bucket = std::max<int64_t>(1, r->settings.allReduceBucketBytes / 4);
   {
     HostKernelScope hostMessages(r);
-    // Sends chunk c to the next replica, then takes the previous replica's chunk
-    // c - 1 into `land` (an empty chunk is neither sent nor received).
-    auto pass = [&](int32_t c, const std::function<void(float *, const float *, int64_t)> &land) {
-      auto [sendBegin, sendSize] = chunk(c);
-      if (sendSize > 0) {
-        // A view of the chunk: the send copies it into its message.
-        pipe_tensor view{};
-        view.data = gradient + sendBegin;
-        view.dtype = PIPE_F32;
-        view.rank = 1;
-        view.shape[0] = sendSize;
-        view.numel = sendSize;
-        sendTensor(r, &view, key(me, next), what);
+    // The staging of a chunk's send: charged on the CPU backend, host staging
+    // on a device one (as send buffers are).
+    const int64_t stagingFloats = (std::min(bucket, total) + replicas - 1) / replicas;
+    const int64_t stagingBytes = stagingFloats * static_cast<int64_t>(sizeof(float));
+    const int64_t charged = r->device ? 0 : stagingBytes;
+    Storage *staging = allocateStorage(r->memory, charged, PIPE_MEM_COMM, stagingBytes - charged);
+    if (!staging)
+      fail(r, "%s: out of memory for a %lld-byte chunk", what,
+           static_cast<long long>(stagingBytes));
+    auto *gathered = static_cast<float *>(staging->data);
+    try {
+      for (int64_t bucketBegin = 0; bucketBegin < total; bucketBegin += bucket) {
+        const int64_t numel = std::min(bucket, total - bucketBegin);
+        auto chunk = [&](int32_t c) {
+          c = ((c % replicas) + replicas) % replicas;
+          const int64_t begin = numel / replicas * c + std::min<int64_t>(c, numel % replicas);
+          const int64_t size = numel / replicas + (c < numel % replicas ? 1 : 0);
+          return std::make_pair(bucketBegin + begin, size);
+        };
+        // Sends chunk c to the next replica, then takes the previous replica's
+        // chunk c - 1 into `land` (an empty chunk is neither sent nor received).
+        auto pass = [&](int32_t c, bool add) {
+          auto [sendBegin, sendSize] = chunk(c);
+          if (sendSize > 0) {
+            // One message in flight at a time: the ring runs in lockstep
+            // anyway, and COMM stays at three chunks.
+            drainSends(r);
+            flat.visit(sendBegin, sendSize, [&](const float *from, int64_t n, int64_t at) {
+              std::memcpy(gathered + at, from, static_cast<size_t>(n) * sizeof(float));
+            });
+            pipe_tensor view{};
+            view.data = gathered;
+            view.dtype = PIPE_F32;
+            view.rank = 1;
+            view.shape[0] = sendSize;
+            view.numel = sendSize;
+            sendTensor(r, &view, key(me, next), what);
+          }
+          auto [receiveBegin, receiveSize] = chunk(c - 1);
+          if (receiveSize > 0) {
+            pipe_tensor *in =
+                receiveTensor(r, key(previous, me), PIPE_F32, pipe_ints{1, {receiveSize}}, what);
+            const auto *received = static_cast<const float *>(in->data);
+            flat.visit(receiveBegin, receiveSize, [&](float *into, int64_t n, int64_t at) {
+              if (add)
+                for (int64_t i = 0; i < n; ++i)
+                  into[i] += received[at + i];
+              else
+                std::memcpy(into, received + at, static_cast<size_t>(n) * sizeof(float));
+            });
+            destroyTensor(r, in);
+          }
+        };
+        for (int32_t step = 0; step + 1 < replicas; ++step)
+          pass(me - step, true);
+        // This replica now holds the whole sum of chunk me + 1.
+        const float scale = 1.0f / static_cast<float>(replicas);
+        auto [ownBegin, ownSize] = chunk(me + 1);
+        flat.visit(ownBegin, ownSize, [&](float *into, int64_t n, int64_t) {
+          for (int64_t i = 0; i < n; ++i)
+            into[i] *= scale;
+        });
+        for (int32_t step = 0; step + 1 < replicas; ++step)
+          pass(me + 1 - step, false);
       }
-      auto [receiveBegin, receiveSize] = chunk(c - 1);
-      if (receiveSize > 0) {
-        pipe_tensor *in =
-            receiveTensor(r, key(previous, me), PIPE_F32, pipe_ints{1, {receiveSize}}, what);
-        land(gradient + receiveBegin, static_cast<const float *>(in->data), receiveSize);
-        destroyTensor(r, in);
-      }
-    };
-    for (int32_t step = 0; step + 1 < replicas; ++step)
-      pass(me - step, [](float *into, const float *from, int64_t n) {
-        for (int64_t i = 0; i < n; ++i)
-          into[i] += from[i];
-      });
-    // This replica now holds the whole sum of chunk me + 1.
-    const float scale = 1.0f / static_cast<float>(replicas);
-    auto [ownBegin, ownSize] = chunk(me + 1);
-    for (int64_t i = 0; i < ownSize; ++i)
-      gradient[ownBegin + i] *= scale;
-    for (int32_t step = 0; step + 1 < replicas; ++step)
-      pass(me + 1 - step, [](float *into, const float *from, int64_t n) {
-        std::memcpy(into, from, static_cast<size_t>(n) * sizeof(float));
-      });
+    } catch (...) {
+      release(r->memory, staging);
+      throw;
+    }
+    release(r->memory, staging);
   }
   host.commit();
   r->current.allReduceMs += nowMs(r) - start;
@@ -312,6 +391,8 @@ pipe_tensor *pipe_recv(pipe_rank *r, int32_t peer, int32_t tag, int32_t kind, in
   return receiveTensor(r, keyOf(r, "pipe_recv", peer, r->id, tag, kind, microbatch), dtype, shape,
                        "pipe_recv");
 }
+
+void pipe_all_reduce_grads(pipe_rank *r) { allReduceGradients(r); }
 
 void pipe_send_param_grad(pipe_rank *r, int32_t id, int32_t owner_rank) {
   Parameter &p = parameterOf(r, id, "pipe_send_param_grad");

@@ -648,7 +648,7 @@ TEST(PipeRunFault, AProgramForAnotherAbiOrRank) {
             std::regex_replace(source, std::regex("return PIPE_ABI_VERSION;"), "return 99;"));
   expectOneError(pipeRun({dir}), "rank 1: " + dir +
                                      "/rank1.so was built for runtime ABI version "
-                                     "99, this runtime is version 1");
+                                     "99, this runtime is version " + std::to_string(PIPE_ABI_VERSION));
   writeFile(dir + "/rank1.cpp",
             std::regex_replace(source, std::regex("return 1; \\}"), "return 0; }"));
   expectOneError(pipeRun({dir}), "rank 1: " + dir + "/rank1.so was generated for rank 0");

@@ -229,85 +229,156 @@ TEST(Run, ReplicasDrawTheirShareOfTheStepsMicroBatches) {
             "runtime: 3 ranks cannot hold 2 replicas of one pipeline");
 }
 
-// --- The gradient all-reduce over replicas: a ring of chunks. ---------------
-// One rank per replica, one parameter of `ringElements` elements; replica j's
-// gradient is element i: (j + 1) * (i + 1) / 8 + i % 3. SGD with lr 1 from zero
-// leaves minus the mean over the replicas, the same bits on every replica.
+// --- The gradient all-reduce over replicas: rings of buckets. --------------
+// One rank per replica, parameters of `ringSizes` elements; replica j's
+// gradient of parameter p is element i: (j + 1) * (i + 1) / 8 + (i + p) % 3.
+// SGD with lr 1 from zero leaves minus the mean over the replicas, the same
+// bits on every replica.
 
-int64_t ringElements = 0;
+std::vector<int64_t> ringSizes;
 
 void ringSetup(pipe_rank *r) {
   pipe_set_optimizer(r, PIPE_SGD, 1, 0, 0.9, 0.999, 1e-8, 0);
-  pipe_declare_param(r, 0, "w", PIPE_F32, PIPE_INTS(ringElements), PIPE_SOURCE_INLINE, nullptr, 0,
-                     -1, 1, 0);
-  setValues(pipe_param(r, 0), std::vector<float>(static_cast<size_t>(ringElements), 0.0f));
+  for (size_t p = 0; p < ringSizes.size(); ++p) {
+    const std::string name = "w" + std::to_string(p);
+    pipe_declare_param(r, static_cast<int32_t>(p), name.c_str(), PIPE_F32, PIPE_INTS(ringSizes[p]),
+                       PIPE_SOURCE_INLINE, nullptr, 0, -1, 1, 0);
+    setValues(pipe_param(r, static_cast<int32_t>(p)),
+              std::vector<float>(static_cast<size_t>(ringSizes[p]), 0.0f));
+  }
 }
 
-float ringGradient(int replica, int64_t i) {
+float ringGradient(int replica, size_t parameter, int64_t i) {
   return static_cast<float>(replica + 1) * static_cast<float>(i + 1) / 8 +
-         static_cast<float>(i % 3);
+         static_cast<float>((i + static_cast<int64_t>(parameter)) % 3);
 }
 
 void ringStep(pipe_rank *r) {
   pipe_step_begin(r);
   const int replica = reportOf(r).replica;
-  pipe_tensor *g = pipe_alloc(r, PIPE_F32, PIPE_INTS(ringElements), PIPE_MEM_WORKSPACE);
-  std::vector<float> values;
-  for (int64_t i = 0; i < ringElements; ++i)
-    values.push_back(ringGradient(replica, i));
-  setValues(g, values);
-  pipe_accumulate_grad(r, 0, g);
-  pipe_free(r, g);
+  for (size_t p = 0; p < ringSizes.size(); ++p) {
+    pipe_tensor *g = pipe_alloc(r, PIPE_F32, PIPE_INTS(ringSizes[p]), PIPE_MEM_WORKSPACE);
+    std::vector<float> values;
+    for (int64_t i = 0; i < ringSizes[p]; ++i)
+      values.push_back(ringGradient(replica, p, i));
+    setValues(g, values);
+    pipe_accumulate_grad(r, static_cast<int32_t>(p), g);
+    pipe_free(r, g);
+  }
+  pipe_action_begin(r, PIPE_ACTION_OPTIMIZER, -1, -1);
+  pipe_all_reduce_grads(r);
+  for (size_t p = 0; p < ringSizes.size(); ++p)
+    pipe_update(r, static_cast<int32_t>(p));
+  pipe_action_end(r);
+  pipe_step_end(r);
+}
+
+TEST(Run, ReplicasAllReduceTheGradientsInRingsOfBuckets) {
+  struct Case {
+    int replicas;
+    std::vector<int64_t> sizes;
+    int64_t bucketBytes;
+  };
+  const int64_t whole = int64_t(25) << 20;
+  // Fewer elements than replicas (empty chunks), chunks of unequal size, many;
+  // buckets and chunks that span several parameters, and a bucket of one element.
+  const std::vector<Case> cases{{5, {2}, whole},          {3, {7}, whole},
+                                {4, {1000}, whole},       {2, {1}, whole},
+                                {3, {5, 1, 700, 33}, 64}, {4, {1000, 999, 3}, 1200},
+                                {2, {3, 4}, 4}};
+  for (const Case &c : cases) {
+    ringSizes = c.sizes;
+    RunSettings settings = settingsFor(1);
+    settings.replicas = c.replicas;
+    settings.allReduceBucketBytes = c.bucketBytes;
+    std::mutex mutex;
+    std::vector<std::vector<std::vector<float>>> weights(static_cast<size_t>(c.replicas));
+    std::vector<RankReport> reports(static_cast<size_t>(c.replicas));
+    RunHooks hooks;
+    hooks.finished = [&](pipe_rank *r) {
+      std::lock_guard<std::mutex> lock(mutex);
+      const RankReport report = reportOf(r);
+      for (size_t p = 0; p < ringSizes.size(); ++p)
+        weights[static_cast<size_t>(report.replica)].push_back(
+            valuesOf(pipe_param(r, static_cast<int32_t>(p))));
+      reports[static_cast<size_t>(report.replica)] = report;
+    };
+    const std::string label = std::to_string(c.replicas) + " replicas, bucket " +
+                              std::to_string(c.bucketBytes) + " B, " +
+                              std::to_string(c.sizes.size()) + " parameters";
+    ASSERT_EQ(runInThreads(settings,
+                           std::vector<RankProgram>(static_cast<size_t>(c.replicas),
+                                                    RankProgram{ringSetup, ringStep}),
+                           1, hooks),
+              "")
+        << label;
+    int64_t total = 0;
+    for (size_t p = 0; p < c.sizes.size(); ++p) {
+      total += c.sizes[p];
+      for (int64_t i = 0; i < c.sizes[p]; ++i) {
+        double mean = 0;
+        for (int j = 0; j < c.replicas; ++j)
+          mean += ringGradient(j, p, i);
+        mean /= c.replicas;
+        EXPECT_NEAR(weights[0][p][static_cast<size_t>(i)], -mean, 1e-6 * (1 + mean))
+            << label << ": parameter " << p << ", element " << i;
+      }
+    }
+    for (int j = 1; j < c.replicas; ++j)
+      EXPECT_EQ(weights[static_cast<size_t>(j)], weights[0]) << label << ": replica " << j;
+    // COMM holds a chunk's staging, its message and the chunk received: about
+    // 3/R of a bucket, never whole gradients.
+    const int64_t bucket = std::min(total, c.bucketBytes / 4);
+    const int64_t chunkBytes = (bucket + c.replicas - 1) / c.replicas * 4;
+    for (const RankReport &report : reports) {
+      EXPECT_LE(report.peak[PIPE_MEM_COMM], 3 * chunkBytes) << label << ": replica "
+                                                            << report.replica;
+      EXPECT_GE(report.peak[PIPE_MEM_COMM], chunkBytes) << label << ": replica "
+                                                        << report.replica;
+      ASSERT_EQ(report.steps.size(), 1u);
+      EXPECT_GT(report.steps[0].allReduceMs, 0) << label << ": replica " << report.replica;
+    }
+  }
+}
+
+void updateBeforeAllReduce(pipe_rank *r) {
+  pipe_step_begin(r);
   pipe_action_begin(r, PIPE_ACTION_OPTIMIZER, -1, -1);
   pipe_update(r, 0);
   pipe_action_end(r);
   pipe_step_end(r);
 }
 
-TEST(Run, ReplicasAllReduceTheGradientInARingOfChunks) {
-  // Fewer elements than replicas (empty chunks), chunks of unequal size, many.
-  for (auto [replicas, elements] : {std::pair<int, int64_t>{5, 2}, {3, 7}, {4, 1000}, {2, 1}}) {
-    ringElements = elements;
-    RunSettings settings = settingsFor(1);
-    settings.replicas = replicas;
-    std::mutex mutex;
-    std::vector<std::vector<float>> weights(static_cast<size_t>(replicas));
-    std::vector<RankReport> reports(static_cast<size_t>(replicas));
-    RunHooks hooks;
-    hooks.finished = [&](pipe_rank *r) {
-      std::lock_guard<std::mutex> lock(mutex);
-      const RankReport report = reportOf(r);
-      weights[static_cast<size_t>(report.replica)] = valuesOf(pipe_param(r, 0));
-      reports[static_cast<size_t>(report.replica)] = report;
-    };
-    ASSERT_EQ(runInThreads(settings,
-                           std::vector<RankProgram>(static_cast<size_t>(replicas),
-                                                    RankProgram{ringSetup, ringStep}),
-                           1, hooks),
-              "")
-        << replicas << " replicas of " << elements << " elements";
-    for (int64_t i = 0; i < elements; ++i) {
-      double mean = 0;
-      for (int j = 0; j < replicas; ++j)
-        mean += ringGradient(j, i);
-      mean /= replicas;
-      EXPECT_NEAR(weights[0][static_cast<size_t>(i)], -mean, 1e-6 * (1 + mean))
-          << "element " << i << " of " << elements << ", " << replicas << " replicas";
-    }
-    for (int j = 1; j < replicas; ++j)
-      EXPECT_EQ(weights[static_cast<size_t>(j)], weights[0]) << "replica " << j;
-    // Each replica passes chunks of about 1/R of the gradient, never whole
-    // gradients: replica 0's messages stay below the (R - 1) gradients a gather
-    // to it would hold.
-    if (elements >= 1000)
-      for (const RankReport &report : reports)
-        EXPECT_LT(report.peak[PIPE_MEM_COMM], (replicas - 1) * elements * 4)
-            << "replica " << report.replica;
-    for (const RankReport &report : reports) {
-      ASSERT_EQ(report.steps.size(), 1u);
-      EXPECT_GT(report.steps[0].allReduceMs, 0) << "replica " << report.replica;
-    }
-  }
+void accumulateAfterAllReduce(pipe_rank *r) {
+  pipe_step_begin(r);
+  pipe_all_reduce_grads(r);
+  pipe_tensor *g = pipe_alloc(r, PIPE_F32, PIPE_INTS(ringSizes[0]), PIPE_MEM_WORKSPACE);
+  pipe_accumulate_grad(r, 0, g);
+  pipe_free(r, g);
+  pipe_step_end(r);
+}
+
+TEST(Run, ReplicasRefuseUpdatesOfGradientsTheyDidNotAverage) {
+  ringSizes = {4};
+  RunSettings settings = settingsFor(1);
+  settings.replicas = 2;
+  const std::string skipped =
+      runInThreads(settings, std::vector<RankProgram>(2, {ringSetup, updateBeforeAllReduce}), 1,
+                   {});
+  EXPECT_NE(skipped.find("pipe_update: the gradient of parameter w0 is not averaged over the 2 "
+                         "replicas (pipe_all_reduce_grads must come before the updates"),
+            std::string::npos)
+      << skipped;
+  const std::string late =
+      runInThreads(settings, std::vector<RankProgram>(2, {ringSetup, accumulateAfterAllReduce}),
+                   1, {});
+  EXPECT_NE(late.find("pipe_accumulate_grad: parameter w0 after this step's "
+                      "pipe_all_reduce_grads"),
+            std::string::npos)
+      << late;
+  // One replica: nothing to average, and the updates need no all-reduce.
+  settings.replicas = 1;
+  EXPECT_EQ(runInThreads(settings, {{ringSetup, updateBeforeAllReduce}}, 1, {}), "");
 }
 
 // --- Failures. --------------------------------------------------------------

@@ -1494,6 +1494,8 @@ LogicalResult RankEmitter::emit(PipelineOp pipeline) {
       call(b, loc, "pipe_action_end", {r}, false);
     }
     call(b, loc, "pipe_action_begin", {r, "PIPE_ACTION_OPTIMIZER", -1, -1}, false);
+    // Data-parallel replicas average the gradients first (nothing with one).
+    call(b, loc, "pipe_all_reduce_grads", {r}, false);
     for (const ProgramParameter &p : tables.parameters)
       if (p.trainable && p.ownerRank == rank)
         call(b, loc, "pipe_update", {r, static_cast<int64_t>(p.id)}, false);

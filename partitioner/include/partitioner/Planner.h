@@ -387,12 +387,20 @@ struct AllReduceGroup {
   int size() const { return nodes * perNode; }
 };
 
+/// The gradients a GPU all-reduces are laid end to end and cut into buckets of
+/// at most this many bytes, one all-reduce each (the runtime's
+/// RunSettings::allReduceBucketBytes; pipe-opt writes it to program.json). It
+/// bounds the messages' memory to a few chunks of a bucket.
+constexpr double kAllReduceBucketBytes = 25.0 * 1024 * 1024;
+
 /// Time of an all-reduce of `bytes` (each GPU's gradient) over `group` on
-/// `platform`'s links, each GPU on its own link: a ring inside one node, a ring
-/// across nodes with one GPU each, else the faster of a flat ring (every step at
-/// the slower link's pace) and the hierarchical all-reduce (reduce-scatter
-/// inside each node, a ring across nodes on 1/perNode of the bytes, all-gather
-/// inside each node). A ring over k GPUs is 2(k-1) steps of bytes/k.
+/// `platform`'s links, each GPU on its own link, one bucket
+/// (kAllReduceBucketBytes) after the other. A bucket takes a ring inside one
+/// node, a ring across nodes with one GPU each, else the faster of a flat ring
+/// (every step at the slower link's pace) and the hierarchical all-reduce
+/// (reduce-scatter inside each node, a ring across nodes on 1/perNode of the
+/// bytes, all-gather inside each node). A ring over k GPUs is 2(k-1) steps of
+/// bytes/k.
 double allReduceMs(const Platform &platform, const AllReduceGroup &group, double bytes);
 
 /// One (replicas x stages) split of the problem's GPUs.

@@ -167,7 +167,7 @@ ProgramInfo parseProgramInfo(const std::string &text, const std::string &file,
     const Fields root = Fields::document(
         document, file,
         {"schema_version", "model", "ranks", "stages", "microbatches", "replicas",
-         "micro_batch_size",
+         "all_reduce_bucket_bytes", "micro_batch_size",
          "rank_of_stage", "loss", "optimizer", "inputs", "labels", "output_grads", "parameters",
          "predicted"});
     int64_t schema = root.integer("schema_version", 1, 0, kMaxInt32);
@@ -179,6 +179,8 @@ ProgramInfo parseProgramInfo(const std::string &text, const std::string &file,
     info.ranks = static_cast<int>(root.integer("ranks", 0, 1, kMaxRanks));
     info.microbatches = static_cast<int>(root.integer("microbatches", 1, 1, kMaxMicrobatches));
     info.replicas = static_cast<int>(root.integer("replicas", 1, 1, kMaxRanks / info.ranks));
+    info.allReduceBucketBytes =
+        root.integer("all_reduce_bucket_bytes", 0, 1, int64_t(1) << 50);
     info.microBatchSize = root.integer("micro_batch_size", 1, 0, kMaxDim);
     // A plan may leave GPUs idle (fewer stages than ranks): their programs
     // only take part in the optimizer step.

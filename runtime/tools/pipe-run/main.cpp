@@ -410,6 +410,8 @@ int main(int argc, char **argv) {
     settings.ranks = program.ranks;
     settings.microbatches = program.microbatches;
     settings.replicas = options.replicas;
+    if (program.allReduceBucketBytes > 0)
+      settings.allReduceBucketBytes = program.allReduceBucketBytes;
     settings.seed = options.seed;
     settings.timeoutSeconds = options.timeout;
     settings.modelPath = options.model.empty() ? program.model : options.model;

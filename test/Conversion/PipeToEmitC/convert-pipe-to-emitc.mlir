@@ -67,6 +67,7 @@
 // RANK0: pipe_action_begin([[R]], PIPE_ACTION_BACKWARD, 0, 0);
 // RANK0-NEXT: stage0_backward([[R]], 0);
 // RANK0: pipe_action_begin([[R]], PIPE_ACTION_OPTIMIZER, -1, -1);
+// RANK0-NEXT: pipe_all_reduce_grads([[R]]);
 // RANK0: pipe_update([[R]], 0);
 // RANK0: pipe_update([[R]], 3);
 // RANK0: pipe_step_end([[R]]);

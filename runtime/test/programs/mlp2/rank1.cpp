@@ -74,6 +74,7 @@ extern "C" void pipe_program_step(pipe_rank *r) {
     pipe_action_begin(r, PIPE_ACTION_BACKWARD, 1, mb); stage1_backward(r, mb); pipe_action_end(r);
   }
   pipe_action_begin(r, PIPE_ACTION_OPTIMIZER, -1, -1);
+  pipe_all_reduce_grads(r);
   pipe_update(r, 2);
   pipe_update(r, 3);
   pipe_action_end(r);

@@ -54,6 +54,7 @@ extern "C" void pipe_program_step(pipe_rank *r) {
   pipe_action_begin(r, PIPE_ACTION_BACKWARD, 0, 2); stage0_backward(r, 2); pipe_action_end(r);
   pipe_action_begin(r, PIPE_ACTION_BACKWARD, 0, 3); stage0_backward(r, 3); pipe_action_end(r);
   pipe_action_begin(r, PIPE_ACTION_OPTIMIZER, -1, -1);
+  pipe_all_reduce_grads(r);
   pipe_update(r, 0);
   pipe_action_end(r);
   pipe_step_end(r);
