@@ -203,8 +203,12 @@ void pipe::driver::writeHeader(const pipeline::PartitionOutcome &outcome,
   } else {
     const int gpus = split->replicas * split->stages;
     os << "GPUs:         " << gpus << " (--gpus) as " << split->replicas << " x " << split->stages
-       << ": " << split->replicas << " data-parallel replicas of a " << split->stages
-       << "-GPU pipeline ("
+       << ": "
+       << (split->replicas == 1
+               ? "one " + std::to_string(split->stages) +
+                     "-GPU pipeline, no data-parallel replicas ("
+               : std::to_string(split->replicas) + " data-parallel replicas of a " +
+                     std::to_string(split->stages) + "-GPU pipeline (")
        << (options.plan.stages == 0 ? "the split with the shortest iteration"
                                     : "--pipeline-stages")
        << "), placed " << partitioner::toString(split->layout) << "; each replica trains "

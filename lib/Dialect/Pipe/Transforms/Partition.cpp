@@ -131,9 +131,11 @@ std::string describeLinks(const partitioner::Platform &platform) {
       .str();
 }
 
-/// What to try when no plan fits: concrete numbers where the model gives them.
-void adviseOnInfeasibility(const PartitionOutcome &outcome, Diagnostic &diag) {
-  const partitioner::Problem &problem = outcome.problem;
+/// What to try when no plan of `problem` fits (`bounds` its planning's):
+/// concrete numbers where the model gives them.
+void adviseOnInfeasibility(const partitioner::Problem &problem,
+                           const partitioner::LowerBounds &bounds, int64_t microBatchSize,
+                           StringRef dtype, Diagnostic &diag) {
   const double limit = problem.platform.memoryBytesPerGpu;
   const partitioner::ByteUnits units = problem.platform.byteUnits;
   double state = 0, saved = 0;
@@ -173,18 +175,18 @@ void adviseOnInfeasibility(const PartitionOutcome &outcome, Diagnostic &diag) {
     diag.attachNote() << "advice: more GPUs: parameters and optimizer state alone need "
                       << partitioner::formatBytes(state, units) << ", at least " << forState
                       << " GPUs of " << partitioner::formatBytes(limit, units);
-  else if (outcome.report.bounds.memoryInfeasible)
+  else if (bounds.memoryInfeasible)
     diag.attachNote() << "advice: more GPUs do not help (madpipe finds no plan on " << tried
-                      << " GPUs either): " << outcome.report.bounds.memoryReason;
+                      << " GPUs either): " << bounds.memoryReason;
   else
     diag.attachNote() << "advice: more GPUs: madpipe finds no plan on " << tried
                       << " GPUs either; shrink the activations";
-  if (outcome.microBatchSize > 1)
-    diag.attachNote() << "advice: a smaller --micro-batch-size (now " << outcome.microBatchSize
+  if (microBatchSize > 1)
+    diag.attachNote() << "advice: a smaller --micro-batch-size (now " << microBatchSize
                       << "): activations saved for the backward pass are "
                       << partitioner::formatBytes(saved, units)
                       << " per micro-batch and scale with it";
-  if (outcome.dtype == "fp32" || outcome.dtype == "tf32")
+  if (dtype == "fp32" || dtype == "tf32")
     diag.attachNote() << "advice: --dtype=bf16 halves the saved activations ("
                       << partitioner::formatBytes(saved, units) << " -> "
                       << partitioner::formatBytes(saved / 2, units)
@@ -229,7 +231,8 @@ LogicalResult planOnePipeline(ModuleOp module, func::FuncOp func, PartitionOutco
     auto diag = func.emitError("no plan fits ") << options.stages << " GPUs";
     for (const partitioner::PlanResult &result : outcome.report.results)
       diag.attachNote() << result.algorithm << ": " << result.reason;
-    adviseOnInfeasibility(outcome, *diag.getUnderlyingDiagnostic());
+    adviseOnInfeasibility(outcome.problem, outcome.report.bounds, outcome.microBatchSize,
+                          outcome.dtype, *diag.getUnderlyingDiagnostic());
     explain(diag);
     return diag;
   }
@@ -263,6 +266,20 @@ LogicalResult planReplicaSplits(func::FuncOp func, PartitionOutcome &outcome,
                 << report.gpus << " GPUs into replicas of a pipeline has a plan";
     for (const partitioner::ReplicaPlan &split : report.candidates)
       diag.attachNote() << split.replicas << " x " << split.stages << ": " << split.reason;
+    // Advice as for one pipeline, on the planned split with the most stages
+    // (the one that spreads the memory widest): its figures are a replica's.
+    const partitioner::ReplicaPlan *deepest = nullptr;
+    for (const partitioner::ReplicaPlan &split : report.candidates)
+      if (!split.pipeline.results.empty() && (!deepest || split.stages > deepest->stages))
+        deepest = &split;
+    if (deepest) {
+      diag.attachNote() << "advice for the pipeline of " << deepest->replicas << " x "
+                        << deepest->stages
+                        << " (the split with the most stages), in GPUs per replica:";
+      adviseOnInfeasibility(deepest->pipelineProblem, deepest->pipeline.bounds,
+                            outcome.microBatchSize, outcome.dtype,
+                            *diag.getUnderlyingDiagnostic());
+    }
     explain(diag);
     return diag;
   }
