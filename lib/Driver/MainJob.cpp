@@ -254,7 +254,8 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   };
   hooks.onSplit = [&](const partitioner::ReplicaPlan &split) {
     progress.step(llvm::formatv(
-        "{0} replicas x {1} stages: {2} ({3:f2} s)", split.replicas, split.stages,
+        "{0} replicas x {1} stages{2}: {3} ({4:f2} s)", split.replicas, split.stages,
+        split.replicas > 1 && split.stages > 1 ? " " + partitioner::toString(split.layout) : "",
         split.valid ? llvm::formatv("iteration {0:f3} ms with the all-reduces", split.iterationMs)
                           .str()
                     : split.reason,
@@ -267,9 +268,13 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   hooks.onPlanned = [&](ModuleOp, pipeline::PartitionOutcome &result) -> LogicalResult {
     const partitioner::PlanResult &best = *result.report.best();
     if (const partitioner::ReplicaPlan *split = result.replicaSplit())
-      progress.step(llvm::formatv("chose {0} replicas x {1} stages: iteration {2:f3} ms with the "
-                                  "gradient all-reduces",
-                                  split->replicas, split->stages, split->iterationMs));
+      progress.step(llvm::formatv("chose {0} replicas x {1} stages{2}: iteration {3:f3} ms with "
+                                  "the gradient all-reduces",
+                                  split->replicas, split->stages,
+                                  split->replicas > 1 && split->stages > 1
+                                      ? " " + partitioner::toString(split->layout)
+                                      : "",
+                                  split->iterationMs));
     progress.step(llvm::formatv("chose {0} by {1}: iteration {2:f3} ms, period {3:f3} ms; {4}",
                                 best.algorithm, result.objective, best.iterationMs,
                                 best.periodMs, partitioner::describeStages(result.problem, best)));
@@ -375,6 +380,8 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
                                                            ? outcome->replicaSplit()->iterationMs
                                                            : best.iterationMs},
                                       {"replicas", outcome->replicas()},
+                                      {"replica_layout",
+                                       partitioner::toString(outcome->replicaLayout())},
                                       {"tool_version", toolVersion()}};
     std::string error;
     if (failed(onnx_import::writeOnnxWithStages(options.modelPath, options.onnxWithPlan,

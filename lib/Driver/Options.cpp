@@ -64,6 +64,12 @@ LogicalResult pipe::driver::checkMainJobOptions(const MainJobOptions &options,
                     " replicas (--gpus=" + text(partition.gpus) + " / --pipeline-stages=" +
                     text(partition.stages) + ")");
   }
+  if (partition.replicaLayout != "auto" && partition.replicaLayout != "pipeline-major" &&
+      partition.replicaLayout != "stage-major")
+    return refuse("--replica-layout must be auto, pipeline-major or stage-major, got '" +
+                  partition.replicaLayout + "'");
+  if (partition.replicaLayout != "auto" && partition.gpus == 0)
+    return refuse("--replica-layout applies with --gpus (or --replicas)");
   if (partition.gpus > 0 && partition.objective == "period")
     return refuse("--objective=period does not apply with --gpus: replicas are planned for "
                   "the iteration time, the step's");

@@ -223,7 +223,7 @@ void pipe::driver::writeHeader(const pipeline::PartitionOutcome &outcome,
                           longestAllReduceMs(*split), split->replicas, split->group.nodes, split->group.perNode,
                           split->iterationMs, split->pipelineIterationMs);
     for (const partitioner::ReplicaPlan &tried : outcome.replicaSplits->candidates) {
-      os << "              " << tried.replicas << " x " << tried.stages << ": ";
+      os << "              " << partitioner::describeSplit(tried) << ": ";
       if (tried.valid)
         os << llvm::formatv("iteration {0:f3} ms (pipeline {1:f3} ms, all-reduce up to {2:f3} ms)",
                             tried.iterationMs, tried.pipelineIterationMs,
@@ -271,6 +271,7 @@ std::string pipe::driver::replayCommand(const std::string &problemPath,
   if (options.plan.gpus > 0)
     command += " --gpus " + std::to_string(options.plan.gpus) + " --stages " +
                (options.plan.stages > 0 ? std::to_string(options.plan.stages) : "auto") +
-               " --layout pipeline-major";
+               (options.plan.replicaLayout != "auto" ? " --layout " + options.plan.replicaLayout
+                                                     : std::string());
   return command;
 }

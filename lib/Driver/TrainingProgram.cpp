@@ -204,9 +204,15 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
   if (description->replicas != outcome.replicas())
     return module.emitError("internal error: the plan in the IR has ")
            << description->replicas << " replicas, the planner chose " << outcome.replicas();
+  if (description->replicaLayout != partitioner::toString(outcome.replicaLayout()))
+    return module.emitError("internal error: the plan in the IR places its replicas ")
+           << description->replicaLayout << ", the planner chose "
+           << partitioner::toString(outcome.replicaLayout());
   program["replicas"] = description->replicas;
-  if (description->replicas > 1)
+  if (description->replicas > 1) {
+    program["replica_layout"] = description->replicaLayout;
     program["all_reduce_bucket_bytes"] = static_cast<int64_t>(partitioner::kAllReduceBucketBytes);
+  }
   program["micro_batch_size"] =
       !description->inputs.empty() && !description->inputs.front().shape.empty()
           ? description->inputs.front().shape.front()

@@ -474,8 +474,7 @@ void writeReplicaPlanJson(const ReplicaReport &report, std::ostream &out, bool t
     std::string reason = "no split of the GPUs into replicas has a valid plan";
     for (const ReplicaPlan &c : report.candidates)
       if (!c.reason.empty()) {
-        reason += " (" + std::to_string(c.replicas) + " x " + std::to_string(c.stages) + ": " +
-                  c.reason + ")";
+        reason += " (" + describeSplit(c) + ": " + c.reason + ")";
         break;
       }
     document["error"] = reason;

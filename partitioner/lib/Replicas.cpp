@@ -70,7 +70,7 @@ void requireEvenGroups(ReplicaLayout layout, int stages, int replicas, int gpusP
       ++perNode[globalGpu(layout, gpu, j, stages, replicas) / gpusPerNode];
     for (const auto &[node, count] : perNode)
       if (count != perNode.begin()->second)
-        throw Error(toString(layout) + ": the " + std::to_string(replicas) +
+        throw Error("the " + std::to_string(replicas) +
                     " replicas of GPU " + std::to_string(gpu) + " sit unevenly on nodes of " +
                     std::to_string(gpusPerNode) + " GPUs (" +
                     std::to_string(perNode.begin()->second) + " on node " +
@@ -101,11 +101,11 @@ Problem pipelineProblemOf(const Problem &problem, int stages, ReplicaLayout layo
   // one of stride r has g / r of its GPUs per node (1 when r >= g).
   if (layout == ReplicaLayout::PipelineMajor) {
     if (replicas > 1 && stages % perNode != 0 && perNode % stages != 0)
-      throw Error("pipeline-major: " + std::to_string(stages) + " stages do not tile nodes of " +
+      throw Error(std::to_string(stages) + " stages do not tile nodes of " +
                   std::to_string(perNode) + " GPUs");
   } else {
     if (replicas % perNode != 0 && perNode % replicas != 0)
-      throw Error("stage-major: " + std::to_string(replicas) + " replicas do not tile nodes of " +
+      throw Error(std::to_string(replicas) + " replicas do not tile nodes of " +
                   std::to_string(perNode) + " GPUs");
     pipeline.platform.gpusPerNode = replicas >= perNode ? 1 : perNode / replicas;
   }
@@ -142,6 +142,13 @@ double allReduceMs(const Platform &platform, const AllReduceGroup &group, double
   const double buckets = std::floor(bytes / kAllReduceBucketBytes);
   return buckets * bucketMs(platform, group, kAllReduceBucketBytes) +
          bucketMs(platform, group, bytes - buckets * kAllReduceBucketBytes);
+}
+
+std::string describeSplit(const ReplicaPlan &split) {
+  std::string text = std::to_string(split.replicas) + " x " + std::to_string(split.stages);
+  if (split.replicas > 1 && split.stages > 1)
+    text += " " + toString(split.layout);
+  return text;
 }
 
 Expected<Problem> replicaPipelineProblem(const Problem &problem, int stages, ReplicaLayout layout) {

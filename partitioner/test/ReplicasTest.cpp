@@ -349,7 +349,7 @@ TEST(Replicas, SplitsWithUnevenAllReduceGroupsAreRefusedAndTheOthersPricedAsRing
   ASSERT_EQ(report.candidates.size(), 1u);
   EXPECT_FALSE(report.candidates[0].valid);
   EXPECT_EQ(report.candidates[0].reason,
-            "pipeline-major: the 3 replicas of GPU 0 sit unevenly on nodes of 8 GPUs (2 on node "
+            "the 3 replicas of GPU 0 sit unevenly on nodes of 8 GPUs (2 on node "
             "0, 1 on node 1)");
   EXPECT_FALSE(planReplicas(problem, {4}, {}, {}).ok());
 }

@@ -23,8 +23,23 @@ double nowMs(const pipe_rank *r) {
       .count();
 }
 
+const char *layoutName(ReplicaLayout layout) {
+  return layout == ReplicaLayout::StageMajor ? "stage-major" : "pipeline-major";
+}
+
+RankPlace rankPlace(ReplicaLayout layout, int replicas, int pipelineRanks, int k) {
+  return layout == ReplicaLayout::StageMajor ? RankPlace{k % replicas, k / replicas}
+                                             : RankPlace{k / pipelineRanks, k % pipelineRanks};
+}
+
+int transportRankOf(ReplicaLayout layout, int replicas, int pipelineRanks, RankPlace place) {
+  return layout == ReplicaLayout::StageMajor ? place.rank * replicas + place.replica
+                                             : place.replica * pipelineRanks + place.rank;
+}
+
 int32_t transportRank(const pipe_rank *r, int32_t rank, int32_t replica) {
-  return (replica < 0 ? r->replica : replica) * r->pipelineRanks + rank;
+  return transportRankOf(r->settings.layout, r->settings.replicas, r->pipelineRanks,
+                         {replica < 0 ? r->replica : replica, rank});
 }
 
 int32_t stepMicrobatch(pipe_rank *r, int32_t microbatch) {
@@ -44,8 +59,9 @@ void placeInReplica(pipe_rank *r, int rank, int ranks) {
     throw Failure("runtime: " + std::to_string(ranks) + " ranks cannot hold " +
                   std::to_string(replicas) + " replicas of one pipeline");
   r->pipelineRanks = ranks / replicas;
-  r->replica = rank / r->pipelineRanks;
-  r->id = rank % r->pipelineRanks;
+  const RankPlace place = rankPlace(r->settings.layout, replicas, r->pipelineRanks, rank);
+  r->replica = place.replica;
+  r->id = place.rank;
 }
 
 std::string nodeName(const pipe_rank *r, int32_t node) {

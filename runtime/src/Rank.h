@@ -63,7 +63,8 @@ struct pipe_rank {
   /// The program's rank: its place in the pipeline (pipe_program_rank).
   int32_t id = 0;
   /// Data-parallel replicas (RunSettings::replicas): this rank runs pipeline
-  /// rank `id` of replica `replica`, transport rank replica * pipelineRanks + id.
+  /// rank `id` of replica `replica`, at the transport rank the run's layout
+  /// gives (transportRank).
   int32_t replica = 0;
   int32_t pipelineRanks = 1;
   piperun::RunSettings settings;

@@ -24,16 +24,38 @@ namespace piperun {
 class DataSource;
 class Transport;
 
+/// How the transport ranks of data-parallel replicas are laid out (the plan's
+/// `replica_layout`): pipeline-major, replica j on ranks j*P .. j*P+P-1 (each
+/// pipeline on consecutive ranks); stage-major, pipeline rank p's replicas on
+/// ranks p*R .. p*R+R-1 (each all-reduce group on consecutive ranks).
+enum class ReplicaLayout { PipelineMajor, StageMajor };
+
+/// "pipeline-major" or "stage-major".
+PIPE_EXPORT const char *layoutName(ReplicaLayout layout);
+
+/// A transport rank's place: its replica and its rank in the pipeline.
+struct RankPlace {
+  int replica = 0;
+  int rank = 0;
+};
+
+/// The place of transport rank `k` among `replicas` copies of a pipeline of
+/// `pipelineRanks` ranks, and back.
+PIPE_EXPORT RankPlace rankPlace(ReplicaLayout layout, int replicas, int pipelineRanks, int k);
+PIPE_EXPORT int transportRankOf(ReplicaLayout layout, int replicas, int pipelineRanks,
+                                RankPlace place);
+
 /// What every rank of a run shares.
 struct RunSettings {
   int ranks = 1;        ///< of one pipeline (the program's)
   int microbatches = 1; ///< per step and replica; --data rows are replicas x microbatches x
                         ///< micro-batch size
   /// Data-parallel replicas of the pipeline: the run's transport ranks are
-  /// replicas x the pipeline's, replica j on ranks j*P .. j*P+P-1; each step's
-  /// micro-batches are split among them and every parameter's gradient is
-  /// averaged over them before its update (docs/runtime.md, "Replicas").
+  /// replicas x the pipeline's, placed by `layout`; each step's micro-batches
+  /// are split among them and every parameter's gradient is averaged over them
+  /// before its update (docs/runtime.md, "Replicas").
   int replicas = 1;
+  ReplicaLayout layout = ReplicaLayout::PipelineMajor;
   /// The largest bucket of one ring all-reduce of the gradients (replicas > 1;
   /// pipe_all_reduce_grads): the plan's, program.json "all_reduce_bucket_bytes".
   int64_t allReduceBucketBytes = int64_t(25) << 20;

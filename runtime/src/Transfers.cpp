@@ -291,6 +291,10 @@ void allReduceGradients(pipe_rank *r) {
       fail(r, "%s: %s", what, problem.c_str());
     return k;
   };
+  // The pipeline's sends still in flight (a last gradient, a tied parameter's)
+  // leave first: the plan's timeline has them taken before the all-reduce, and
+  // its chunks would otherwise add to them.
+  drainSends(r);
   HostAccess host(r);
   const FlatGradients flat(r, host);
   const int64_t total = flat.size();

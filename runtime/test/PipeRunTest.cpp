@@ -306,6 +306,28 @@ TEST(PipeRun, RelayReplicasTrainTheSameWithMpi) {
       << mpi.out;
   EXPECT_EQ(lossesOf(mpi.out), lossesOf(threads.out));
   EXPECT_EQ(readNpz(dir + "/w.npz")[0].bytes, readNpz(dir + "/wm.npz")[0].bytes);
+
+  // Placed stage-major (program.json's replica_layout): process k runs pipeline
+  // rank k / 2 of replica k % 2, and trains the same.
+  nlohmann::json program = nlohmann::json::parse(readFile(dir + "/program.json"));
+  program["replica_layout"] = "stage-major";
+  writeFile(dir + "/program.json", program.dump(2));
+  CommandResult stageMajor = mpiRun(4, {dir, "--steps", "3", "--data", dir + "/data.npz",
+                                        "--save-weights", dir + "/ws.npz", "--replicas", "2"});
+  expectRelayTrained(stageMajor, data, dir + "/ws.npz", 2);
+  EXPECT_NE(stageMajor.out.find("2 replicas of the 2-rank pipeline, ranks placed stage-major"),
+            std::string::npos)
+      << stageMajor.out;
+  EXPECT_EQ(lossesOf(stageMajor.out), lossesOf(threads.out));
+  EXPECT_EQ(readNpz(dir + "/w.npz")[0].bytes, readNpz(dir + "/ws.npz")[0].bytes);
+  program["replica_layout"] = "diagonal";
+  writeFile(dir + "/program.json", program.dump(2));
+  CommandResult unknown = pipeRun({dir, "--steps", "1", "--replicas", "2"});
+  EXPECT_EQ(unknown.exitCode, 1);
+  EXPECT_NE(unknown.err.find("replica_layout is 'diagonal', expected pipeline-major or "
+                             "stage-major"),
+            std::string::npos)
+      << unknown.err;
 }
 
 TEST(PipeRun, SyntheticDataIsTheSameOnThreadsAndMpi) {

@@ -227,6 +227,37 @@ TEST(Run, ReplicasDrawTheirShareOfTheStepsMicroBatches) {
 
   EXPECT_EQ(runInThreads(settings, {first, last, first}, 1, {}),
             "runtime: 3 ranks cannot hold 2 replicas of one pipeline");
+
+  // Stage-major: pipeline rank p's replicas on transport ranks 2 p and 2 p + 1;
+  // replica j's last rank is transport rank 2 + j, with the same losses.
+  settings.layout = ReplicaLayout::StageMajor;
+  std::map<int, std::vector<double>> pipelineMajor;
+  pipelineMajor.swap(losses);
+  ASSERT_EQ(runInThreads(settings, {first, first, last, last}, 1, hooks), "");
+  ASSERT_EQ(losses.size(), 2u);
+  for (int replica = 0; replica < 2; ++replica)
+    EXPECT_EQ(losses[2 + replica], pipelineMajor[2 * replica + 1]) << "replica " << replica;
+}
+
+TEST(Run, ReplicaLayoutsPlaceEveryTransportRankOnce) {
+  for (ReplicaLayout layout : {ReplicaLayout::PipelineMajor, ReplicaLayout::StageMajor})
+    for (int replicas = 1; replicas <= 5; ++replicas)
+      for (int ranks = 1; ranks <= 4; ++ranks) {
+        std::set<std::pair<int, int>> seen;
+        for (int k = 0; k < replicas * ranks; ++k) {
+          const RankPlace place = rankPlace(layout, replicas, ranks, k);
+          ASSERT_TRUE(place.replica >= 0 && place.replica < replicas && place.rank >= 0 &&
+                      place.rank < ranks);
+          EXPECT_TRUE(seen.insert({place.replica, place.rank}).second);
+          EXPECT_EQ(transportRankOf(layout, replicas, ranks, place), k);
+          // Pipeline-major keeps a pipeline's ranks together, stage-major a
+          // pipeline rank's replicas.
+          if (layout == ReplicaLayout::PipelineMajor)
+            EXPECT_EQ(k / ranks, place.replica);
+          else
+            EXPECT_EQ(k / replicas, place.rank);
+        }
+      }
 }
 
 // --- The gradient all-reduce over replicas: rings of buckets. --------------

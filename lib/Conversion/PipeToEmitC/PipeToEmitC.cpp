@@ -1539,8 +1539,10 @@ FailureOr<ProgramDescription> pipe::describeProgram(PipelineOp pipeline) {
   d.ranks = tables->ranks;
   d.stages = pipeline.getNumStages();
   d.microbatches = pipeline.getMicrobatches();
-  if (PlanAttr plan = pipeline.getPlanAttr())
+  if (PlanAttr plan = pipeline.getPlanAttr()) {
     d.replicas = plan.getReplicas();
+    d.replicaLayout = plan.getReplicaLayout().str();
+  }
   d.rankOfStage = tables->rankOfStage;
   d.parameters = tables->parameters;
   d.training = pipeline.getTrainingAttr();

@@ -403,6 +403,11 @@ constexpr double kAllReduceBucketBytes = 25.0 * 1024 * 1024;
 /// bytes/k.
 double allReduceMs(const Platform &platform, const AllReduceGroup &group, double bytes);
 
+struct ReplicaPlan;
+/// "R x S", and its layout where it matters (several replicas of several
+/// stages): "2 x 4 stage-major".
+std::string describeSplit(const ReplicaPlan &split);
+
 /// One (replicas x stages) split of the problem's GPUs.
 struct ReplicaPlan {
   int stages = 0, replicas = 0;

@@ -167,7 +167,7 @@ ProgramInfo parseProgramInfo(const std::string &text, const std::string &file,
     const Fields root = Fields::document(
         document, file,
         {"schema_version", "model", "ranks", "stages", "microbatches", "replicas",
-         "all_reduce_bucket_bytes", "micro_batch_size",
+         "replica_layout", "all_reduce_bucket_bytes", "micro_batch_size",
          "rank_of_stage", "loss", "optimizer", "inputs", "labels", "output_grads", "parameters",
          "predicted"});
     int64_t schema = root.integer("schema_version", 1, 0, kMaxInt32);
@@ -181,6 +181,10 @@ ProgramInfo parseProgramInfo(const std::string &text, const std::string &file,
     info.replicas = static_cast<int>(root.integer("replicas", 1, 1, kMaxRanks / info.ranks));
     info.allReduceBucketBytes =
         root.integer("all_reduce_bucket_bytes", 0, 1, int64_t(1) << 50);
+    info.replicaLayout = root.string("replica_layout", "pipeline-major");
+    if (info.replicaLayout != "pipeline-major" && info.replicaLayout != "stage-major")
+      throw std::runtime_error(root.field("replica_layout") + " is '" + info.replicaLayout +
+                               "', expected pipeline-major or stage-major");
     info.microBatchSize = root.integer("micro_batch_size", 1, 0, kMaxDim);
     // A plan may leave GPUs idle (fewer stages than ranks): their programs
     // only take part in the optimizer step.

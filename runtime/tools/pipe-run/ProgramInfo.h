@@ -39,6 +39,8 @@ struct ProgramInfo {
   int replicas = 1;     ///< data-parallel copies of the pipeline pipe-opt planned
   /// The plan's largest bucket of one gradient all-reduce ring (0: the runtime's).
   int64_t allReduceBucketBytes = 0;
+  /// How the replicas' ranks are placed: "pipeline-major" or "stage-major".
+  std::string replicaLayout = "pipeline-major";
   int64_t microBatchSize = 1;
   std::string model; ///< absolute, or empty when the program names none
   std::string loss;  ///< "" when the program has none

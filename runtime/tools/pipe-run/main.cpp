@@ -412,6 +412,8 @@ int main(int argc, char **argv) {
     settings.replicas = options.replicas;
     if (program.allReduceBucketBytes > 0)
       settings.allReduceBucketBytes = program.allReduceBucketBytes;
+    settings.layout = program.replicaLayout == "stage-major" ? ReplicaLayout::StageMajor
+                                                              : ReplicaLayout::PipelineMajor;
     settings.seed = options.seed;
     settings.timeoutSeconds = options.timeout;
     settings.modelPath = options.model.empty() ? program.model : options.model;
@@ -430,9 +432,13 @@ int main(int argc, char **argv) {
   facts.steps = options.steps;
   facts.replicas = options.replicas;
   const int worldRanks = program.ranks * options.replicas;
+  auto placeOf = [&](int k) {
+    return rankPlace(settings.layout, options.replicas, program.ranks, k);
+  };
   const std::string replicaLine =
       options.replicas > 1 ? ": " + std::to_string(options.replicas) + " replicas of the " +
-                                 std::to_string(program.ranks) + "-rank pipeline"
+                                 std::to_string(program.ranks) + "-rank pipeline, ranks placed " +
+                                 layoutName(settings.layout)
                            : "";
 
   std::mutex printing;
@@ -459,7 +465,7 @@ int main(int argc, char **argv) {
     if (step.hasLoss && options.replicas > 1) {
       std::vector<std::optional<double>> &in = stepLosses[step.step];
       in.resize(static_cast<size_t>(options.replicas));
-      in[static_cast<size_t>(rank / program.ranks)] = step.loss;
+      in[static_cast<size_t>(placeOf(rank).replica)] = step.loss;
       if (std::any_of(in.begin(), in.end(), [](const auto &l) { return !l; }))
         return;
       double sum = 0;
@@ -477,8 +483,8 @@ int main(int argc, char **argv) {
   };
   hooks.finished = [&](pipe_rank *r) {
     RankReport report = reportOf(r);
-    Collected &mine =
-        collected[static_cast<size_t>(report.replica * program.ranks + report.rank)];
+    Collected &mine = collected[static_cast<size_t>(transportRankOf(
+        settings.layout, options.replicas, program.ranks, {report.replica, report.rank}))];
     mine.report = report;
     if (report.replica != 0)
       return; // replica 0's weights and gradients stand for all
@@ -496,7 +502,7 @@ int main(int argc, char **argv) {
         ranks.push_back(k);
       buildRanks(options.out, ranks, 2);
       for (int k = 0; k < worldRanks; ++k)
-        programs.push_back(loadRank(options.out, k % program.ranks));
+        programs.push_back(loadRank(options.out, placeOf(k).rank));
     } catch (const std::exception &e) {
       die(e.what());
     }
@@ -554,12 +560,12 @@ int main(int argc, char **argv) {
   try {
     // Replica 0's process of each pipeline rank compiles its program; the other
     // replicas load it once every one is built.
-    if (rank < program.ranks)
-      buildRanks(options.out, {rank}, 1);
+    if (placeOf(rank).replica == 0)
+      buildRanks(options.out, {placeOf(rank).rank}, 1);
     if (options.replicas > 1 && !world->barrier(kBuildSeconds))
       throw std::runtime_error("rank " + std::to_string(rank) + ": the rank programs were not " +
                                "built within " + std::to_string(kBuildSeconds) + " s");
-    mine = loadRank(options.out, rank % program.ranks);
+    mine = loadRank(options.out, placeOf(rank).rank);
   } catch (const std::exception &e) {
     abortWith(e.what());
   }

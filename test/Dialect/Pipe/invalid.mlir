@@ -286,3 +286,9 @@ pipe.pipeline @p attributes {num_stages = 1, microbatches = 1, schedule = "1f1b"
 // expected-error @+1 {{plan: stages, gpus, microbatches and replicas must be at least 1}}
 module attributes {pipe.plan = #pipe.plan<stages = 2, gpus = 2, microbatches = 1, replicas = 0>} {
 }
+
+// -----
+
+// expected-error @+1 {{plan: replica_layout must be pipeline-major or stage-major, got 'diagonal'}}
+module attributes {pipe.plan = #pipe.plan<stages = 2, gpus = 2, replicas = 2, replica_layout = "diagonal">} {
+}

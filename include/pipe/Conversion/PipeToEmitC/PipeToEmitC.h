@@ -44,8 +44,10 @@ struct ProgramTensor {
 
 struct ProgramDescription {
   int64_t ranks = 0, stages = 0, microbatches = 0;
-  /// Data-parallel copies of the pipeline that train together (the plan's).
+  /// Data-parallel copies of the pipeline that train together (the plan's),
+  /// and how they sit on the GPUs ("pipeline-major" or "stage-major").
   int64_t replicas = 1;
+  std::string replicaLayout = "pipeline-major";
   std::vector<int64_t> rankOfStage;
   std::vector<ProgramParameter> parameters;
   std::vector<ProgramTensor> inputs, labels, outputGradients;

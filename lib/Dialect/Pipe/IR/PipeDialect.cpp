@@ -110,10 +110,13 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                DenseI64ArrayAttr gpuOfStage,
                                ArrayAttr stageMetrics, ArrayAttr actions, int64_t parameters,
                                int64_t forwardFlops, DenseI64ArrayAttr recomputeStages,
-                               int64_t replicas) {
+                               int64_t replicas, StringRef replicaLayout) {
   if (stages < 1 || gpus < 1 || microbatches < 1 || microBatchSize < 0 || replicas < 1)
     return emitError() << "plan: stages, gpus, microbatches and replicas must be at least 1, "
                           "micro_batch_size at least 0";
+  if (replicaLayout != "pipeline-major" && replicaLayout != "stage-major")
+    return emitError() << "plan: replica_layout must be pipeline-major or stage-major, got '"
+                       << replicaLayout << "'";
   if (gpuOfStage) {
     if (gpuOfStage.size() != stages)
       return emitError() << "plan: gpu_of_stage has " << gpuOfStage.size() << " entries for "

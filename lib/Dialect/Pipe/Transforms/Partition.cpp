@@ -113,7 +113,7 @@ PlanAttr planAttribute(MLIRContext *context, const PartitionOutcome &outcome) {
       static_cast<int64_t>(std::llround(outcome.parameters)),
       static_cast<int64_t>(std::llround(outcome.forwardFlops)),
       recompute.empty() ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(recompute),
-      outcome.replicas());
+      outcome.replicas(), partitioner::toString(outcome.replicaLayout()));
 }
 
 std::string describeLinks(const partitioner::Platform &platform) {
@@ -239,9 +239,10 @@ LogicalResult planOnePipeline(ModuleOp module, func::FuncOp func, PartitionOutco
   return success();
 }
 
-/// The GPUs split into replicas x stages, pipeline-major (the layout pipe-run
-/// places its ranks in): the chosen split's replica becomes the outcome's
-/// problem and report; every split stays in `replicaSplits`.
+/// The GPUs split into replicas x stages, each split laid out pipeline-major
+/// and stage-major (pipe-run places its ranks as program.json's layout says):
+/// the chosen split's replica becomes the outcome's problem and report; every
+/// split stays in `replicaSplits`.
 LogicalResult planReplicaSplits(func::FuncOp func, PartitionOutcome &outcome,
                                 const PipePartitionOptions &options,
                                 const partitioner::PlanOptions &planOptions,
@@ -250,8 +251,15 @@ LogicalResult planReplicaSplits(func::FuncOp func, PartitionOutcome &outcome,
   std::vector<int> stageCounts;
   if (options.stages > 0)
     stageCounts.push_back(options.stages);
-  auto splits = partitioner::planReplicas(outcome.problem, stageCounts, planOptions,
-                                          {partitioner::ReplicaLayout::PipelineMajor},
+  std::vector<partitioner::ReplicaLayout> layouts{partitioner::ReplicaLayout::PipelineMajor,
+                                                  partitioner::ReplicaLayout::StageMajor};
+  if (options.replicaLayout != "auto") {
+    auto layout = partitioner::parseReplicaLayout(options.replicaLayout);
+    if (!layout)
+      return func.emitError("replica-layout: ") << layout.error();
+    layouts = {*layout};
+  }
+  auto splits = partitioner::planReplicas(outcome.problem, stageCounts, planOptions, layouts,
                                           hooks.onSplit);
   if (!splits) {
     auto diag = func.emitError(splits.error());
@@ -265,7 +273,7 @@ LogicalResult planReplicaSplits(func::FuncOp func, PartitionOutcome &outcome,
     auto diag = func.emitError("no split of the ")
                 << report.gpus << " GPUs into replicas of a pipeline has a plan";
     for (const partitioner::ReplicaPlan &split : report.candidates)
-      diag.attachNote() << split.replicas << " x " << split.stages << ": " << split.reason;
+      diag.attachNote() << partitioner::describeSplit(split) << ": " << split.reason;
     // Advice as for one pipeline, on the planned split with the most stages
     // (the one that spreads the memory widest): its figures are a replica's.
     const partitioner::ReplicaPlan *deepest = nullptr;
@@ -273,8 +281,7 @@ LogicalResult planReplicaSplits(func::FuncOp func, PartitionOutcome &outcome,
       if (!split.pipeline.results.empty() && (!deepest || split.stages > deepest->stages))
         deepest = &split;
     if (deepest) {
-      diag.attachNote() << "advice for the pipeline of " << deepest->replicas << " x "
-                        << deepest->stages
+      diag.attachNote() << "advice for the pipeline of " << partitioner::describeSplit(*deepest)
                         << " (the split with the most stages), in GPUs per replica:";
       adviseOnInfeasibility(deepest->pipelineProblem, deepest->pipeline.bounds,
                             outcome.microBatchSize, outcome.dtype,
@@ -441,6 +448,7 @@ struct PipePartitionPass : pipe::pipeline::impl::PipePartitionBase<PipePartition
     PipePartitionOptions options;
     options.stages = stages;
     options.gpus = gpus;
+    options.replicaLayout = replicaLayout;
     options.memory = memory;
     options.target = target;
     options.microBatchSize = microBatchSize;

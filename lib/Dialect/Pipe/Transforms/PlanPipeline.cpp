@@ -30,6 +30,7 @@ PipePartitionOptions pipe::pipeline::partitionOptions(const PipePlanPipelineOpti
   PipePartitionOptions partition;
   partition.stages = options.stages;
   partition.gpus = options.gpus;
+  partition.replicaLayout = options.replicaLayout;
   partition.memory = options.memory;
   partition.target = options.target;
   partition.microBatchSize = options.microBatchSize;
@@ -82,6 +83,7 @@ struct PipePlanPass : pipe::pipeline::impl::PipePlanPipelineBase<PipePlanPass> {
     PipePlanPipelineOptions values;
     values.stages = stages;
     values.gpus = gpus;
+    values.replicaLayout = replicaLayout;
     values.memory = memory;
     values.target = target;
     values.microBatchSize = microBatchSize;
@@ -108,11 +110,10 @@ struct PipePlanPass : pipe::pipeline::impl::PipePlanPipelineBase<PipePlanPass> {
 
   /// Every option of this pass, in declaration order.
   std::vector<const llvm::cl::Option *> optionList() const {
-    return {&stages,    &gpus,      &memory,    &target,       &microBatchSize, &microbatches,
-            &algo,      &schedule,  &dtype,        &optimizer,      &profile,
-            &objective, &timeLimit, &generalBound, &recompute,      &loss,
-            &train,     &lr,        &momentum,     &beta1,          &beta2,
-            &eps,       &weightDecay};
+    return {&stages,    &gpus,      &replicaLayout, &memory,       &target,         &microBatchSize,
+            &microbatches, &algo,   &schedule,      &dtype,        &optimizer,      &profile,
+            &objective, &timeLimit, &generalBound,  &recompute,    &loss,           &train,
+            &lr,        &momentum,  &beta1,         &beta2,        &eps,            &weightDecay};
   }
 
   void runOnOperation() override {
@@ -191,6 +192,12 @@ std::vector<PlanOptionInfo> pipe::pipeline::planOptionInfo() {
     auto [name, value] = item.split('=');
     defaults[name] = value.str();
   }
+  // optionList and options() are written by hand: an option of the pass
+  // missing from them would be neither offered nor passed on.
+  if (defaults.size() != pass.optionList().size())
+    llvm::report_fatal_error("pipe-plan-pipeline has " + llvm::Twine(defaults.size()) +
+                             " options, its optionList() names " +
+                             llvm::Twine(pass.optionList().size()));
   std::vector<PlanOptionInfo> infos;
   for (const llvm::cl::Option *option : pass.optionList()) {
     PlanOptionInfo info;

@@ -155,7 +155,9 @@ def Pipe_PlanAttr : AttrDef<Pipe_Dialect, "Plan"> {
     `replicas` data-parallel copies of the pipeline train together
     (pipe-partition's `gpus`), each on `microbatches` micro-batches, and
     all-reduce their gradients once per step; the other figures are one
-    replica's. Every field has a default, so a hand-written plan can give only
+    replica's. `replica_layout` places them on the GPUs: `pipeline-major`
+    (each pipeline on consecutive GPUs) or `stage-major` (the replicas of
+    each pipeline GPU on consecutive GPUs). Every field has a default, so a hand-written plan can give only
     what a test needs.
   }];
   let parameters = (ins
@@ -181,7 +183,8 @@ def Pipe_PlanAttr : AttrDef<Pipe_Dialect, "Plan"> {
     DefaultValuedParameter<"int64_t", "0">:$parameters,
     DefaultValuedParameter<"int64_t", "0">:$forward_flops,
     OptionalParameter<"::mlir::DenseI64ArrayAttr">:$recompute_stages,
-    DefaultValuedParameter<"int64_t", "1">:$replicas);
+    DefaultValuedParameter<"int64_t", "1">:$replicas,
+    StringRefParameter<"how the replicas sit on the GPUs", "\"pipeline-major\"">:$replica_layout);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

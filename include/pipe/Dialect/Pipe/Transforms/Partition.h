@@ -58,6 +58,10 @@ struct PartitionOutcome {
   }
   /// Copies of the planned pipeline that train together (1: one pipeline).
   int replicas() const { return replicaSplit() ? replicaSplit()->replicas : 1; }
+  /// How they sit on the GPUs (pipeline-major for one pipeline).
+  partitioner::ReplicaLayout replicaLayout() const {
+    return replicaSplit() ? replicaSplit()->layout : partitioner::ReplicaLayout::PipelineMajor;
+  }
 };
 
 /// What the main job observes while pipe-partition runs (progress lines,

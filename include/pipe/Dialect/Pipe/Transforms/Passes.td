@@ -14,9 +14,14 @@ defvar PipePartitionOptionList = [
          "GPUs in the pipeline (a plan may run several stages on one); with gpus, "
          "0 chooses it">,
   Option<"gpus", "gpus", "int", /*default=*/"0",
-         "GPUs in all, for data-parallel replicas of the pipeline: gpus / stages replicas "
-         "placed pipeline-major, each on microbatches / replicas (stages 0: the split with "
-         "the shortest iteration); 0: one pipeline">,
+         "GPUs in all, for data-parallel replicas of the pipeline: gpus / stages replicas, "
+         "each on microbatches / replicas, placed pipeline-major or stage-major, whichever "
+         "gives the shorter iteration (stages 0: the split and layout with the shortest "
+         "iteration); 0: one pipeline">,
+  Option<"replicaLayout", "replica-layout", "std::string", /*default=*/"\"auto\"",
+         "With gpus: how the replicas sit on the GPUs: pipeline-major (each pipeline on "
+         "consecutive GPUs), stage-major (each pipeline GPU's replicas on consecutive "
+         "GPUs) or auto (each split tried both ways)">,
   Option<"memory", "memory", "std::string", /*default=*/"\"\"",
          "Memory per GPU with its unit, e.g. 80GB or 80GiB (default: the target's)">,
   Option<"target", "target", "std::string", /*default=*/"\"h100\"",
