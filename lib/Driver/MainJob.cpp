@@ -254,8 +254,7 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   };
   hooks.onSplit = [&](const partitioner::ReplicaPlan &split) {
     progress.step(llvm::formatv(
-        "{0} replicas x {1} stages{2}: {3} ({4:f2} s)", split.replicas, split.stages,
-        split.replicas > 1 && split.stages > 1 ? " " + partitioner::toString(split.layout) : "",
+        "{0}: {1} ({2:f2} s)", partitioner::describeSplit(split),
         split.valid ? llvm::formatv("iteration {0:f3} ms with the all-reduces", split.iterationMs)
                           .str()
                     : split.reason,
@@ -268,13 +267,9 @@ LogicalResult pipe::driver::runMainJob(ModuleOp module, const MainJobOptions &op
   hooks.onPlanned = [&](ModuleOp, pipeline::PartitionOutcome &result) -> LogicalResult {
     const partitioner::PlanResult &best = *result.report.best();
     if (const partitioner::ReplicaPlan *split = result.replicaSplit())
-      progress.step(llvm::formatv("chose {0} replicas x {1} stages{2}: iteration {3:f3} ms with "
-                                  "the gradient all-reduces",
-                                  split->replicas, split->stages,
-                                  split->replicas > 1 && split->stages > 1
-                                      ? " " + partitioner::toString(split->layout)
-                                      : "",
-                                  split->iterationMs));
+      progress.step(llvm::formatv("chose {0}: iteration {1:f3} ms with the gradient "
+                                  "all-reduces",
+                                  partitioner::describeSplit(*split), split->iterationMs));
     progress.step(llvm::formatv("chose {0} by {1}: iteration {2:f3} ms, period {3:f3} ms; {4}",
                                 best.algorithm, result.objective, best.iterationMs,
                                 best.periodMs, partitioner::describeStages(result.problem, best)));

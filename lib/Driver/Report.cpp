@@ -202,20 +202,20 @@ void pipe::driver::writeHeader(const pipeline::PartitionOutcome &outcome,
        << partitioner::describeStages(problem, best) << "\n";
   } else {
     const int gpus = split->replicas * split->stages;
+    const char *why =
+        options.plan.stages == 0 ? "the split with the shortest iteration" : "--pipeline-stages";
     os << "GPUs:         " << gpus << " (--gpus) as " << split->replicas << " x " << split->stages
-       << ": "
-       << (split->replicas == 1
-               ? "one " + std::to_string(split->stages) +
-                     "-GPU pipeline, no data-parallel replicas ("
-               : std::to_string(split->replicas) + " data-parallel replicas of a " +
-                     std::to_string(split->stages) + "-GPU pipeline (")
-       << (options.plan.stages == 0 ? "the split with the shortest iteration"
-                                    : "--pipeline-stages")
-       << "), placed " << partitioner::toString(split->layout) << "; each replica trains "
-       << problem.training.microbatches << " of the step's "
-       << split->replicas * problem.training.microbatches
-       << " micro-batches; the figures below are one replica's, whose plan runs "
-       << partitioner::describeStages(problem, best) << "\n";
+       << ": ";
+    if (split->replicas == 1)
+      os << "one " << split->stages << "-GPU pipeline, no data-parallel replicas (" << why
+         << "); the plan runs ";
+    else
+      os << split->replicas << " data-parallel replicas of a " << split->stages
+         << "-GPU pipeline (" << why << "), placed " << partitioner::toString(split->layout)
+         << "; each replica trains " << problem.training.microbatches << " of the step's "
+         << split->replicas * problem.training.microbatches
+         << " micro-batches; the figures below are one replica's, whose plan runs ";
+    os << partitioner::describeStages(problem, best) << "\n";
     if (split->replicas > 1)
       os << llvm::formatv("replicas:     gradient all-reduce up to {0:f3} ms a GPU (its {1} "
                           "replicas, {2} node(s) x {3} GPU(s), after its last backward): iteration "

@@ -94,14 +94,16 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
       }
     }
     // With replicas, the gradient all-reduce's messages (pipe_all_reduce_grads):
-    // a chunk of a bucket staged, its message until the next replica takes it,
-    // and the chunk received; after the last backward, when the pipeline's
-    // messages are gone.
+    // a chunk of a bucket sent until the next replica takes it, and the chunk
+    // received; after the pipeline's messages have left. Host bytes: COMM on
+    // the CPU backend, uncharged host staging on a device (pipe-run adds them to
+    // the prediction it compares with on the CPU only), so not part of the
+    // GPU's memory below.
     double allReduceComm = 0;
     if (description->replicas > 1) {
       const double bucket =
           std::min(ownedGradientElements, partitioner::kAllReduceBucketBytes / 4);
-      allReduceComm = 3 * std::ceil(bucket / description->replicas) * 4;
+      allReduceComm = 2 * std::ceil(bucket / description->replicas) * 4;
     }
     std::vector<int64_t> stages;
     const double programSaved = static_cast<size_t>(rank) < programSavedPeaks.size()
@@ -121,7 +123,7 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
       saved = planned.keptPeakBytes;
       // What the runtime holds along the plan's timeline; the plan reserved its
       // buffers per cut tensor, and the rank must fit the larger of the two.
-      comm = std::max(planned.messageBytes, allReduceComm);
+      comm = planned.messageBytes;
       plannedBuffers = planned.bufferBytes;
       commReserved = std::max(plannedBuffers, comm);
       // The runtime counts what a recomputing stage computes again as workspace.
@@ -175,8 +177,7 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
                        {"comm", "the plan's simulated timeline: each message from its "
                                 "producer's end until its consumer takes it (and the "
                                 "sender's action then running ends), each received one "
-                                "as its consumer starts; with replicas, at least three "
-                                "chunks of the gradient all-reduce"},
+                                "as its consumer starts"},
                        {"workspace", "the plan: the largest workspace of the rank's layers "
                                      "(a layer run alone: values not saved, kernel scratch), "
                                      "plus what its recomputing stages compute again"}}},
@@ -186,10 +187,13 @@ pipe::driver::buildTrainingProgram(ModuleOp module, const pipeline::PartitionOut
                      // The peak of the program's saved bytes along the plan's timeline.
                      {"program_saved", programSaved},
                      {"program_received_peak", receivedBytes}});
-    // With replicas: the rank's gradient all-reduce (a ring over its replicas).
+    // With replicas: the rank's gradient all-reduce (a ring over its replicas)
+    // and the host bytes its messages hold at once.
     if (const partitioner::ReplicaPlan *split = outcome.replicaSplit();
-        split && static_cast<size_t>(rank) < split->allReduceMs.size())
+        split && static_cast<size_t>(rank) < split->allReduceMs.size()) {
       ranks.back()["all_reduce_ms"] = split->allReduceMs[static_cast<size_t>(rank)];
+      ranks.back()["all_reduce_message_bytes"] = allReduceComm;
+    }
   }
 
   llvm::SmallString<256> absoluteModel(modelPath);

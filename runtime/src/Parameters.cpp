@@ -246,7 +246,7 @@ void pipe_accumulate_grad(pipe_rank *r, int32_t id, const pipe_tensor *t) {
   if (t->dtype != PIPE_F32 || t->numel != p.gradient->numel)
     fail(r, "pipe_accumulate_grad: a gradient %s for parameter %s %s", describe(t).c_str(),
          p.name.c_str(), describe(p.value).c_str());
-  if (r->averagedStep == r->step)
+  if (r->settings.replicas > 1 && r->averagedStep == r->step)
     fail(r,
          "pipe_accumulate_grad: parameter %s after this step's pipe_all_reduce_grads (the "
          "replicas would not average it)",

@@ -75,7 +75,11 @@ MessageKey keyOf(pipe_rank *r, const char *what, int32_t from, int32_t to, int32
   return key;
 }
 
-void sendTensor(pipe_rank *r, const pipe_tensor *t, const MessageKey &key, const char *what) {
+/// Sends `t` under `key`. With `fill`, on the host route, the message's bytes
+/// are written by fill(bytes) instead of copied from `t` (whose dtype and shape
+/// the header still gives): a chunk gathered from several tensors.
+void sendTensor(pipe_rank *r, const pipe_tensor *t, const MessageKey &key, const char *what,
+                const std::function<void(char *)> &fill = {}) {
   Transport &transport = transportOf(r, what);
   const int64_t bytes = tensorBytes(r, t);
   const Route route = routeOf(r, transport);
@@ -110,6 +114,8 @@ void sendTensor(pipe_rank *r, const pipe_tensor *t, const MessageKey &key, const
       });
       header.device = reinterpret_cast<uintptr_t>(device);
       header.payload = reinterpret_cast<uintptr_t>(send.payload->data);
+    } else if (fill && route == Route::Host) {
+      fill(out + kHeaderBytes);
     } else {
       downloadTensor(r, out + kHeaderBytes, t);
     }
@@ -220,12 +226,9 @@ class FlatGradients {
 public:
   FlatGradients(pipe_rank *r, HostAccess &host) {
     for (Parameter &p : r->params) {
-      if (!p.declared || !p.trainable || p.owner != r->id)
+      // Gradients are fp32 (pipe_declare_param makes them so).
+      if (!p.declared || !p.trainable || p.owner != r->id || p.gradient->numel == 0)
         continue;
-      if (p.gradient->dtype != PIPE_F32)
-        fail(r, "the gradient all-reduce over replicas: parameter %s has a %s gradient; it sums "
-                "fp32",
-             p.name.c_str(), dtypeName(p.gradient->dtype));
       pieces_.push_back({static_cast<float *>(host.write(p.gradient)), size_});
       size_ += p.gradient->numel;
     }
@@ -261,14 +264,21 @@ void allReduceGradients(pipe_rank *r) {
   const char *what = "pipe_all_reduce_grads";
   if (!r->inStep)
     fail(r, "%s: outside a step (pipe_step_begin .. pipe_step_end)", what);
-  if (r->averagedStep == r->step)
-    fail(r, "%s: called twice in step %lld", what, static_cast<long long>(r->step));
-  r->averagedStep = r->step;
   const int32_t replicas = r->settings.replicas;
   if (replicas <= 1)
     return;
-  const double start = nowMs(r);
+  if (r->averagedStep == r->step)
+    fail(r, "%s: called twice in step %lld", what, static_cast<long long>(r->step));
+  r->averagedStep = r->step;
   transportOf(r, what);
+  // The pipeline's sends still in flight (a last gradient, a tied parameter's)
+  // leave first, so that the chunks below never add to them: a wait for the
+  // previous rank to take them, counted as waiting for peers, not as the
+  // all-reduce's time.
+  const double drainStart = nowMs(r);
+  drainSends(r);
+  r->waitMs += nowMs(r) - drainStart;
+  const double start = nowMs(r);
   // A ring over the replicas, the all-reduce the planner prices: the rank's
   // gradients laid end to end, cut into buckets of at most
   // RunSettings::allReduceBucketBytes, each bucket a ring: in `replicas`
@@ -278,9 +288,9 @@ void allReduceGradients(pipe_rank *r) {
   // in one fixed order, so every replica, and every transport, ends with the
   // same bits. Messages are host bytes (the gradients are read and written
   // through HostAccess; a device backend does not charge them), one chunk at a
-  // time: COMM holds the chunk being sent (gathered from its parameters), its
-  // message until the next replica takes it (the next send waits for that),
-  // and the chunk received.
+  // time: COMM holds the chunk's message, gathered from its parameters, until
+  // the next replica takes it (the next send waits for that), and the chunk
+  // received.
   const int32_t me = r->replica, next = (me + 1) % replicas,
                 previous = (me + replicas - 1) % replicas;
   auto key = [&](int32_t fromReplica, int32_t toReplica) {
@@ -291,86 +301,66 @@ void allReduceGradients(pipe_rank *r) {
       fail(r, "%s: %s", what, problem.c_str());
     return k;
   };
-  // The pipeline's sends still in flight (a last gradient, a tied parameter's)
-  // leave first: the plan's timeline has them taken before the all-reduce, and
-  // its chunks would otherwise add to them.
-  drainSends(r);
   HostAccess host(r);
   const FlatGradients flat(r, host);
   const int64_t total = flat.size();
   const int64_t bucket = std::max<int64_t>(1, r->settings.allReduceBucketBytes / 4);
   {
     HostKernelScope hostMessages(r);
-    // The staging of a chunk's send: charged on the CPU backend, host staging
-    // on a device one (as send buffers are).
-    const int64_t stagingFloats = (std::min(bucket, total) + replicas - 1) / replicas;
-    const int64_t stagingBytes = stagingFloats * static_cast<int64_t>(sizeof(float));
-    const int64_t charged = r->device ? 0 : stagingBytes;
-    Storage *staging = allocateStorage(r->memory, charged, PIPE_MEM_COMM, stagingBytes - charged);
-    if (!staging)
-      fail(r, "%s: out of memory for a %lld-byte chunk", what,
-           static_cast<long long>(stagingBytes));
-    auto *gathered = static_cast<float *>(staging->data);
-    try {
-      for (int64_t bucketBegin = 0; bucketBegin < total; bucketBegin += bucket) {
-        const int64_t numel = std::min(bucket, total - bucketBegin);
-        auto chunk = [&](int32_t c) {
-          c = ((c % replicas) + replicas) % replicas;
-          const int64_t begin = numel / replicas * c + std::min<int64_t>(c, numel % replicas);
-          const int64_t size = numel / replicas + (c < numel % replicas ? 1 : 0);
-          return std::make_pair(bucketBegin + begin, size);
-        };
-        // Sends chunk c to the next replica, then takes the previous replica's
-        // chunk c - 1 into `land` (an empty chunk is neither sent nor received).
-        auto pass = [&](int32_t c, bool add) {
-          auto [sendBegin, sendSize] = chunk(c);
-          if (sendSize > 0) {
-            // One message in flight at a time: the ring runs in lockstep
-            // anyway, and COMM stays at three chunks.
-            drainSends(r);
+    for (int64_t bucketBegin = 0; bucketBegin < total; bucketBegin += bucket) {
+      const int64_t numel = std::min(bucket, total - bucketBegin);
+      auto chunk = [&](int32_t c) {
+        c = ((c % replicas) + replicas) % replicas;
+        const int64_t begin = numel / replicas * c + std::min<int64_t>(c, numel % replicas);
+        const int64_t size = numel / replicas + (c < numel % replicas ? 1 : 0);
+        return std::make_pair(bucketBegin + begin, size);
+      };
+      // Sends chunk c to the next replica, then takes the previous replica's
+      // chunk c - 1 and adds it to (or copies it over) this replica's (an empty
+      // chunk is neither sent nor received).
+      auto pass = [&](int32_t c, bool add) {
+        auto [sendBegin, sendSize] = chunk(c);
+        if (sendSize > 0) {
+          // One message in flight at a time: the ring runs in lockstep anyway.
+          drainSends(r);
+          pipe_tensor shape{}; // the header's dtype and shape; the bytes come from `flat`
+          shape.dtype = PIPE_F32;
+          shape.rank = 1;
+          shape.shape[0] = sendSize;
+          shape.numel = sendSize;
+          sendTensor(r, &shape, key(me, next), what, [&](char *bytes) {
             flat.visit(sendBegin, sendSize, [&](const float *from, int64_t n, int64_t at) {
-              std::memcpy(gathered + at, from, static_cast<size_t>(n) * sizeof(float));
+              std::memcpy(bytes + at * sizeof(float), from, static_cast<size_t>(n) * sizeof(float));
             });
-            pipe_tensor view{};
-            view.data = gathered;
-            view.dtype = PIPE_F32;
-            view.rank = 1;
-            view.shape[0] = sendSize;
-            view.numel = sendSize;
-            sendTensor(r, &view, key(me, next), what);
-          }
-          auto [receiveBegin, receiveSize] = chunk(c - 1);
-          if (receiveSize > 0) {
-            pipe_tensor *in =
-                receiveTensor(r, key(previous, me), PIPE_F32, pipe_ints{1, {receiveSize}}, what);
-            const auto *received = static_cast<const float *>(in->data);
-            flat.visit(receiveBegin, receiveSize, [&](float *into, int64_t n, int64_t at) {
-              if (add)
-                for (int64_t i = 0; i < n; ++i)
-                  into[i] += received[at + i];
-              else
-                std::memcpy(into, received + at, static_cast<size_t>(n) * sizeof(float));
-            });
-            destroyTensor(r, in);
-          }
-        };
-        for (int32_t step = 0; step + 1 < replicas; ++step)
-          pass(me - step, true);
-        // This replica now holds the whole sum of chunk me + 1.
-        const float scale = 1.0f / static_cast<float>(replicas);
-        auto [ownBegin, ownSize] = chunk(me + 1);
-        flat.visit(ownBegin, ownSize, [&](float *into, int64_t n, int64_t) {
-          for (int64_t i = 0; i < n; ++i)
-            into[i] *= scale;
-        });
-        for (int32_t step = 0; step + 1 < replicas; ++step)
-          pass(me + 1 - step, false);
-      }
-    } catch (...) {
-      release(r->memory, staging);
-      throw;
+          });
+        }
+        auto [receiveBegin, receiveSize] = chunk(c - 1);
+        if (receiveSize > 0) {
+          pipe_tensor *in =
+              receiveTensor(r, key(previous, me), PIPE_F32, pipe_ints{1, {receiveSize}}, what);
+          const auto *received = static_cast<const float *>(in->data);
+          flat.visit(receiveBegin, receiveSize, [&](float *into, int64_t n, int64_t at) {
+            if (add)
+              for (int64_t i = 0; i < n; ++i)
+                into[i] += received[at + i];
+            else
+              std::memcpy(into, received + at, static_cast<size_t>(n) * sizeof(float));
+          });
+          destroyTensor(r, in);
+        }
+      };
+      for (int32_t step = 0; step + 1 < replicas; ++step)
+        pass(me - step, true);
+      // This replica now holds the whole sum of chunk me + 1.
+      const float scale = 1.0f / static_cast<float>(replicas);
+      auto [ownBegin, ownSize] = chunk(me + 1);
+      flat.visit(ownBegin, ownSize, [&](float *into, int64_t n, int64_t) {
+        for (int64_t i = 0; i < n; ++i)
+          into[i] *= scale;
+      });
+      for (int32_t step = 0; step + 1 < replicas; ++step)
+        pass(me + 1 - step, false);
     }
-    release(r->memory, staging);
   }
   host.commit();
   r->current.allReduceMs += nowMs(r) - start;

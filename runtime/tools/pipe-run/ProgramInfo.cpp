@@ -127,7 +127,7 @@ void readPredicted(const Fields &document, ProgramInfo &info) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     Fields rank(ranks[i], predicted.field("ranks") + "[" + std::to_string(i) + "]",
                 {"rank", "stages", "memory", "sources", "program_workspace", "program_saved",
-                 "program_received_peak", "all_reduce_ms"});
+                 "program_received_peak", "all_reduce_ms", "all_reduce_message_bytes"});
     int64_t index = rank.integer("rank", -1, 0, info.ranks - 1);
     if (index < 0)
       throw std::runtime_error(rank.field("rank") + " is missing");
@@ -147,6 +147,12 @@ void readPredicted(const Fields &document, ProgramInfo &info) {
       if (ms < 0)
         throw std::runtime_error(rank.field("all_reduce_ms") + " is negative");
       info.predictedAllReduceMs[static_cast<int>(index)] = ms;
+    }
+    if (rank.has("all_reduce_message_bytes")) {
+      const double bytes = rank.number("all_reduce_message_bytes", 0);
+      if (bytes < 0)
+        throw std::runtime_error(rank.field("all_reduce_message_bytes") + " is negative");
+      info.predictedAllReduceMessageBytes[static_cast<int>(index)] = bytes;
     }
   }
 }

@@ -50,8 +50,9 @@ struct ProgramInfo {
   std::string predictedTarget; ///< the target the plan was made for (empty: not given)
   /// Per rank: category name ("parameters", ..., "total") -> bytes.
   std::map<int, std::map<std::string, double>> predictedMemory;
-  /// Per rank: the plan's gradient all-reduce over the replicas (ms a step).
-  std::map<int, double> predictedAllReduceMs;
+  /// Per rank: the plan's gradient all-reduce over the replicas (ms a step),
+  /// and the host bytes its messages hold at once (COMM on the CPU backend).
+  std::map<int, double> predictedAllReduceMs, predictedAllReduceMessageBytes;
 };
 
 /// Reads DIR/program.json; throws std::runtime_error naming the file and field.

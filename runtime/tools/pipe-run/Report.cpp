@@ -134,7 +134,9 @@ std::optional<double> predictedMemoryOf(const ProgramInfo &program, int rank,
   return it->second;
 }
 
-RankSummary summarizeRank(const ProgramInfo &program, const RankReport &report, int64_t steps) {
+RankSummary summarizeRank(const ProgramInfo &program, const RankReport &report,
+                          const RunFacts &facts) {
+  const int64_t steps = facts.steps;
   RankSummary rank;
   rank.rank = report.rank;
   for (int c = 0; c < PIPE_MEM_CATEGORIES; ++c)
@@ -142,6 +144,20 @@ RankSummary summarizeRank(const ProgramInfo &program, const RankReport &report, 
                            predictedMemoryOf(program, report.rank, kCategories[c])});
   rank.memory.push_back({"total", static_cast<double>(report.peakTotal),
                          predictedMemoryOf(program, report.rank, "total")});
+  // The gradient all-reduce's messages are COMM on the CPU backend (host
+  // staging a device does not charge): the rank holds the larger of them and
+  // the pipeline's messages, which have left before it starts.
+  if (auto messages = program.predictedAllReduceMessageBytes.find(report.rank);
+      facts.backend == "cpu" && facts.replicas > 1 &&
+      messages != program.predictedAllReduceMessageBytes.end()) {
+    MemoryRow &comm = rank.memory[PIPE_MEM_COMM];
+    MemoryRow &total = rank.memory.back();
+    if (comm.predictedBytes && *comm.predictedBytes < messages->second) {
+      if (total.predictedBytes)
+        *total.predictedBytes += messages->second - *comm.predictedBytes;
+      comm.predictedBytes = messages->second;
+    }
+  }
   if (steps <= 0)
     return rank;
   rank.waitMsPerStep = report.waitMs / static_cast<double>(steps);
@@ -213,7 +229,7 @@ RunSummary summarize(const ProgramInfo &program, const std::vector<RankReport> &
     if (report.replica == 0)
       first.push_back(report);
   for (const RankReport &report : first)
-    summary.ranks.push_back(summarizeRank(program, report, facts.steps));
+    summary.ranks.push_back(summarizeRank(program, report, facts));
   summary.period = measurePeriod(first);
   summary.predictedPeriodMs = program.predictedPeriodMs;
   summary.predictedTarget = program.predictedTarget;
