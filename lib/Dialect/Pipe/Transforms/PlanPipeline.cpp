@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cstdio>
 
@@ -194,10 +195,13 @@ std::vector<PlanOptionInfo> pipe::pipeline::planOptionInfo() {
   }
   // optionList and options() are written by hand: an option of the pass
   // missing from them would be neither offered nor passed on.
-  if (defaults.size() != pass.optionList().size())
-    llvm::report_fatal_error("pipe-plan-pipeline has " + llvm::Twine(defaults.size()) +
-                             " options, its optionList() names " +
-                             llvm::Twine(pass.optionList().size()));
+  llvm::StringSet<> listed;
+  for (const llvm::cl::Option *option : pass.optionList())
+    listed.insert(option->ArgStr);
+  for (const auto &entry : defaults)
+    if (!listed.contains(entry.getKey()) || listed.size() != defaults.size())
+      llvm::report_fatal_error("pipe-plan-pipeline's optionList() does not name its option '" +
+                               entry.getKey() + "' once");
   std::vector<PlanOptionInfo> infos;
   for (const llvm::cl::Option *option : pass.optionList()) {
     PlanOptionInfo info;
