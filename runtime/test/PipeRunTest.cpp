@@ -298,28 +298,23 @@ TEST(PipeRun, RelayReplicasTrainTheSameWithMpi) {
   RelayData data = writeRelayData(dir + "/data.npz", 8);
   CommandResult threads = relayReplicasWithThreads(dir);
   ASSERT_EQ(threads.exitCode, 0) << threads.err;
-  CommandResult mpi = mpiRun(4, {dir, "--steps", "3", "--data", dir + "/data.npz",
-                                 "--save-weights", dir + "/wm.npz", "--replicas", "2"});
-  expectRelayTrained(mpi, data, dir + "/wm.npz", 2);
-  EXPECT_NE(mpi.out.find("4 rank(s) over MPI: 2 replicas of the 2-rank pipeline"),
-            std::string::npos)
-      << mpi.out;
-  EXPECT_EQ(lossesOf(mpi.out), lossesOf(threads.out));
-  EXPECT_EQ(readNpz(dir + "/w.npz")[0].bytes, readNpz(dir + "/wm.npz")[0].bytes);
-
+  // 4 processes train as the threads did: the same losses, the same weight bits.
+  auto trainsAsThreads = [&](const std::string &weights, const std::string &startLine) {
+    CommandResult mpi = mpiRun(4, {dir, "--steps", "3", "--data", dir + "/data.npz",
+                                   "--save-weights", dir + "/" + weights, "--replicas", "2"});
+    expectRelayTrained(mpi, data, dir + "/" + weights, 2);
+    EXPECT_NE(mpi.out.find(startLine), std::string::npos) << mpi.out;
+    EXPECT_EQ(lossesOf(mpi.out), lossesOf(threads.out));
+    EXPECT_EQ(readNpz(dir + "/w.npz")[0].bytes, readNpz(dir + "/" + weights)[0].bytes);
+  };
+  trainsAsThreads("wm.npz", "4 rank(s) over MPI: 2 replicas of the 2-rank pipeline, ranks placed "
+                            "pipeline-major");
   // Placed stage-major (program.json's replica_layout): process k runs pipeline
-  // rank k / 2 of replica k % 2, and trains the same.
+  // rank k / 2 of replica k % 2.
   nlohmann::json program = nlohmann::json::parse(readFile(dir + "/program.json"));
   program["replica_layout"] = "stage-major";
   writeFile(dir + "/program.json", program.dump(2));
-  CommandResult stageMajor = mpiRun(4, {dir, "--steps", "3", "--data", dir + "/data.npz",
-                                        "--save-weights", dir + "/ws.npz", "--replicas", "2"});
-  expectRelayTrained(stageMajor, data, dir + "/ws.npz", 2);
-  EXPECT_NE(stageMajor.out.find("2 replicas of the 2-rank pipeline, ranks placed stage-major"),
-            std::string::npos)
-      << stageMajor.out;
-  EXPECT_EQ(lossesOf(stageMajor.out), lossesOf(threads.out));
-  EXPECT_EQ(readNpz(dir + "/w.npz")[0].bytes, readNpz(dir + "/ws.npz")[0].bytes);
+  trainsAsThreads("ws.npz", "2 replicas of the 2-rank pipeline, ranks placed stage-major");
   program["replica_layout"] = "diagonal";
   writeFile(dir + "/program.json", program.dump(2));
   CommandResult unknown = pipeRun({dir, "--steps", "1", "--replicas", "2"});
