@@ -162,7 +162,10 @@ void drainSends(pipe_rank *r) {
       return;
     double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (waited > r->settings.timeoutSeconds)
-      fail(r, "%s was not received within %g s", describeOutgoing(r->sends.front().key).c_str(),
+      fail(r, "%s was not received within %g s",
+           (r->sends.front().label.empty() ? describeOutgoing(r->sends.front().key)
+                                           : r->sends.front().label)
+               .c_str(),
            r->settings.timeoutSeconds);
     r->transport->checkStopped();
     r->transport->progress();

@@ -52,6 +52,8 @@ struct OutstandingSend {
   Storage *buffer = nullptr;
   Storage *payload = nullptr;
   MessageKey key;
+  /// What the message is, for a failure ("" : describeOutgoing(key)).
+  std::string label;
 
   /// The bytes charged to the rank for it.
   int64_t bytes() const { return buffer->bytes + (payload ? payload->bytes : 0); }

@@ -77,9 +77,10 @@ MessageKey keyOf(pipe_rank *r, const char *what, int32_t from, int32_t to, int32
 
 /// Sends `t` under `key`. With `fill`, on the host route, the message's bytes
 /// are written by fill(bytes) instead of copied from `t` (whose dtype and shape
-/// the header still gives): a chunk gathered from several tensors.
+/// the header still gives): a chunk gathered from several tensors. `label`
+/// names the message in failures (by default, its key).
 void sendTensor(pipe_rank *r, const pipe_tensor *t, const MessageKey &key, const char *what,
-                const std::function<void(char *)> &fill = {}) {
+                const std::function<void(char *)> &fill = {}, const std::string &label = "") {
   Transport &transport = transportOf(r, what);
   const int64_t bytes = tensorBytes(r, t);
   const Route route = routeOf(r, transport);
@@ -94,6 +95,7 @@ void sendTensor(pipe_rank *r, const pipe_tensor *t, const MessageKey &key, const
   OutstandingSend send;
   send.buffer = buffer;
   send.key = key;
+  send.label = label;
   WireHeader header{};
   header.marker = kWireMarker;
   header.dtype = t->dtype;
@@ -180,8 +182,11 @@ pipe_tensor *landMessage(pipe_rank *r, Route route, Storage *storage, size_t rec
   return t;
 }
 
+/// Receives the tensor sent under `key`; `label` names it in failures (by
+/// default, its key).
 pipe_tensor *receiveTensor(pipe_rank *r, const MessageKey &key, int32_t dtype,
-                           const pipe_ints &shape, const char *what) {
+                           const pipe_ints &shape, const char *what,
+                           const std::string &label = "") {
   Transport &transport = transportOf(r, what);
   const int64_t numel = checkedNumel(r, shape, what);
   const Route route = routeOf(r, transport);
@@ -211,7 +216,8 @@ pipe_tensor *receiveTensor(pipe_rank *r, const MessageKey &key, int32_t dtype,
   r->nodeWaitMs += waited;
   r->waitMs += waited;
   if (!arrived)
-    fail(r, "no %s within %g s", describeIncoming(key).c_str(), r->settings.timeoutSeconds);
+    fail(r, "no %s within %g s", (label.empty() ? describeIncoming(key) : label).c_str(),
+         r->settings.timeoutSeconds);
   return tensor;
 }
 
@@ -301,6 +307,12 @@ void allReduceGradients(pipe_rank *r) {
       fail(r, "%s: %s", what, problem.c_str());
     return k;
   };
+  // The ring's messages share one key per pair of replicas (each transport
+  // keeps their order); failures name them as what they are.
+  const std::string outgoing =
+      "gradient all-reduce chunk to rank " + std::to_string(transportRank(r, r->id, next));
+  const std::string incoming =
+      "gradient all-reduce chunk from rank " + std::to_string(transportRank(r, r->id, previous));
   HostAccess host(r);
   const FlatGradients flat(r, host);
   const int64_t total = flat.size();
@@ -328,16 +340,20 @@ void allReduceGradients(pipe_rank *r) {
           shape.rank = 1;
           shape.shape[0] = sendSize;
           shape.numel = sendSize;
-          sendTensor(r, &shape, key(me, next), what, [&](char *bytes) {
-            flat.visit(sendBegin, sendSize, [&](const float *from, int64_t n, int64_t at) {
-              std::memcpy(bytes + at * sizeof(float), from, static_cast<size_t>(n) * sizeof(float));
-            });
-          });
+          sendTensor(
+              r, &shape, key(me, next), what,
+              [&](char *bytes) {
+                flat.visit(sendBegin, sendSize, [&](const float *from, int64_t n, int64_t at) {
+                  std::memcpy(bytes + at * sizeof(float), from,
+                              static_cast<size_t>(n) * sizeof(float));
+                });
+              },
+              outgoing);
         }
         auto [receiveBegin, receiveSize] = chunk(c - 1);
         if (receiveSize > 0) {
-          pipe_tensor *in =
-              receiveTensor(r, key(previous, me), PIPE_F32, pipe_ints{1, {receiveSize}}, what);
+          pipe_tensor *in = receiveTensor(r, key(previous, me), PIPE_F32,
+                                          pipe_ints{1, {receiveSize}}, what, incoming);
           const auto *received = static_cast<const float *>(in->data);
           flat.visit(receiveBegin, receiveSize, [&](float *into, int64_t n, int64_t at) {
             if (add)

@@ -398,6 +398,11 @@ void allReduceTwice(pipe_rank *r) {
 
 void allReduceOutsideAStep(pipe_rank *r) { pipe_all_reduce_grads(r); }
 
+void stepWithoutAllReduce(pipe_rank *r) {
+  pipe_step_begin(r);
+  pipe_step_end(r);
+}
+
 TEST(Run, ReplicasRefuseUpdatesOfGradientsTheyDidNotAverage) {
   ringSizes = {4};
   RunSettings settings = settingsFor(1);
@@ -424,6 +429,13 @@ TEST(Run, ReplicasRefuseUpdatesOfGradientsTheyDidNotAverage) {
       runInThreads(settings, std::vector<RankProgram>(2, {ringSetup, allReduceOutsideAStep}), 1,
                    {});
   EXPECT_NE(outside.find("pipe_all_reduce_grads: outside a step"), std::string::npos) << outside;
+  // A replica that never joins the ring: the other's wait names the ring's
+  // message and its peer, not a tied parameter's gradient (the key it shares).
+  settings.timeoutSeconds = 1;
+  const std::string missing = runInThreads(
+      settings, {{ringSetup, accumulateAfterAllReduce}, {ringSetup, stepWithoutAllReduce}}, 1, {});
+  EXPECT_EQ(missing, "rank 0 (replica 0's rank 0): no gradient all-reduce chunk from rank 1 "
+                     "within 1 s");
   // One replica: nothing to average; the updates need no all-reduce, and a
   // second call or a gradient after it is harmless.
   settings.replicas = 1;
